@@ -1,0 +1,111 @@
+// Package codec turns the values agentstate stores into bytes and back.
+//
+// Everything the engine itself reads (metadata, records, messages, store
+// values) is msgpack inside a one-byte versioned envelope, so the format can
+// change later without guessing. Payloads that callers serialise themselves
+// (LangGraph.js sends its own bytes) travel as typed blobs: a type tag plus
+// bytes, stored unread.
+package codec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// FormatV1 is the envelope byte that precedes every msgpack value written by
+// this version of the codec.
+const FormatV1 byte = 0x01
+
+// ErrCorrupt reports bytes that do not decode: a missing or unknown envelope,
+// truncated msgpack, or a value of the wrong shape.
+var ErrCorrupt = errors.New("codec: corrupt value")
+
+// ErrUnsupported reports an envelope written by a newer codec than this one.
+var ErrUnsupported = errors.New("codec: unsupported format version")
+
+// Marshal encodes v as msgpack inside the current envelope. Map keys are
+// sorted so that equal values always give equal bytes.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(FormatV1)
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&buf)
+	enc.SetSortMapKeys(true)
+	enc.UseCompactInts(true)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("codec: encode %T: %w", v, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Unmarshal decodes data written by Marshal into v. Inside interface values,
+// maps decode as map[string]any, integers as int64 and binary strings as
+// string (store bytes in a Blob to keep them as bytes). Garbage, truncated input
+// and shape mismatches return an error matching ErrCorrupt; an envelope from a
+// newer codec returns ErrUnsupported. It never panics.
+func Unmarshal(data []byte, v any) (err error) {
+	if len(data) == 0 {
+		return fmt.Errorf("%w: empty input", ErrCorrupt)
+	}
+	switch data[0] {
+	case FormatV1:
+	default:
+		if data[0] > FormatV1 && data[0] < 0x10 {
+			return fmt.Errorf("%w: envelope %d (this build reads %d)", ErrUnsupported, data[0], FormatV1)
+		}
+		return fmt.Errorf("%w: unknown envelope byte 0x%02x", ErrCorrupt, data[0])
+	}
+	n, err := scan(data[1:])
+	if err != nil {
+		return err
+	}
+	if n != len(data)-1 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(data)-1-n)
+	}
+	defer func() {
+		// The msgpack decoder is defensive, but a corrupt length prefix in a
+		// hostile input must never take the process down.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
+		}
+	}()
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	rd := bytes.NewReader(data[1:])
+	dec.Reset(rd)
+	dec.UseLooseInterfaceDecoding(true)
+	dec.SetMapDecoder(decodeStringMap)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// decodeStringMap makes maps inside interface values decode as
+// map[string]any, the shape JSON callers and go-cmp expect.
+func decodeStringMap(dec *msgpack.Decoder) (any, error) {
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return nil, err
+	}
+	if n == -1 {
+		return nil, nil
+	}
+	m := make(map[string]any, min(n, 1024))
+	for range n {
+		k, err := dec.DecodeString()
+		if err != nil {
+			return nil, err
+		}
+		v, err := dec.DecodeInterfaceLoose()
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+	}
+	return m, nil
+}

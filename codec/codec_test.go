@@ -1,0 +1,155 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/codec")
+
+func sampleMessages() []Message {
+	return []Message{
+		{ID: "h1", Type: Human, Content: "What is the weather in Paris?"},
+		{ID: "a1", Type: AI, Content: "", ToolCalls: []ToolCall{{ID: "call_1", Name: "weather", Args: map[string]any{"city": "Paris", "days": int64(2)}}},
+			UsageMetadata:    &UsageMetadata{InputTokens: 12, OutputTokens: 7, TotalTokens: 19},
+			ResponseMetadata: map[string]any{"model_name": "gpt-x", "finish_reason": "tool_calls"}},
+		{ID: "t1", Type: Tool, Content: `{"temp": 21.5}`, ToolCallID: "call_1", Name: "weather"},
+		{ID: "a2", Type: AI, Content: []any{
+			map[string]any{"type": "text", "text": "Sunny, "},
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "https://example.com/sun.png"}},
+			map[string]any{"type": "text", "text": "21.5 degrees."},
+		}, AdditionalKwargs: map[string]any{"hide_from_ui": false, "score": 0.5}},
+		{ID: "s1", Type: System, Content: "Be brief."},
+		{ID: "a1", Type: Remove},
+	}
+}
+
+func TestMessagesRoundTrip(t *testing.T) {
+	in := sampleMessages()
+	data, err := Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := DecodeMessages(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Fatalf("round trip (-in +out):\n%s", diff)
+	}
+	if got := out[3].Text(); got != "Sunny, 21.5 degrees." {
+		t.Fatalf("Text() = %q", got)
+	}
+}
+
+func TestGenericValuesRoundTrip(t *testing.T) {
+	in := map[string]any{
+		"source": "loop", "step": int64(3), "score": 1.25, "ok": true, "none": nil,
+		"parents": map[string]any{"": "1ef-abc"}, "tags": []any{"a", int64(1), false},
+	}
+	data, err := Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Fatalf("round trip (-in +out):\n%s", diff)
+	}
+	again, _ := Marshal(out)
+	if !bytes.Equal(data, again) {
+		t.Fatal("encoding is not deterministic: re-encoding the decoded map gave other bytes")
+	}
+}
+
+func TestBlobRoundTrip(t *testing.T) {
+	b, err := Encode(map[string]any{"k": "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := b.Decode(&out); err != nil || out["k"] != "v" {
+		t.Fatalf("Decode = %v, %v", out, err)
+	}
+	foreign := Blob{Type: "json", Data: []byte(`{"k":"v"}`)}
+	if err := foreign.Decode(&out); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("decoding a caller's blob: %v, want ErrCorrupt", err)
+	}
+	if err := (Blob{}).Validate(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("untyped blob: %v", err)
+	}
+	if err := (Blob{Type: strings.Repeat("x", MaxTypeLen+1)}).Validate(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("long type tag: %v", err)
+	}
+}
+
+func TestDecodeRejectsBadInput(t *testing.T) {
+	good, _ := Marshal(sampleMessages())
+	cases := map[string]struct {
+		data []byte
+		want error
+	}{
+		"empty":                {nil, ErrCorrupt},
+		"no envelope":          {good[1:], ErrCorrupt},
+		"newer envelope":       {append([]byte{0x02}, good[1:]...), ErrUnsupported},
+		"truncated":            {good[:len(good)/2], ErrCorrupt},
+		"trailing bytes":       {append(append([]byte{}, good...), 0xc0), ErrCorrupt},
+		"wrong shape":          {mustMarshal(t, map[string]any{"a": 1}), ErrCorrupt},
+		"unknown type":         {mustMarshal(t, []Message{{ID: "x", Type: "robot"}}), ErrCorrupt},
+		"tool without call id": {mustMarshal(t, []Message{{ID: "x", Type: Tool, Content: "r"}}), ErrCorrupt},
+		"bad content":          {mustMarshal(t, []map[string]any{{"id": "x", "type": "ai", "content": int64(3)}}), ErrCorrupt},
+		"bad block":            {mustMarshal(t, []map[string]any{{"id": "x", "type": "ai", "content": []any{"text"}}}), ErrCorrupt},
+		"huge length":          {[]byte{FormatV1, 0xdd, 0xff, 0xff, 0xff, 0xff}, ErrCorrupt},
+	}
+	for name, tc := range cases {
+		if _, err := DecodeMessages(tc.data); !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", name, err, tc.want)
+		}
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestGoldenEncodings pins the bytes of the stored format: a change of the
+// encoding that would make old files unreadable fails here first.
+func TestGoldenEncodings(t *testing.T) {
+	values := map[string]any{
+		"messages": sampleMessages(),
+		"metadata": map[string]any{"source": "loop", "step": int64(-1), "parents": map[string]any{}, "run_id": "r1"},
+		"blob":     Blob{Type: "json", Data: []byte(`[1,2]`)},
+	}
+	for name, v := range values {
+		got := mustMarshal(t, v)
+		path := filepath.Join("..", "testdata", "codec", name+".hex")
+		if *update {
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v (run go test ./codec -update to create it)", name, err)
+		}
+		if hex.EncodeToString(got) != strings.TrimSpace(string(want)) {
+			t.Errorf("%s: encoding changed:\n got %x\nwant %s", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/vfs/memdb"
+)
+
+// DB is one open agentstate file: every surface (checkpoints, store, runs,
+// events, threads) lives in it. A DB is safe for concurrent use by many
+// goroutines; writes are serialised on one connection, reads run in parallel
+// on a small pool. Close releases it.
+type DB struct {
+	path    string
+	memName string // non-empty for in-memory databases
+	opts    Options
+
+	writer  chan *conn
+	readers chan *conn
+
+	closeMu sync.RWMutex // held for reading by every call, for writing by Close
+	closed  bool
+	all     []*conn
+}
+
+// Open opens or creates the agentstate file at path (or, for path Memory, a
+// fresh private in-memory database) and brings its schema to the current
+// version. opts may be nil for DefaultOptions. A bad option, a file written by
+// something else, or a schema newer than this build fails Open with a typed
+// error and leaves the file as it was.
+func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
+	o := DefaultOptions()
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%w: empty path (use engine.Memory for an in-memory database)", ErrInvalidArgument)
+	}
+	db := &DB{path: path, opts: o}
+	uri := path
+	flags := sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE
+	if o.ReadOnly {
+		flags = sqlite3.OPEN_READONLY
+	}
+	if path == Memory {
+		if o.ReadOnly {
+			return nil, fmt.Errorf("%w: ReadOnly makes no sense for a fresh in-memory database", ErrInvalidOption)
+		}
+		db.memName = "/agentstate-" + rand.Text()
+		memdb.Create(db.memName, nil)
+		uri = "file:" + db.memName + "?vfs=memdb"
+		flags |= sqlite3.OPEN_URI
+	}
+	if err := db.open(ctx, uri, flags); err != nil {
+		db.closeConns()
+		if db.memName != "" {
+			memdb.Delete(db.memName)
+		}
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) open(ctx context.Context, uri string, flags sqlite3.OpenFlag) error {
+	w, err := db.dial(ctx, uri, flags)
+	if err != nil {
+		return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+	}
+	db.writer = make(chan *conn, 1)
+	db.writer <- w
+	if err := db.prepareSchema(ctx, w); err != nil {
+		return err
+	}
+	db.readers = make(chan *conn, db.opts.ReadConns)
+	for range db.opts.ReadConns {
+		r, err := db.dial(ctx, uri, flags&^sqlite3.OPEN_CREATE)
+		if err != nil {
+			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+		}
+		if err := r.exec("PRAGMA query_only=ON"); err != nil {
+			return fmt.Errorf("agentstate: open %s: %w", db.path, err)
+		}
+		db.readers <- r
+	}
+	return nil
+}
+
+// dial opens one connection with the per-connection settings.
+func (db *DB) dial(ctx context.Context, uri string, flags sqlite3.OpenFlag) (*conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sc, err := sqlite3.OpenFlags(uri, flags)
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(sc)
+	db.all = append(db.all, c)
+	if err := sc.BusyTimeout(db.opts.BusyTimeout); err != nil {
+		return nil, err
+	}
+	for _, p := range []string{"PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL"} {
+		if err := c.exec(p); err != nil {
+			return nil, err
+		}
+	}
+	if err := registerFunctions(sc); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close waits for running calls to finish and releases every connection.
+// Calls made after Close fail with ErrClosed. Closing twice is harmless.
+func (db *DB) Close() error {
+	db.closeMu.Lock()
+	defer db.closeMu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	err := db.closeConns()
+	if db.memName != "" {
+		memdb.Delete(db.memName)
+	}
+	return err
+}
+
+func (db *DB) closeConns() error {
+	var errs []error
+	for _, c := range db.all {
+		if err := c.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	db.all = nil
+	return errors.Join(errs...)
+}
+
+// Path returns the path the DB was opened with.
+func (db *DB) Path() string { return db.path }
+
+// Options returns the options in force for this handle.
+func (db *DB) Options() Options { return db.opts }
+
+// acquire takes a connection from pool, honouring ctx and Close.
+func (db *DB) acquire(ctx context.Context, pool chan *conn) (*conn, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	db.closeMu.RLock()
+	if db.closed {
+		db.closeMu.RUnlock()
+		return nil, nil, ErrClosed
+	}
+	select {
+	case c := <-pool:
+		restore := c.withCtx(ctx)
+		return c, func() {
+			restore()
+			pool <- c
+			db.closeMu.RUnlock()
+		}, nil
+	case <-ctx.Done():
+		db.closeMu.RUnlock()
+		return nil, nil, ctx.Err()
+	}
+}
+
+// write runs fn inside one write transaction (BEGIN IMMEDIATE) on the writer
+// connection: all of fn's changes commit together or none do.
+func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	c, release, err := db.acquire(ctx, db.writer)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
+		return wrapErr(ctx, err)
+	}
+	if err := fn(c); err != nil {
+		rollback(c)
+		return wrapErr(ctx, err)
+	}
+	if err := c.exec("COMMIT"); err != nil {
+		rollback(c)
+		return wrapErr(ctx, err)
+	}
+	return nil
+}
+
+// read runs fn inside one read transaction, so every query of fn sees the
+// same snapshot of the file.
+func (db *DB) read(ctx context.Context, fn func(c *conn) error) error {
+	c, release, err := db.acquire(ctx, db.readers)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := c.exec("BEGIN"); err != nil {
+		return wrapErr(ctx, err)
+	}
+	err = fn(c)
+	if cerr := c.exec("COMMIT"); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil {
+		rollback(c)
+	}
+	return wrapErr(ctx, err)
+}
+
+func rollback(c *conn) {
+	if !c.c.GetAutocommit() {
+		// Rollback must run even when the call's context is done.
+		restore := c.withCtx(context.Background())
+		c.exec("ROLLBACK")
+		restore()
+	}
+}
+
+// retryBusy retries fn while SQLite reports BUSY without waiting on the busy
+// handler (as it does for some schema and journal-mode changes), up to the
+// busy timeout.
+func (db *DB) retryBusy(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(db.opts.BusyTimeout)
+	for {
+		err := fn()
+		if err == nil || !errors.Is(err, sqlite3.BUSY) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

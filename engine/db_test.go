@@ -1,0 +1,339 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ncruces/go-sqlite3"
+)
+
+var update = flag.Bool("update", false, "rewrite fixtures under testdata/")
+
+const v1Fixture = "../testdata/schema_v1.db"
+
+func openTest(t testing.TB, path string, opts *Options) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), path, opts)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpenCreatesCurrentSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	db := openTest(t, path, nil)
+	in, err := db.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.SchemaVersion != SchemaVersion || in.ApplicationID != ApplicationID {
+		t.Fatalf("version %d app id %#x, want %d %#x", in.SchemaVersion, in.ApplicationID, SchemaVersion, ApplicationID)
+	}
+	if got := history(t, db); len(got) != SchemaVersion {
+		t.Fatalf("schema_history has %v, want one row per version 1..%d", got, SchemaVersion)
+	}
+	var mode string
+	db.read(context.Background(), func(c *conn) error {
+		_, err := c.queryRow("PRAGMA journal_mode", nil, func(st *sqlite3.Stmt) error { mode = st.ColumnText(0); return nil })
+		return err
+	})
+	if mode != "wal" {
+		t.Fatalf("journal_mode = %q, want wal", mode)
+	}
+}
+
+func history(t testing.TB, db *DB) []int64 {
+	t.Helper()
+	var vs []int64
+	err := db.read(context.Background(), func(c *conn) error {
+		return c.query("SELECT version FROM schema_history ORDER BY version", nil, func(st *sqlite3.Stmt) error {
+			vs = append(vs, st.ColumnInt64(0))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func TestOptionsAreValidated(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		mod   func(*Options)
+	}{
+		{"BusyTimeout", func(o *Options) { o.BusyTimeout = -time.Second }},
+		{"ReadConns", func(o *Options) { o.ReadConns = 0 }},
+		{"ReadConns", func(o *Options) { o.ReadConns = 65 }},
+		{"Mode", func(o *Options) { o.Mode = "diff" }},
+		{"SnapshotEvery", func(o *Options) { o.SnapshotEvery = 0 }},
+		{"HistoryCacheBytes", func(o *Options) { o.HistoryCacheBytes = -1 }},
+	} {
+		o := DefaultOptions()
+		tc.mod(&o)
+		path := filepath.Join(t.TempDir(), "x.db")
+		_, err := Open(context.Background(), path, &o)
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: err = %v, want ErrInvalidOption naming the field", tc.field, err)
+		}
+		if _, statErr := os.Stat(path); statErr == nil {
+			t.Errorf("%s: a refused Open created the file", tc.field)
+		}
+	}
+}
+
+func TestUpgradeFromV1Fixture(t *testing.T) {
+	data, err := os.ReadFile(v1Fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	os.WriteFile(path, data, 0o644)
+	db := openTest(t, path, nil)
+	if got := history(t, db); len(got) != SchemaVersion || got[0] != 1 {
+		t.Fatalf("history after upgrade = %v", got)
+	}
+	var rows []string
+	err = db.read(context.Background(), func(c *conn) error {
+		if ok, err := hasColumn(c, "writes", "task_path"); err != nil || !ok {
+			return fmt.Errorf("task_path column missing after upgrade (err %v)", err)
+		}
+		return c.query("SELECT thread_id, checkpoint_id, task_path FROM writes", nil, func(st *sqlite3.Stmt) error {
+			rows = append(rows, st.ColumnText(0)+"/"+st.ColumnText(1)+"/"+st.ColumnText(2))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"fixture-thread/0001/"}, rows); diff != "" {
+		t.Fatalf("rows written at v1 (-want +got):\n%s", diff)
+	}
+	// Upgrading is idempotent: running migration 2 again changes nothing.
+	err = db.write(context.Background(), func(c *conn) error { return applyMigration(c, migrations[1]) })
+	if err != nil {
+		t.Fatalf("re-applying migration 2: %v", err)
+	}
+}
+
+// makeV1Fixture rewrites testdata/schema_v1.db (go test ./engine -update):
+// a file at schema version 1 holding one pending write.
+func makeV1Fixture() error {
+	os.Remove(v1Fixture)
+	db := &DB{path: v1Fixture, opts: DefaultOptions()}
+	defer db.closeConns()
+	ctx := context.Background()
+	w, err := db.dial(ctx, v1Fixture, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE)
+	if err != nil {
+		return err
+	}
+	if _, err := db.migrateStep(ctx, w, 1); err != nil {
+		return err
+	}
+	err = w.exec(`INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data)
+		VALUES ('fixture-thread', '', '0001', 'task', 0, 'messages', 'json', x'5b5d')`)
+	if err != nil {
+		return err
+	}
+	return w.exec("VACUUM")
+}
+
+// rawFile makes a file with plain SQLite and returns its bytes.
+func rawFile(t *testing.T, path string, stmts ...string) []byte {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stmts {
+		if err := c.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRefusesFilesItCannotOwn(t *testing.T) {
+	dir := t.TempDir()
+	newer := filepath.Join(dir, "newer.db")
+	db := openTest(t, newer, nil)
+	db.Close()
+	cases := []struct {
+		name string
+		path string
+		data []byte
+		want error
+	}{
+		{"newer schema", newer, rawFile(t, newer, fmt.Sprintf("PRAGMA user_version=%d", SchemaVersion+1)), ErrSchemaTooNew},
+		{"foreign app id", filepath.Join(dir, "foreign.db"), rawFile(t, filepath.Join(dir, "foreign.db"), "PRAGMA application_id=42", "CREATE TABLE t(x)"), ErrNotAgentstate},
+		{"plain sqlite tables", filepath.Join(dir, "plain.db"), rawFile(t, filepath.Join(dir, "plain.db"), "CREATE TABLE users(name)"), ErrNotAgentstate},
+		{"not sqlite at all", filepath.Join(dir, "garbage.db"), bytes.Repeat([]byte("not a database "), 400), ErrCorrupt},
+	}
+	for _, tc := range cases {
+		os.WriteFile(tc.path, tc.data, 0o644)
+		_, err := Open(context.Background(), tc.path, nil)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+		after, _ := os.ReadFile(tc.path)
+		if !bytes.Equal(after, tc.data) {
+			t.Errorf("%s: the refused file changed", tc.name)
+		}
+		for _, ext := range []string{"-wal", "-shm", "-journal"} {
+			if _, err := os.Stat(tc.path + ext); err == nil {
+				t.Errorf("%s: a refused Open left %s behind", tc.name, ext)
+			}
+		}
+	}
+}
+
+func TestContextCancelInterruptsStatement(t *testing.T) {
+	db := openTest(t, Memory, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := db.read(ctx, func(c *conn) error {
+		_, err := c.queryInt64("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) SELECT count(*) FROM n")
+		return err
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want it to match context.DeadlineExceeded", err)
+	}
+	// The connection is usable again afterwards.
+	if _, err := db.Info(context.Background()); err != nil {
+		t.Fatalf("after interrupt: %v", err)
+	}
+}
+
+func TestClosedDBRefusesCalls(t *testing.T) {
+	db := openTest(t, Memory, nil)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Info(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Info after Close: %v, want ErrClosed", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestMemoryDatabasesAreSeparate(t *testing.T) {
+	a := openTest(t, Memory, nil)
+	b := openTest(t, Memory, nil)
+	a.write(context.Background(), func(c *conn) error { return c.exec("INSERT INTO meta VALUES ('k', 'a')") })
+	n, _ := countRows(t, b, "meta")
+	if n != 0 {
+		t.Fatalf("second in-memory database sees %d rows of the first", n)
+	}
+}
+
+func countRows(t testing.TB, db *DB, table string) (int64, error) {
+	in, err := db.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in.Rows[table], nil
+}
+
+func TestReadOnlyRefusesWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ro.db")
+	openTest(t, path, nil).Close()
+	o := DefaultOptions()
+	o.ReadOnly = true
+	db := openTest(t, path, &o)
+	err := db.write(context.Background(), func(c *conn) error { return nil })
+	if !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("write on read-only handle: %v", err)
+	}
+}
+
+// TestTwoProcessesCreateOnce starts two processes that open the same fresh
+// file at the same moment: both must succeed and every migration must be
+// recorded exactly once.
+func TestTwoProcessesCreateOnce(t *testing.T) {
+	for round := range 3 {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("race%d.db", round))
+		start := time.Now().Add(300 * time.Millisecond).UnixNano()
+		var cmds []*exec.Cmd
+		var outs []*bytes.Buffer
+		for range 2 {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), "AGENTSTATE_OPEN_CHILD="+path, fmt.Sprintf("AGENTSTATE_OPEN_AT=%d", start))
+			out := &bytes.Buffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds, outs = append(cmds, cmd), append(outs, out)
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("child %d: %v\n%s", i, err, outs[i])
+			}
+			if !strings.Contains(outs[i].String(), "opened at version") {
+				t.Fatalf("child %d did not run:\n%s", i, outs[i])
+			}
+		}
+		db := openTest(t, path, nil)
+		want := make([]int64, SchemaVersion)
+		for i := range want {
+			want[i] = int64(i + 1)
+		}
+		if diff := cmp.Diff(want, history(t, db)); diff != "" {
+			t.Fatalf("schema_history (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// openChild is the body of a child process of TestTwoProcessesCreateOnce.
+func openChild(path string) error {
+	var at int64
+	fmt.Sscan(os.Getenv("AGENTSTATE_OPEN_AT"), &at)
+	time.Sleep(time.Until(time.Unix(0, at)))
+	db, err := Open(context.Background(), path, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	in, err := db.Info(context.Background())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("opened at version %d\n", in.SchemaVersion)
+	return nil
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if path := os.Getenv("AGENTSTATE_OPEN_CHILD"); path != "" {
+		if err := openChild(path); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if *update {
+		if err := makeV1Fixture(); err != nil {
+			fmt.Fprintln(os.Stderr, "make fixture:", err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}

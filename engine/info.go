@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"os"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Info describes the file behind a DB.
+type Info struct {
+	Path          string           `json:"path"`
+	SchemaVersion int              `json:"schema_version"`
+	ApplicationID int64            `json:"application_id"`
+	Mode          string           `json:"mode"`
+	SnapshotEvery int              `json:"snapshot_every"`
+	PageSize      int64            `json:"page_size"`
+	PageCount     int64            `json:"page_count"`
+	FreePages     int64            `json:"free_pages"`
+	FileBytes     int64            `json:"file_bytes"`
+	WALBytes      int64            `json:"wal_bytes"`
+	Rows          map[string]int64 `json:"rows"`
+}
+
+// Info reads the schema version, header fields, sizes and the row count of
+// every table. It only reads.
+func (db *DB) Info(ctx context.Context) (Info, error) {
+	in := Info{Path: db.path, Mode: db.opts.Mode, SnapshotEvery: db.opts.SnapshotEvery, Rows: map[string]int64{}}
+	err := db.read(ctx, func(c *conn) error {
+		v, err := c.queryInt64("PRAGMA user_version")
+		if err != nil {
+			return err
+		}
+		in.SchemaVersion = int(v)
+		for _, p := range []struct {
+			q   string
+			dst *int64
+		}{
+			{"PRAGMA application_id", &in.ApplicationID},
+			{"PRAGMA page_size", &in.PageSize},
+			{"PRAGMA page_count", &in.PageCount},
+			{"PRAGMA freelist_count", &in.FreePages},
+		} {
+			if *p.dst, err = c.queryInt64(p.q); err != nil {
+				return err
+			}
+		}
+		var tables []string
+		err = c.query("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name", nil,
+			func(st *sqlite3.Stmt) error { tables = append(tables, st.ColumnText(0)); return nil })
+		if err != nil {
+			return err
+		}
+		for _, t := range tables {
+			// Table names come from sqlite_master, not from a caller, and are
+			// quoted as identifiers.
+			n, err := c.queryInt64(`SELECT count(*) FROM "` + t + `"`)
+			if err != nil {
+				return err
+			}
+			in.Rows[t] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return Info{}, err
+	}
+	if db.memName == "" {
+		if fi, err := os.Stat(db.path); err == nil {
+			in.FileBytes = fi.Size()
+		}
+		if fi, err := os.Stat(db.path + "-wal"); err == nil {
+			in.WALBytes = fi.Size()
+		}
+	} else {
+		in.FileBytes = in.PageSize * in.PageCount
+	}
+	return in, nil
+}

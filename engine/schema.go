@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// ApplicationID is written to the SQLite header of every agentstate file
+// ("AgSt"), so that a file written by something else is recognised.
+const ApplicationID = 0x41675374
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations are the numbered files of migrations/, in order. Their count is
+// the current schema version.
+var migrations = mustLoadMigrations()
+
+// SchemaVersion is the schema version this build writes and reads.
+var SchemaVersion = len(migrations)
+
+func mustLoadMigrations() []migration {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			panic("agentstate: migration file name " + e.Name() + " is not NNNN_name.sql")
+		}
+		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			panic(err)
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			panic(fmt.Sprintf("agentstate: migrations are not numbered 1..n: found %d at position %d", m.version, i+1))
+		}
+	}
+	return ms
+}
+
+// fileState is what the SQLite header and catalogue say about a file.
+type fileState struct {
+	appID, version int64
+	objects        int64 // rows of sqlite_master
+}
+
+func readFileState(c *conn) (fileState, error) {
+	var s fileState
+	var err error
+	if s.appID, err = c.queryInt64("PRAGMA application_id"); err != nil {
+		return s, err
+	}
+	if s.version, err = c.queryInt64("PRAGMA user_version"); err != nil {
+		return s, err
+	}
+	s.objects, err = c.queryInt64("SELECT count(*) FROM sqlite_master")
+	return s, err
+}
+
+// check refuses files that are not ours or newer than this build.
+func (s fileState) check(path string) error {
+	switch {
+	case s.appID != 0 && s.appID != ApplicationID:
+		return fmt.Errorf("%w: %s has application id 0x%08x", ErrNotAgentstate, path, s.appID)
+	case s.appID == 0 && s.objects > 0:
+		return fmt.Errorf("%w: %s holds %d schema objects but no agentstate application id", ErrNotAgentstate, path, s.objects)
+	case s.version > int64(SchemaVersion):
+		return fmt.Errorf("%w: %s has schema version %d, this build knows up to %d; upgrade agentstate", ErrSchemaTooNew, path, s.version, SchemaVersion)
+	}
+	return nil
+}
+
+// prepareSchema inspects the file before writing anything to it, then
+// switches it to WAL and applies the missing migrations. Each migration runs
+// in its own write transaction and re-reads the version under the lock, so
+// two processes opening a fresh file at once create the schema once.
+func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
+	restore := w.withCtx(ctx)
+	defer restore()
+	var st fileState
+	err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err })
+	if err != nil {
+		return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+	}
+	if err := st.check(db.path); err != nil {
+		return err
+	}
+	if db.opts.ReadOnly {
+		if st.version < int64(SchemaVersion) {
+			return fmt.Errorf("%w: %s has schema version %d, read-only handles need %d; open it once read-write to upgrade", ErrReadOnly, db.path, st.version, SchemaVersion)
+		}
+		return nil
+	}
+	journal := "WAL"
+	if db.memName != "" {
+		journal = "MEMORY"
+	}
+	err = db.retryBusy(ctx, func() error { return w.exec("PRAGMA journal_mode=" + journal) })
+	if err != nil {
+		return fmt.Errorf("agentstate: open %s: set journal mode: %w", db.path, wrapErr(ctx, err))
+	}
+	for {
+		done, err := db.migrateStep(ctx, w, SchemaVersion)
+		if err != nil {
+			return fmt.Errorf("agentstate: open %s: %w", db.path, err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// migrateStep applies the next migration missing below target, if any, in
+// one transaction; done reports that the file had reached target already.
+func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, err error) {
+	if err := db.retryBusy(ctx, func() error { return w.exec("BEGIN IMMEDIATE") }); err != nil {
+		return false, wrapErr(ctx, err)
+	}
+	defer func() {
+		if err != nil {
+			rollback(w)
+		}
+	}()
+	st, err := readFileState(w)
+	if err != nil {
+		return false, wrapErr(ctx, err)
+	}
+	if err := st.check(db.path); err != nil {
+		return false, err
+	}
+	if st.version >= int64(target) {
+		return true, wrapErr(ctx, w.exec("COMMIT"))
+	}
+	m := migrations[st.version]
+	if err := applyMigration(w, m); err != nil {
+		return false, fmt.Errorf("migration %d (%s): %w", m.version, m.name, wrapErr(ctx, err))
+	}
+	if err := w.exec("INSERT INTO schema_history(version, name, applied_at) VALUES (?, ?, ?)",
+		m.version, m.name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		return false, fmt.Errorf("migration %d (%s): record: %w", m.version, m.name, err)
+	}
+	if err := w.exec(fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {
+		return false, err
+	}
+	// PRAGMA takes no bound parameters; the version is an int we computed.
+	if err := w.exec(fmt.Sprintf("PRAGMA user_version=%d", m.version)); err != nil {
+		return false, err
+	}
+	if err := w.exec("COMMIT"); err != nil {
+		return false, wrapErr(ctx, err)
+	}
+	return false, nil
+}
+
+var addColumnRE = regexp.MustCompile(`(?is)^(?:\s+|--[^\n]*\n|/\*.*?\*/)*ALTER\s+TABLE\s+"?(\w+)"?\s+ADD\s+(?:COLUMN\s+)?"?(\w+)"?`)
+
+// applyMigration runs every statement of m, split by SQLite's own parser.
+// An ALTER TABLE ... ADD COLUMN whose column already exists is skipped (SQLite
+// refuses it while preparing, so the check comes first), which makes every
+// migration idempotent; CREATE ... IF NOT EXISTS covers the rest.
+func applyMigration(w *conn, m migration) error {
+	rest := m.sql
+	for strings.TrimSpace(rest) != "" {
+		if sm := addColumnRE.FindStringSubmatchIndex(rest); sm != nil {
+			exists, err := hasColumn(w, rest[sm[2]:sm[3]], rest[sm[4]:sm[5]])
+			if err != nil {
+				return err
+			}
+			if exists {
+				end := strings.IndexByte(rest[sm[1]:], ';')
+				if end < 0 {
+					return nil
+				}
+				rest = rest[sm[1]+end+1:]
+				continue
+			}
+		}
+		st, tail, err := w.c.Prepare(rest)
+		if err != nil {
+			return err
+		}
+		if st == nil {
+			return nil // only comments and whitespace were left
+		}
+		err = st.Exec()
+		st.Close()
+		if err != nil {
+			return err
+		}
+		rest = tail
+	}
+	return nil
+}
+
+func hasColumn(w *conn, table, column string) (bool, error) {
+	found := false
+	err := w.query("SELECT name FROM pragma_table_info(?)", []any{table}, func(st *sqlite3.Stmt) error {
+		if strings.EqualFold(st.ColumnText(0), column) {
+			found = true
+		}
+		return nil
+	})
+	return found, err
+}
