@@ -27,7 +27,17 @@ type DB struct {
 	closeMu sync.RWMutex // held for reading by every call, for writing by Close
 	closed  bool
 	all     []*conn
+
+	stopHooks []func() // run by Close before the connections close, in reverse
 }
+
+// openHooks run at the end of Open on read-write handles, in order: surfaces
+// use them for start-up work (reconciliation, background sweepers). A hook
+// that starts a goroutine registers its stop function with db.onClose.
+var openHooks []func(ctx context.Context, db *DB) error
+
+// onClose registers fn to run when the DB closes, before its connections do.
+func (db *DB) onClose(fn func()) { db.stopHooks = append(db.stopHooks, fn) }
 
 // Open opens or creates the agentstate file at path (or, for path Memory, a
 // fresh private in-memory database) and brings its schema to the current
@@ -66,6 +76,14 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 			memdb.Delete(db.memName)
 		}
 		return nil, err
+	}
+	if !o.ReadOnly {
+		for _, hook := range openHooks {
+			if err := hook(ctx, db); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("agentstate: open %s: %w", path, err)
+			}
+		}
 	}
 	return db, nil
 }
@@ -122,6 +140,15 @@ func (db *DB) dial(ctx context.Context, uri string, flags sqlite3.OpenFlag) (*co
 // Close waits for running calls to finish and releases every connection.
 // Calls made after Close fail with ErrClosed. Closing twice is harmless.
 func (db *DB) Close() error {
+	db.closeMu.Lock()
+	hooks := db.stopHooks
+	db.stopHooks = nil
+	db.closeMu.Unlock()
+	// Stop hooks run before taking the lock: a background sweeper may be in
+	// the middle of a call that holds it for reading.
+	for i := len(hooks) - 1; i >= 0; i-- {
+		hooks[i]()
+	}
 	db.closeMu.Lock()
 	defer db.closeMu.Unlock()
 	if db.closed {

@@ -38,6 +38,9 @@ type Options struct {
 	// HistoryCacheBytes bounds the delta history cache. Default 64 MiB; 0
 	// disables the cache; must be >= 0.
 	HistoryCacheBytes int64
+	// Now is the clock for every timestamp the engine writes (TTL, records,
+	// leases). Default time.Now; tests inject a fake clock instead of sleeping.
+	Now func() time.Time
 }
 
 // DefaultOptions returns the documented defaults.
@@ -48,6 +51,7 @@ func DefaultOptions() Options {
 		Mode:              ModeFull,
 		SnapshotEvery:     10,
 		HistoryCacheBytes: 64 << 20,
+		Now:               time.Now,
 	}
 }
 
@@ -63,6 +67,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: SnapshotEvery %d must be >= 1", ErrInvalidOption, o.SnapshotEvery)
 	case o.HistoryCacheBytes < 0:
 		return fmt.Errorf("%w: HistoryCacheBytes %d is negative", ErrInvalidOption, o.HistoryCacheBytes)
+	case o.Now == nil:
+		return fmt.Errorf("%w: Now is nil", ErrInvalidOption)
 	}
 	return nil
 }
