@@ -23,6 +23,7 @@ type DB struct {
 
 	writer  chan *conn
 	readers chan *conn
+	cache   *historyCache
 
 	closeMu sync.RWMutex // held for reading by every call, for writing by Close
 	closed  bool
@@ -55,7 +56,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty path (use engine.Memory for an in-memory database)", ErrInvalidArgument)
 	}
-	db := &DB{path: path, opts: o}
+	db := &DB{path: path, opts: o, cache: newHistoryCache(o.HistoryCacheBytes)}
 	uri := path
 	flags := sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE
 	if o.ReadOnly {

@@ -1,0 +1,630 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Config names a checkpoint: a thread, a namespace inside it ("" is the root
+// graph, subgraphs use "node:task_id" segments joined by "|"), and an id. An
+// empty CheckpointID means "the latest" when reading and "no parent" when
+// putting.
+type Config struct {
+	ThreadID     string `json:"thread_id"`
+	CheckpointNS string `json:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+}
+
+// Checkpoint is the state of a graph after one step, as LangGraph defines it.
+// ChannelValues holds callers' values as typed blobs, which the engine stores
+// without reading them.
+type Checkpoint struct {
+	V               int                          `json:"v"`
+	ID              string                       `json:"id"`
+	TS              string                       `json:"ts"`
+	ChannelValues   map[string]codec.Blob        `json:"channel_values"`
+	ChannelVersions map[string]string            `json:"channel_versions"`
+	VersionsSeen    map[string]map[string]string `json:"versions_seen"`
+	// UpdatedChannels is nil when absent and sorted when present.
+	UpdatedChannels []string `json:"updated_channels"`
+}
+
+// Metadata is a checkpoint's free-form metadata. LangGraph uses "source",
+// "step", "parents", "run_id" and "counters_since_delta_snapshot"; the
+// engine reads only "run_id" (for DeleteForRuns).
+type Metadata map[string]any
+
+// Write is one value a task writes to a channel.
+type Write struct {
+	Channel string     `json:"channel"`
+	Value   codec.Blob `json:"value"`
+}
+
+// PendingWrite is a stored write: which task wrote what to which channel.
+type PendingWrite struct {
+	TaskID   string     `json:"task_id"`
+	Channel  string     `json:"channel"`
+	Value    codec.Blob `json:"value"`
+	TaskPath string     `json:"task_path,omitempty"`
+	Idx      int        `json:"idx"`
+}
+
+// Tuple is a checkpoint with everything needed to resume from it.
+type Tuple struct {
+	Config        Config         `json:"config"`
+	Checkpoint    Checkpoint     `json:"checkpoint"`
+	Metadata      Metadata       `json:"metadata"`
+	ParentConfig  *Config        `json:"parent_config,omitempty"`
+	PendingWrites []PendingWrite `json:"pending_writes"`
+}
+
+// Special write channels and the fixed indexes LangGraph gives them.
+const (
+	ChannelError     = "__error__"
+	ChannelScheduled = "__scheduled__"
+	ChannelInterrupt = "__interrupt__"
+	ChannelResume    = "__resume__"
+)
+
+var specialIdx = map[string]int{ChannelError: -1, ChannelScheduled: -2, ChannelInterrupt: -3, ChannelResume: -4}
+
+// storedCheckpoint is the checkpoint row's msgpack payload: everything but
+// the id (a column) and the channel values (rows of blobs).
+type storedCheckpoint struct {
+	V               int                          `msgpack:"v"`
+	TS              string                       `msgpack:"ts"`
+	ChannelVersions map[string]string            `msgpack:"cv"`
+	VersionsSeen    map[string]map[string]string `msgpack:"vs"`
+	UpdatedChannels []string                     `msgpack:"uc"`
+	HasUpdated      bool                         `msgpack:"hu,omitempty"`
+}
+
+func validateThread(cfg Config) error {
+	if cfg.ThreadID == "" {
+		return fmt.Errorf("%w: missing thread_id", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// validateChannel refuses names that could not round-trip as keys: empty,
+// or holding control characters.
+func validateChannel(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty channel name", ErrInvalidArgument)
+	}
+	if strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("%w: channel name %q holds control characters", ErrInvalidArgument, name)
+	}
+	return nil
+}
+
+const (
+	sqlCheckpointExists = `SELECT parent_id IS NOT NULL FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
+	sqlInsertCheckpoint = `INSERT OR REPLACE INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertBlob = `INSERT OR IGNORE INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlBlobData = `SELECT type, data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
+	// Sealing: the new child consumes the parent's writes not yet consumed.
+	sqlSealWrites = `UPDATE writes SET consumed_by=? WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by IS NULL
+		RETURNING task_id, idx, channel, type, data, task_path`
+)
+
+// Put stores checkpoint cp as a child of cfg.CheckpointID (empty: a root)
+// and returns the config naming it. Only channels listed in newVersions are
+// written; every other channel keeps the value stored for its version by an
+// ancestor. The parent must exist and cp.ID must sort after the parent's id.
+// The checkpoint seals the parent's writes received since its previous child
+// (SPEC 2.4), so forks never replay an abandoned sibling's writes.
+func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (Config, error) {
+	if err := validateThread(cfg); err != nil {
+		return Config{}, err
+	}
+	if cp.ID == "" {
+		return Config{}, fmt.Errorf("%w: checkpoint without id", ErrInvalidArgument)
+	}
+	if cfg.CheckpointID != "" && cp.ID <= cfg.CheckpointID {
+		return Config{}, fmt.Errorf("%w: checkpoint id %q does not sort after its parent %q", ErrInvalidArgument, cp.ID, cfg.CheckpointID)
+	}
+	for ch, v := range newVersions {
+		if err := validateChannel(ch); err != nil {
+			return Config{}, err
+		}
+		if cv, ok := cp.ChannelVersions[ch]; !ok || cv != v {
+			return Config{}, fmt.Errorf("%w: new version %q of channel %q is not the checkpoint's version %q", ErrInvalidArgument, v, ch, cv)
+		}
+		if b, ok := cp.ChannelValues[ch]; ok {
+			if err := b.Validate(); err != nil {
+				return Config{}, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, ch, err)
+			}
+		}
+	}
+	for ch := range cp.ChannelVersions {
+		if err := validateChannel(ch); err != nil {
+			return Config{}, err
+		}
+	}
+	payload, err := codec.Marshal(storedCheckpoint{
+		V: cp.V, TS: cp.TS, ChannelVersions: cp.ChannelVersions, VersionsSeen: cp.VersionsSeen,
+		UpdatedChannels: cp.UpdatedChannels, HasUpdated: cp.UpdatedChannels != nil,
+	})
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: checkpoint: %w", ErrInvalidArgument, err)
+	}
+	mdBytes, err := marshalMetadata(md)
+	if err != nil {
+		return Config{}, err
+	}
+	var runID any
+	if s, ok := md["run_id"].(string); ok && s != "" {
+		runID = s
+	}
+	var parent any
+	if cfg.CheckpointID != "" {
+		parent = cfg.CheckpointID
+	}
+	wantSealed := cfg.CheckpointID != "" && db.cache.tracks(cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
+	var sealed []PendingWrite
+	replaced := false
+	err = db.write(ctx, func(c *conn) error {
+		if cfg.CheckpointID != "" {
+			found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: parent checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+			}
+		}
+		var err error
+		replaced, err = c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cp.ID}, nil)
+		if err != nil {
+			return err
+		}
+		if err := c.exec(sqlInsertCheckpoint, cfg.ThreadID, cfg.CheckpointNS, cp.ID, parent, runID, payload, mdBytes); err != nil {
+			return err
+		}
+		for ch, v := range newVersions {
+			b, ok := cp.ChannelValues[ch]
+			if !ok {
+				if err := checkVersionUnused(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := putBlob(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID, b); err != nil {
+				return err
+			}
+		}
+		if cfg.CheckpointID == "" {
+			return nil
+		}
+		return c.query(sqlSealWrites, []any{cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, func(st *sqlite3.Stmt) error {
+			if wantSealed {
+				sealed = append(sealed, PendingWrite{
+					TaskID: st.ColumnText(0), Idx: st.ColumnInt(1), Channel: st.ColumnText(2),
+					Value:    codec.Blob{Type: st.ColumnText(3), Data: copyBytes(st.ColumnRawBlob(4))},
+					TaskPath: st.ColumnText(5),
+				})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return Config{}, err
+	}
+	if replaced {
+		// A re-put may change a parent link: forget what was derived from it.
+		db.cache.purgeThread(cfg.ThreadID)
+	} else if wantSealed {
+		sortWrites(sealed)
+		db.cache.extend(cfg, cp, newVersions, sealed)
+	}
+	return Config{ThreadID: cfg.ThreadID, CheckpointNS: cfg.CheckpointNS, CheckpointID: cp.ID}, nil
+}
+
+// putBlob stores a channel value once per version. A second value for an
+// existing (channel, version) must be the same bytes: versions are the key
+// of stored values, so two different values under one version would make a
+// later read return the wrong one.
+func putBlob(c *conn, thread, ns, ch, version, cpID string, b codec.Blob) error {
+	if err := c.exec(sqlInsertBlob, thread, ns, ch, version, cpID, b.Type, nonNil(b.Data)); err != nil {
+		return err
+	}
+	if c.c.Changes() == 1 {
+		return nil
+	}
+	var same bool
+	_, err := c.queryRow(sqlBlobData, []any{thread, ns, ch, version}, func(st *sqlite3.Stmt) error {
+		same = st.ColumnText(0) == b.Type && string(st.ColumnRawBlob(1)) == string(b.Data)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !same {
+		return fmt.Errorf("%w: channel %q version %q of thread %q already holds a different value; channel versions must be unique within a thread (forks included)", ErrConflict, ch, version, thread)
+	}
+	return nil
+}
+
+const sqlBlobOwner = `SELECT checkpoint_id FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
+
+// checkVersionUnused refuses a new version without a value when another
+// checkpoint already stored a value under it: reads would take that value for
+// this checkpoint's (a fork reusing its sibling's version numbers).
+func checkVersionUnused(c *conn, thread, ns, ch, version, cpID string) error {
+	var owner string
+	found, err := c.queryRow(sqlBlobOwner, []any{thread, ns, ch, version}, func(st *sqlite3.Stmt) error {
+		owner = st.ColumnText(0)
+		return nil
+	})
+	if err != nil || !found || owner == cpID {
+		return err
+	}
+	return fmt.Errorf("%w: channel %q version %q of thread %q already holds a value stored by checkpoint %q; channel versions must be unique within a thread (forks included)", ErrConflict, ch, version, thread, owner)
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func marshalMetadata(md Metadata) ([]byte, error) {
+	if md == nil {
+		md = Metadata{}
+	}
+	b, err := codec.Marshal(map[string]any(md))
+	if err != nil {
+		return nil, fmt.Errorf("%w: metadata: %w", ErrInvalidArgument, err)
+	}
+	return b, nil
+}
+
+const (
+	sqlInsertWriteFirst   = `INSERT OR IGNORE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertWriteReplace = `INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// PutWrites stores the writes of one task under the checkpoint the task was
+// planned from (cfg.CheckpointID, which must exist). A write's index is its
+// position, except for the special channels (__error__ -1, __scheduled__ -2,
+// __interrupt__ -3, __resume__ -4). If every write is special the call
+// replaces earlier ones; otherwise the first write of a (task, index) wins,
+// so retries are idempotent.
+func (db *DB) PutWrites(ctx context.Context, cfg Config, writes []Write, taskID, taskPath string) error {
+	if err := validateThread(cfg); err != nil {
+		return err
+	}
+	if cfg.CheckpointID == "" {
+		return fmt.Errorf("%w: writes need a checkpoint_id", ErrInvalidArgument)
+	}
+	if taskID == "" {
+		return fmt.Errorf("%w: writes need a task_id", ErrInvalidArgument)
+	}
+	allSpecial := len(writes) > 0
+	for _, w := range writes {
+		if err := validateChannel(w.Channel); err != nil {
+			return err
+		}
+		if err := w.Value.Validate(); err != nil {
+			return fmt.Errorf("%w: write to %q: %w", ErrInvalidArgument, w.Channel, err)
+		}
+		if _, ok := specialIdx[w.Channel]; !ok {
+			allSpecial = false
+		}
+	}
+	q := sqlInsertWriteFirst
+	if allSpecial {
+		q = sqlInsertWriteReplace
+	}
+	return db.write(ctx, func(c *conn) error {
+		found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+		}
+		for i, w := range writes {
+			idx, ok := specialIdx[w.Channel]
+			if !ok {
+				idx = i
+			}
+			if err := c.exec(q, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, taskID, idx, w.Channel, w.Value.Type, nonNil(w.Value.Data), taskPath); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sortWrites orders writes as live execution applies them: by task path,
+// task id (code point order, which Go's byte-wise string order is for UTF-8)
+// and index.
+func sortWrites(ws []PendingWrite) {
+	slices.SortStableFunc(ws, func(a, b PendingWrite) int {
+		if c := strings.Compare(a.TaskPath, b.TaskPath); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.TaskID, b.TaskID); c != 0 {
+			return c
+		}
+		return a.Idx - b.Idx
+	})
+}
+
+const (
+	sqlGetByID = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
+		WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
+	sqlGetLatest = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
+		WHERE thread_id=? AND checkpoint_ns=? ORDER BY checkpoint_id DESC LIMIT 1`
+)
+
+// GetTuple returns the checkpoint cfg names, or the latest of its thread and
+// namespace when cfg.CheckpointID is empty, with its metadata, parent config
+// and pending writes in (task_path, task_id, idx) order. A missing
+// checkpoint is ErrNotFound.
+func (db *DB) GetTuple(ctx context.Context, cfg Config) (Tuple, error) {
+	if err := validateThread(cfg); err != nil {
+		return Tuple{}, err
+	}
+	var out []Tuple
+	err := db.read(ctx, func(c *conn) error {
+		q, args := sqlGetLatest, []any{cfg.ThreadID, cfg.CheckpointNS}
+		if cfg.CheckpointID != "" {
+			q, args = sqlGetByID, append(args, cfg.CheckpointID)
+		}
+		var err error
+		out, err = loadTuples(c, q, args)
+		return err
+	})
+	if err != nil {
+		return Tuple{}, err
+	}
+	if len(out) == 0 {
+		if cfg.CheckpointID == "" {
+			return Tuple{}, fmt.Errorf("%w: no checkpoint in thread %q (namespace %q)", ErrNotFound, cfg.ThreadID, cfg.CheckpointNS)
+		}
+		return Tuple{}, fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+	}
+	return out[0], nil
+}
+
+// loadTuples runs a checkpoint query (columns as in sqlGetByID) and fills in
+// channel values and pending writes with one query each for all rows, so a
+// page of any size costs three queries.
+func loadTuples(c *conn, q string, args []any) ([]Tuple, error) {
+	var tuples []Tuple
+	err := c.query(q, args, func(st *sqlite3.Stmt) error {
+		t, err := scanCheckpoint(st)
+		if err != nil {
+			return err
+		}
+		tuples = append(tuples, t)
+		return nil
+	})
+	if err != nil || len(tuples) == 0 {
+		return tuples, err
+	}
+	if err := loadValues(c, tuples); err != nil {
+		return nil, err
+	}
+	if err := loadPendingWrites(c, tuples); err != nil {
+		return nil, err
+	}
+	return tuples, nil
+}
+
+func scanCheckpoint(st *sqlite3.Stmt) (Tuple, error) {
+	t := Tuple{Config: Config{ThreadID: st.ColumnText(0), CheckpointNS: st.ColumnText(1), CheckpointID: st.ColumnText(2)}}
+	if st.ColumnType(3) != sqlite3.NULL {
+		t.ParentConfig = &Config{ThreadID: t.Config.ThreadID, CheckpointNS: t.Config.CheckpointNS, CheckpointID: st.ColumnText(3)}
+	}
+	var sc storedCheckpoint
+	if err := codec.Unmarshal(st.ColumnRawBlob(4), &sc); err != nil {
+		return t, fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, t.Config.CheckpointID, t.Config.ThreadID, err)
+	}
+	var md map[string]any
+	if err := codec.Unmarshal(st.ColumnRawBlob(5), &md); err != nil {
+		return t, fmt.Errorf("%w: metadata of checkpoint %q of thread %q: %w", ErrCorrupt, t.Config.CheckpointID, t.Config.ThreadID, err)
+	}
+	if md == nil {
+		md = map[string]any{}
+	}
+	t.Metadata = md
+	t.Checkpoint = Checkpoint{
+		V: sc.V, ID: t.Config.CheckpointID, TS: sc.TS,
+		ChannelValues: map[string]codec.Blob{}, ChannelVersions: sc.ChannelVersions, VersionsSeen: sc.VersionsSeen,
+	}
+	if t.Checkpoint.ChannelVersions == nil {
+		t.Checkpoint.ChannelVersions = map[string]string{}
+	}
+	if t.Checkpoint.VersionsSeen == nil {
+		t.Checkpoint.VersionsSeen = map[string]map[string]string{}
+	}
+	if sc.HasUpdated {
+		t.Checkpoint.UpdatedChannels = sc.UpdatedChannels
+		if t.Checkpoint.UpdatedChannels == nil {
+			t.Checkpoint.UpdatedChannels = []string{}
+		}
+	}
+	t.PendingWrites = []PendingWrite{}
+	return t, nil
+}
+
+// Channel values of a page: the (thread, ns, channel, version) keys go in as
+// one JSON array, so the page costs one query whatever its size.
+const sqlPageValues = `SELECT j.key, b.channel, b.type, b.data FROM json_each(?) j
+	JOIN blobs b ON b.thread_id = j.value->>0 AND b.checkpoint_ns = j.value->>1 AND b.channel = j.value->>2 AND b.version = j.value->>3`
+
+func loadValues(c *conn, tuples []Tuple) error {
+	var keys [][4]string
+	var owner []int
+	for i, t := range tuples {
+		for ch, v := range t.Checkpoint.ChannelVersions {
+			keys = append(keys, [4]string{t.Config.ThreadID, t.Config.CheckpointNS, ch, v})
+			owner = append(owner, i)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	arg, err := jsonArg(keys)
+	if err != nil {
+		return err
+	}
+	return c.query(sqlPageValues, []any{arg}, func(st *sqlite3.Stmt) error {
+		i := owner[st.ColumnInt(0)]
+		tuples[i].Checkpoint.ChannelValues[st.ColumnText(1)] = codec.Blob{Type: st.ColumnText(2), Data: copyBytes(st.ColumnRawBlob(3))}
+		return nil
+	})
+}
+
+const sqlPageWrites = `SELECT j.key, w.task_id, w.channel, w.type, w.data, w.task_path, w.idx FROM json_each(?) j
+	JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2
+	ORDER BY j.key, w.task_path, w.task_id, w.idx`
+
+func loadPendingWrites(c *conn, tuples []Tuple) error {
+	keys := make([][3]string, len(tuples))
+	for i, t := range tuples {
+		keys[i] = [3]string{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}
+	}
+	arg, err := jsonArg(keys)
+	if err != nil {
+		return err
+	}
+	return c.query(sqlPageWrites, []any{arg}, func(st *sqlite3.Stmt) error {
+		i := st.ColumnInt(0)
+		tuples[i].PendingWrites = append(tuples[i].PendingWrites, PendingWrite{
+			TaskID: st.ColumnText(1), Channel: st.ColumnText(2),
+			Value:    codec.Blob{Type: st.ColumnText(3), Data: copyBytes(st.ColumnRawBlob(4))},
+			TaskPath: st.ColumnText(5), Idx: st.ColumnInt(6),
+		})
+		return nil
+	})
+}
+
+// ListOptions select the checkpoints List returns.
+type ListOptions struct {
+	// ThreadID limits the listing to one thread; empty lists every thread.
+	ThreadID string
+	// Namespace limits the listing to one namespace ("" is the root); nil
+	// lists every namespace.
+	Namespace *string
+	// Filter keeps checkpoints whose metadata equals every entry: keys are
+	// metadata keys, dotted keys reach nested fields, values compare with
+	// their type (1 is not true, null is not missing).
+	Filter map[string]any
+	// Before keeps checkpoints whose id sorts strictly before it.
+	Before string
+	// Limit caps the number of tuples; 0 means no cap.
+	Limit int
+}
+
+// listPage is how many checkpoints one query of List reads.
+const listPage = 64
+
+// listQuery assembles List's query from constant fragments, chosen by which
+// options are set, so each shape can use its index; every value is bound.
+func listQuery(thread, ns, bound, filter bool) string {
+	q := `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE 1`
+	if thread {
+		q += ` AND thread_id = :thread`
+	}
+	if ns {
+		q += ` AND checkpoint_ns = :ns`
+	}
+	if bound {
+		// The first term lets SQLite seek; the row value breaks ties
+		// between threads and namespaces that share an id.
+		q += ` AND checkpoint_id <= :id AND (checkpoint_id, thread_id, checkpoint_ns) < (:id, :bthread, :bns)`
+	}
+	if filter {
+		q += ` AND agentstate_meta_match(metadata, :filter)`
+	}
+	return q + ` ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT :limit`
+}
+
+// List yields checkpoints newest first (by id), with metadata, parent
+// config and pending writes. It reads a page at a time, each page in a fixed
+// number of queries (never one per checkpoint). A filter key that is not a
+// plain dotted identifier is refused with ErrInvalidArgument before any
+// query runs.
+func (db *DB) List(ctx context.Context, opts ListOptions) iter.Seq2[Tuple, error] {
+	return func(yield func(Tuple, error) bool) {
+		var filter any
+		if len(opts.Filter) > 0 {
+			f, err := encodeFilter(opts.Filter)
+			if err != nil {
+				yield(Tuple{}, err)
+				return
+			}
+			filter = f
+		}
+		if opts.Limit < 0 {
+			yield(Tuple{}, fmt.Errorf("%w: negative limit %d", ErrInvalidArgument, opts.Limit))
+			return
+		}
+		var cursor *Config
+		if opts.Before != "" {
+			// Strictly older ids: (id, thread, ns) < (Before, "", "").
+			cursor = &Config{CheckpointID: opts.Before}
+		}
+		left := opts.Limit
+		for {
+			n := listPage
+			if opts.Limit > 0 {
+				n = min(n, left)
+			}
+			q := listQuery(opts.ThreadID != "", opts.Namespace != nil, cursor != nil, filter != nil)
+			var args []any
+			if opts.ThreadID != "" {
+				args = append(args, opts.ThreadID)
+			}
+			if opts.Namespace != nil {
+				args = append(args, *opts.Namespace)
+			}
+			if cursor != nil {
+				args = append(args, cursor.CheckpointID, cursor.ThreadID, cursor.CheckpointNS)
+			}
+			if filter != nil {
+				args = append(args, filter)
+			}
+			args = append(args, n)
+			var page []Tuple
+			err := db.read(ctx, func(c *conn) error {
+				var err error
+				page, err = loadTuples(c, q, args)
+				return err
+			})
+			if err != nil {
+				yield(Tuple{}, err)
+				return
+			}
+			for _, t := range page {
+				if !yield(t, nil) {
+					return
+				}
+			}
+			if len(page) < n {
+				return
+			}
+			if opts.Limit > 0 {
+				if left -= len(page); left <= 0 {
+					return
+				}
+			}
+			last := page[len(page)-1].Config
+			cursor = &last
+		}
+	}
+}

@@ -1,0 +1,343 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+const (
+	sqlDeleteThreadCheckpoints = `DELETE FROM checkpoints WHERE thread_id = ?`
+	sqlDeleteThreadBlobs       = `DELETE FROM blobs WHERE thread_id = ?`
+	sqlDeleteThreadWrites      = `DELETE FROM writes WHERE thread_id = ?`
+)
+
+// DeleteThread removes every checkpoint, channel value and write of a
+// thread, in every namespace, in one transaction. Deleting a thread that
+// does not exist is not an error.
+func (db *DB) DeleteThread(ctx context.Context, threadID string) error {
+	if threadID == "" {
+		return fmt.Errorf("%w: missing thread_id", ErrInvalidArgument)
+	}
+	err := db.write(ctx, func(c *conn) error { return deleteThread(c, threadID) })
+	db.cache.purgeThread(threadID)
+	return err
+}
+
+func deleteThread(c *conn, threadID string) error {
+	for _, q := range []string{sqlDeleteThreadWrites, sqlDeleteThreadBlobs, sqlDeleteThreadCheckpoints} {
+		if err := c.exec(q, threadID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cpRow is the part of a checkpoint row the maintenance calls need.
+type cpRow struct {
+	cpKey
+	parent   string
+	versions map[string]string
+}
+
+const sqlThreadRows = `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_id, ''), checkpoint FROM checkpoints WHERE thread_id = ?`
+
+func threadRows(c *conn, thread string) ([]cpRow, error) {
+	var rows []cpRow
+	err := c.query(sqlThreadRows, []any{thread}, func(st *sqlite3.Stmt) error {
+		r := cpRow{cpKey: cpKey{thread, st.ColumnText(0), st.ColumnText(1)}, parent: st.ColumnText(2)}
+		var sc storedCheckpoint
+		if err := codec.Unmarshal(st.ColumnRawBlob(3), &sc); err != nil {
+			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, r.id, thread, err)
+		}
+		r.versions = sc.ChannelVersions
+		rows = append(rows, r)
+		return nil
+	})
+	return rows, err
+}
+
+const (
+	sqlDeleteCheckpoint = `DELETE FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
+	sqlDeleteCPWrites   = `DELETE FROM writes WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
+	sqlBlobKeys         = `SELECT checkpoint_ns, channel, version FROM blobs WHERE thread_id=?`
+	sqlDeleteBlob       = `DELETE FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
+	sqlRunThreads       = `SELECT DISTINCT thread_id FROM checkpoints WHERE run_id=?`
+	sqlOrphanParent     = `UPDATE checkpoints SET parent_id = NULL WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
+)
+
+// dropCheckpoints deletes the given checkpoints of one thread with their
+// writes, then every channel value no surviving checkpoint's versions name.
+// It refuses (ErrConflict) when a surviving checkpoint's parent would go,
+// unless reroot allows making such survivors roots.
+func dropCheckpoints(c *conn, thread string, rows []cpRow, drop map[cpKey]bool, reroot bool) error {
+	for _, r := range rows {
+		if drop[r.cpKey] || r.parent == "" || !drop[cpKey{thread, r.ns, r.parent}] {
+			continue
+		}
+		if !reroot {
+			return fmt.Errorf("%w: checkpoint %q of thread %q descends from %q, which would be deleted; delete its descendants too or prune the thread", ErrConflict, r.id, thread, r.parent)
+		}
+		if err := c.exec(sqlOrphanParent, thread, r.ns, r.id); err != nil {
+			return err
+		}
+	}
+	live := map[[3]string]bool{}
+	for _, r := range rows {
+		if drop[r.cpKey] {
+			if err := c.exec(sqlDeleteCheckpoint, thread, r.ns, r.id); err != nil {
+				return err
+			}
+			if err := c.exec(sqlDeleteCPWrites, thread, r.ns, r.id); err != nil {
+				return err
+			}
+			continue
+		}
+		for ch, v := range r.versions {
+			live[[3]string{r.ns, ch, v}] = true
+		}
+	}
+	var dead [][3]string
+	err := c.query(sqlBlobKeys, []any{thread}, func(st *sqlite3.Stmt) error {
+		k := [3]string{st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)}
+		if !live[k] {
+			dead = append(dead, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range dead {
+		if err := c.exec(sqlDeleteBlob, thread, k[0], k[1], k[2]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteForRuns removes the checkpoints whose metadata run_id is one of
+// runIDs, with their writes and the channel values only they used. It
+// refuses with ErrConflict, changing nothing, when a checkpoint of another
+// run descends from one it would delete (its state would be lost).
+func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string) error {
+	runs := map[string]bool{}
+	for _, r := range runIDs {
+		if r == "" {
+			return fmt.Errorf("%w: empty run id", ErrInvalidArgument)
+		}
+		runs[r] = true
+	}
+	var touched []string
+	err := db.write(ctx, func(c *conn) error {
+		threads := map[string]bool{}
+		for r := range runs {
+			err := c.query(sqlRunThreads, []any{r}, func(st *sqlite3.Stmt) error {
+				threads[st.ColumnText(0)] = true
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		touched = sortedKeys(threads)
+		for _, th := range touched {
+			rows, err := threadRows(c, th)
+			if err != nil {
+				return err
+			}
+			drop := map[cpKey]bool{}
+			err = c.query(`SELECT checkpoint_ns, checkpoint_id, run_id FROM checkpoints WHERE thread_id=? AND run_id IS NOT NULL`, []any{th}, func(st *sqlite3.Stmt) error {
+				if runs[st.ColumnText(2)] {
+					drop[cpKey{th, st.ColumnText(0), st.ColumnText(1)}] = true
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if err := dropCheckpoints(c, th, rows, drop, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, th := range touched {
+		db.cache.purgeThread(th)
+	}
+	return err
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+const (
+	sqlThreadExists    = `SELECT 1 FROM checkpoints WHERE thread_id=? LIMIT 1`
+	sqlCopyCheckpoints = `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata)
+		SELECT ?2, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata FROM checkpoints WHERE thread_id=?1`
+	sqlCopyBlobs = `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data)
+		SELECT ?2, checkpoint_ns, channel, version, checkpoint_id, type, data FROM blobs WHERE thread_id=?1`
+	sqlCopyWrites = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path)
+		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path FROM writes WHERE thread_id=?1`
+)
+
+// CopyThread copies every checkpoint, channel value and write of thread src
+// into thread dst, keeping checkpoint ids, parent links, namespaces and seals,
+// so dst reads exactly as src did. src is unchanged. dst must hold no
+// checkpoints (ErrConflict otherwise); a missing src is ErrNotFound.
+func (db *DB) CopyThread(ctx context.Context, src, dst string) error {
+	if src == "" || dst == "" {
+		return fmt.Errorf("%w: copy needs a source and a target thread_id", ErrInvalidArgument)
+	}
+	if src == dst {
+		return fmt.Errorf("%w: cannot copy thread %q onto itself", ErrInvalidArgument, src)
+	}
+	err := db.write(ctx, func(c *conn) error {
+		if ok, err := c.queryRow(sqlThreadExists, []any{src}, nil); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("%w: thread %q", ErrNotFound, src)
+		}
+		if ok, err := c.queryRow(sqlThreadExists, []any{dst}, nil); err != nil {
+			return err
+		} else if ok {
+			return fmt.Errorf("%w: target thread %q already has checkpoints", ErrConflict, dst)
+		}
+		// Writes may exist under a thread without checkpoints only through
+		// damage; clear them so the copy is exact.
+		if err := deleteThread(c, dst); err != nil {
+			return err
+		}
+		for _, q := range []string{sqlCopyCheckpoints, sqlCopyBlobs, sqlCopyWrites} {
+			if err := c.exec(q, src, dst); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	db.cache.purgeThread(dst)
+	return err
+}
+
+// PruneStrategy says what Prune keeps.
+type PruneStrategy string
+
+const (
+	// PruneKeepLatest keeps the latest checkpoint of each namespace with its
+	// pending writes, plus whatever older checkpoints and writes its delta
+	// channels need to be rebuilt; everything else goes.
+	PruneKeepLatest PruneStrategy = "keep_latest"
+	// PruneDelete removes the threads entirely.
+	PruneDelete PruneStrategy = "delete"
+)
+
+// PruneReport says what Prune removed and kept.
+type PruneReport struct {
+	Threads            int `json:"threads"`
+	CheckpointsRemoved int `json:"checkpoints_removed"`
+	CheckpointsKept    int `json:"checkpoints_kept"`
+}
+
+// Prune applies strategy to each thread in one transaction. keep_latest
+// never breaks reconstruction: an ancestor the latest checkpoint's delta
+// channels still need (up to the nearest stored value, with the writes on
+// the way) is kept, and the oldest kept checkpoint becomes a root.
+func (db *DB) Prune(ctx context.Context, threadIDs []string, strategy PruneStrategy) (PruneReport, error) {
+	if strategy != PruneKeepLatest && strategy != PruneDelete {
+		return PruneReport{}, fmt.Errorf("%w: prune strategy %q (want %q or %q)", ErrInvalidArgument, strategy, PruneKeepLatest, PruneDelete)
+	}
+	for _, th := range threadIDs {
+		if th == "" {
+			return PruneReport{}, fmt.Errorf("%w: empty thread_id", ErrInvalidArgument)
+		}
+	}
+	var rep PruneReport
+	err := db.write(ctx, func(c *conn) error {
+		rep = PruneReport{}
+		for _, th := range threadIDs {
+			rows, err := threadRows(c, th)
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				continue
+			}
+			rep.Threads++
+			if strategy == PruneDelete {
+				rep.CheckpointsRemoved += len(rows)
+				if err := deleteThread(c, th); err != nil {
+					return err
+				}
+				continue
+			}
+			keep, err := keepLatest(c, th, rows)
+			if err != nil {
+				return err
+			}
+			drop := map[cpKey]bool{}
+			for _, r := range rows {
+				if !keep[r.cpKey] {
+					drop[r.cpKey] = true
+				}
+			}
+			rep.CheckpointsRemoved += len(drop)
+			rep.CheckpointsKept += len(rows) - len(drop)
+			if err := dropCheckpoints(c, th, rows, drop, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, th := range threadIDs {
+		db.cache.purgeThread(th)
+	}
+	return rep, err
+}
+
+// keepLatest returns the latest checkpoint of each namespace and the
+// ancestors its channels without a stored value need.
+func keepLatest(c *conn, thread string, rows []cpRow) (map[cpKey]bool, error) {
+	latest := map[string]cpRow{}
+	byKey := map[cpKey]cpRow{}
+	for _, r := range rows {
+		byKey[r.cpKey] = r
+		if cur, ok := latest[r.ns]; !ok || r.id > cur.id {
+			latest[r.ns] = r
+		}
+	}
+	keep := map[cpKey]bool{}
+	for _, l := range latest {
+		keep[l.cpKey] = true
+		for ch, v := range l.versions {
+			held, err := c.queryRow(sqlBlobData, []any{thread, l.ns, ch, v}, nil)
+			if err != nil {
+				return nil, err
+			}
+			if held {
+				continue
+			}
+			// Keep the chain the walk used: from the latest up to the seed
+			// (or the root).
+			if err := markChain(c, l.cpKey, ch, keep); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return keep, nil
+}
+
+func markChain(c *conn, k cpKey, ch string, keep map[cpKey]bool) error {
+	return c.query(sqlWalk, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
+		keep[cpKey{k.thread, k.ns, st.ColumnText(0)}] = true
+		return nil
+	})
+}

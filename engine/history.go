@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// The history walk (SPEC 2.3): from the target's parent up the parent links,
+// stopping at the first ancestor that holds a stored value for the channel
+// (a blob exists for its version of the channel). Each row is an ancestor
+// and its child on the path to the target.
+const sqlWalk = `WITH RECURSIVE chain(id, child, depth, ver) AS (
+	SELECT p.checkpoint_id, t.checkpoint_id, 1, agentstate_version(p.checkpoint, :ch)
+	FROM checkpoints t JOIN checkpoints p
+	  ON p.thread_id = t.thread_id AND p.checkpoint_ns = t.checkpoint_ns AND p.checkpoint_id = t.parent_id
+	WHERE t.thread_id = :thread AND t.checkpoint_ns = :ns AND t.checkpoint_id = :id
+	UNION ALL
+	SELECT p.checkpoint_id, c.checkpoint_id, chain.depth + 1, agentstate_version(p.checkpoint, :ch)
+	FROM chain
+	JOIN checkpoints c ON c.thread_id = :thread AND c.checkpoint_ns = :ns AND c.checkpoint_id = chain.id
+	JOIN checkpoints p ON p.thread_id = :thread AND p.checkpoint_ns = :ns AND p.checkpoint_id = c.parent_id
+	WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver)
+)
+SELECT chain.id, chain.child, b.type, b.data, b.type IS NOT NULL
+FROM chain LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver
+ORDER BY chain.depth DESC`
+
+// The writes each on-path child consumed from its parent, for one channel.
+const sqlWalkWrites = `SELECT j.key, w.task_id, w.idx, w.type, w.data, w.task_path FROM json_each(:pairs) j
+	JOIN writes w ON w.thread_id = :thread AND w.checkpoint_ns = :ns AND w.checkpoint_id = j.value->>0
+	  AND w.consumed_by = j.value->>1 AND w.channel = :ch
+	ORDER BY j.key, w.task_path, w.task_id, w.idx`
+
+// What the target itself holds for the channel (for the cache).
+const sqlHolds = `SELECT v.ver, b.type, b.data FROM (SELECT agentstate_version(checkpoint, :ch) AS ver FROM checkpoints
+	WHERE thread_id = :thread AND checkpoint_ns = :ns AND checkpoint_id = :id) v
+	LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = v.ver`
+
+// DeltaChannelHistory returns, for each channel, the value to start from and
+// the writes to fold onto it to rebuild the channel at the checkpoint cfg
+// names (latest if cfg.CheckpointID is empty). The target's own writes are
+// pending for its next step and excluded; the seed ancestor's writes are
+// included; writes come oldest ancestor first, then by (task_path, task_id,
+// idx). Only writes each child on the path sealed are replayed, so forks
+// never see an abandoned sibling's writes. Answers come from the history
+// cache when it holds them.
+func (db *DB) DeltaChannelHistory(ctx context.Context, cfg Config, channels []string) (map[string]History, error) {
+	if err := validateThread(cfg); err != nil {
+		return nil, err
+	}
+	for _, ch := range channels {
+		if err := validateChannel(ch); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[string]History, len(channels))
+	if len(channels) == 0 {
+		return out, nil
+	}
+	id := cfg.CheckpointID
+	if id != "" {
+		all := true
+		for _, ch := range channels {
+			h, ok := db.cache.get(cpKey{cfg.ThreadID, cfg.CheckpointNS, id}, ch)
+			if !ok {
+				all = false
+				break
+			}
+			out[ch] = h
+		}
+		if all {
+			return out, nil
+		}
+	}
+	var entries []*histEntry
+	err := db.read(ctx, func(c *conn) error {
+		if id == "" {
+			found, err := c.queryRow(sqlGetLatest, []any{cfg.ThreadID, cfg.CheckpointNS}, func(st *sqlite3.Stmt) error {
+				id = st.ColumnText(2)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: no checkpoint in thread %q (namespace %q)", ErrNotFound, cfg.ThreadID, cfg.CheckpointNS)
+			}
+		}
+		k := cpKey{cfg.ThreadID, cfg.CheckpointNS, id}
+		for _, ch := range channels {
+			if h, ok := db.cache.get(k, ch); ok {
+				out[ch] = h
+				continue
+			}
+			e, err := walk(c, k, ch)
+			if err != nil {
+				return err
+			}
+			out[ch] = e.hist
+			entries = append(entries, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		db.cache.add(e)
+	}
+	return out, nil
+}
+
+// walk rebuilds one channel's history at checkpoint k from the file.
+func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
+	e := &histEntry{cp: k, channel: ch, hist: History{Writes: []PendingWrite{}}}
+	found, err := c.queryRow(sqlHolds, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
+		e.version = st.ColumnText(0)
+		if st.ColumnType(1) != sqlite3.NULL {
+			e.holds = &codec.Blob{Type: st.ColumnText(1), Data: copyBytes(st.ColumnRawBlob(2))}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, k.id, k.thread, k.ns)
+	}
+	var pairs [][2]string
+	err = c.query(sqlWalk, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
+		pairs = append(pairs, [2]string{st.ColumnText(0), st.ColumnText(1)})
+		if st.ColumnBool(4) {
+			e.hist.Seed = &codec.Blob{Type: st.ColumnText(2), Data: copyBytes(st.ColumnRawBlob(3))}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(pairs) > 0 {
+		arg, err := jsonArg(pairs)
+		if err != nil {
+			return nil, err
+		}
+		err = c.query(sqlWalkWrites, []any{arg, k.thread, k.ns, ch}, func(st *sqlite3.Stmt) error {
+			e.hist.Writes = append(e.hist.Writes, PendingWrite{
+				TaskID: st.ColumnText(1), Idx: st.ColumnInt(2), Channel: ch,
+				Value:    codec.Blob{Type: st.ColumnText(3), Data: copyBytes(st.ColumnRawBlob(4))},
+				TaskPath: st.ColumnText(5),
+			})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
