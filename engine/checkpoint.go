@@ -464,7 +464,7 @@ func scanCheckpoint(st *sqlite3.Stmt) (Tuple, error) {
 // Channel values of a page: the (thread, ns, channel, version) keys go in as
 // one JSON array, so the page costs one query whatever its size.
 const sqlPageValues = `SELECT j.key, b.channel, b.type, b.data FROM json_each(?) j
-	JOIN blobs b ON b.thread_id = j.value->>0 AND b.checkpoint_ns = j.value->>1 AND b.channel = j.value->>2 AND b.version = j.value->>3`
+	CROSS JOIN blobs b ON b.thread_id = j.value->>0 AND b.checkpoint_ns = j.value->>1 AND b.channel = j.value->>2 AND b.version = j.value->>3`
 
 func loadValues(c *conn, tuples []Tuple) error {
 	var keys [][4]string
@@ -490,7 +490,7 @@ func loadValues(c *conn, tuples []Tuple) error {
 }
 
 const sqlPageWrites = `SELECT j.key, w.task_id, w.channel, w.type, w.data, w.task_path, w.idx FROM json_each(?) j
-	JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2
+	CROSS JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2
 	ORDER BY j.key, w.task_path, w.task_id, w.idx`
 
 func loadPendingWrites(c *conn, tuples []Tuple) error {

@@ -12,16 +12,14 @@ import (
 // stopping at the first ancestor that holds a stored value for the channel
 // (a blob exists for its version of the channel). Each row is an ancestor
 // and its child on the path to the target.
-const sqlWalk = `WITH RECURSIVE chain(id, child, depth, ver) AS (
-	SELECT p.checkpoint_id, t.checkpoint_id, 1, agentstate_version(p.checkpoint, :ch)
+const sqlWalk = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
+	SELECT p.checkpoint_id, t.checkpoint_id, 1, agentstate_version(p.checkpoint, :ch), p.parent_id
 	FROM checkpoints t JOIN checkpoints p
-	  ON p.thread_id = t.thread_id AND p.checkpoint_ns = t.checkpoint_ns AND p.checkpoint_id = t.parent_id
+	  ON p.thread_id = :thread AND p.checkpoint_ns = :ns AND p.checkpoint_id = t.parent_id
 	WHERE t.thread_id = :thread AND t.checkpoint_ns = :ns AND t.checkpoint_id = :id
 	UNION ALL
-	SELECT p.checkpoint_id, c.checkpoint_id, chain.depth + 1, agentstate_version(p.checkpoint, :ch)
-	FROM chain
-	JOIN checkpoints c ON c.thread_id = :thread AND c.checkpoint_ns = :ns AND c.checkpoint_id = chain.id
-	JOIN checkpoints p ON p.thread_id = :thread AND p.checkpoint_ns = :ns AND p.checkpoint_id = c.parent_id
+	SELECT p.checkpoint_id, chain.id, chain.depth + 1, agentstate_version(p.checkpoint, :ch), p.parent_id
+	FROM chain JOIN checkpoints p ON p.thread_id = :thread AND p.checkpoint_ns = :ns AND p.checkpoint_id = chain.parent
 	WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver)
 )
 SELECT chain.id, chain.child, b.type, b.data, b.type IS NOT NULL
@@ -29,8 +27,9 @@ FROM chain LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns 
 ORDER BY chain.depth DESC`
 
 // The writes each on-path child consumed from its parent, for one channel.
+// CROSS JOIN keeps json_each as the outer loop: one index search per pair.
 const sqlWalkWrites = `SELECT j.key, w.task_id, w.idx, w.type, w.data, w.task_path FROM json_each(:pairs) j
-	JOIN writes w ON w.thread_id = :thread AND w.checkpoint_ns = :ns AND w.checkpoint_id = j.value->>0
+	CROSS JOIN writes w ON w.thread_id = :thread AND w.checkpoint_ns = :ns AND w.checkpoint_id = j.value->>0
 	  AND w.consumed_by = j.value->>1 AND w.channel = :ch
 	ORDER BY j.key, w.task_path, w.task_id, w.idx`
 
