@@ -325,7 +325,9 @@ func runModelRound(t *testing.T, rng *rand.Rand, o *Options, label string) {
 		{Filter: map[string]any{"source": "loop"}}, {ThreadID: "t1", Filter: map[string]any{"source": "update"}, Limit: 3},
 	} {
 		got := collect(t, db, lo)
-		if diff := cmp.Diff(m.list(lo), got, cmp.Comparer(func(a, b Tuple) bool { return cmp.Equal(a.Config, b.Config) && cmp.Equal(a.Checkpoint, b.Checkpoint) && cmp.Equal(a.PendingWrites, b.PendingWrites) })); diff != "" {
+		if diff := cmp.Diff(m.list(lo), got, cmp.Comparer(func(a, b Tuple) bool {
+			return cmp.Equal(a.Config, b.Config) && cmp.Equal(a.Checkpoint, b.Checkpoint) && cmp.Equal(a.PendingWrites, b.PendingWrites)
+		})); diff != "" {
 			t.Fatalf("%s: List %+v (-model +engine):\n%s", label, lo, diff)
 		}
 	}

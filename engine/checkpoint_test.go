@@ -638,7 +638,6 @@ func TestHistoryCacheIsBoundedByBytes(t *testing.T) {
 	}
 }
 
-
 func TestPruneKeepsWhatDeltaChannelsNeed(t *testing.T) {
 	db := openTest(t, Memory, nil)
 	cfgs := deltaThread(t, db, "t")
