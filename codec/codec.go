@@ -51,20 +51,26 @@ func Unmarshal(data []byte, v any) (err error) {
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty input", ErrCorrupt)
 	}
+	body := data[1:]
 	switch data[0] {
 	case FormatV1:
+	case FormatV1Deflate:
+		var err error
+		if body, err = inflate(body); err != nil {
+			return err
+		}
 	default:
-		if data[0] > FormatV1 && data[0] < 0x10 {
-			return fmt.Errorf("%w: envelope %d (this build reads %d)", ErrUnsupported, data[0], FormatV1)
+		if data[0] > FormatV1Deflate && data[0] < 0x10 {
+			return fmt.Errorf("%w: envelope %d (this build reads up to %d)", ErrUnsupported, data[0], FormatV1Deflate)
 		}
 		return fmt.Errorf("%w: unknown envelope byte 0x%02x", ErrCorrupt, data[0])
 	}
-	n, err := scan(data[1:])
+	n, err := scan(body)
 	if err != nil {
 		return err
 	}
-	if n != len(data)-1 {
-		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(data)-1-n)
+	if n != len(body) {
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(body)-n)
 	}
 	defer func() {
 		// The msgpack decoder is defensive, but a corrupt length prefix in a
@@ -75,7 +81,7 @@ func Unmarshal(data []byte, v any) (err error) {
 	}()
 	dec := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(dec)
-	rd := bytes.NewReader(data[1:])
+	rd := bytes.NewReader(body)
 	dec.Reset(rd)
 	dec.UseLooseInterfaceDecoding(true)
 	dec.SetMapDecoder(decodeStringMap)

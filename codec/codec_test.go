@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,7 +102,8 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 	}{
 		"empty":                {nil, ErrCorrupt},
 		"no envelope":          {good[1:], ErrCorrupt},
-		"newer envelope":       {append([]byte{0x02}, good[1:]...), ErrUnsupported},
+		"newer envelope":       {append([]byte{0x03}, good[1:]...), ErrUnsupported},
+		"bad deflate":          {append([]byte{FormatV1Deflate}, good[1:]...), ErrCorrupt},
 		"truncated":            {good[:len(good)/2], ErrCorrupt},
 		"trailing bytes":       {append(append([]byte{}, good...), 0xc0), ErrCorrupt},
 		"wrong shape":          {mustMarshal(t, map[string]any{"a": 1}), ErrCorrupt},
@@ -151,5 +153,32 @@ func TestGoldenEncodings(t *testing.T) {
 		if hex.EncodeToString(got) != strings.TrimSpace(string(want)) {
 			t.Errorf("%s: encoding changed:\n got %x\nwant %s", name, got, want)
 		}
+	}
+}
+
+func TestCompressedRoundTrip(t *testing.T) {
+	var big []Message
+	for i := range 200 {
+		big = append(big, Message{ID: fmt.Sprintf("m%d", i), Type: AI, Content: strings.Repeat("the quick brown fox ", 10)})
+	}
+	data, err := MarshalCompressed(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := mustMarshal(t, big)
+	if data[0] != FormatV1Deflate || len(data) >= len(plain)/2 {
+		t.Fatalf("compressed %d bytes to %d (envelope %#x)", len(plain), len(data), data[0])
+	}
+	out, err := DecodeMessages(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(big, out); diff != "" {
+		t.Fatalf("round trip (-in +out):\n%s", diff)
+	}
+	// Small values stay plain: they gain little.
+	small, _ := MarshalCompressed(big[:1])
+	if small[0] != FormatV1 {
+		t.Fatalf("small value compressed (envelope %#x)", small[0])
 	}
 }

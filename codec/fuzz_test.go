@@ -13,6 +13,13 @@ func seedCorpus(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	big := make([]Message, 100)
+	for i := range big {
+		big[i] = Message{ID: "x", Type: AI, Content: "some repeated text some repeated text"}
+	}
+	if b, err := MarshalCompressed(big); err == nil {
+		f.Add(b)
+	}
 	f.Add([]byte{})
 	f.Add([]byte{FormatV1, 0xdd, 0xff, 0xff, 0xff, 0xff})
 }
