@@ -123,31 +123,59 @@ const (
 // The checkpoint seals the parent's writes received since its previous child
 // (SPEC 2.4), so forks never replay an abandoned sibling's writes.
 func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (Config, error) {
-	if err := validateThread(cfg); err != nil {
+	p, err := preparePut(cfg, cp, md, newVersions)
+	if err != nil {
 		return Config{}, err
 	}
+	p.wantSealed = cfg.CheckpointID != "" && db.cache.tracks(cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
+	if err := db.write(ctx, func(c *conn) error { return p.run(c) }); err != nil {
+		return Config{}, err
+	}
+	db.afterPut(p)
+	return Config{ThreadID: cfg.ThreadID, CheckpointNS: cfg.CheckpointNS, CheckpointID: cp.ID}, nil
+}
+
+// put is one validated, encoded checkpoint write, run inside a transaction
+// by Put and by the thread API.
+type put struct {
+	cfg         Config
+	cp          Checkpoint
+	newVersions map[string]string
+	payload     []byte
+	md          []byte
+	runID       any
+	noSeal      bool // a copy of the parent's state consumes none of its writes
+	wantSealed  bool // collect the sealed writes for the history cache
+	sealed      []PendingWrite
+	replaced    bool
+}
+
+func preparePut(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (*put, error) {
+	if err := validateThread(cfg); err != nil {
+		return nil, err
+	}
 	if cp.ID == "" {
-		return Config{}, fmt.Errorf("%w: checkpoint without id", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: checkpoint without id", ErrInvalidArgument)
 	}
 	if cfg.CheckpointID != "" && cp.ID <= cfg.CheckpointID {
-		return Config{}, fmt.Errorf("%w: checkpoint id %q does not sort after its parent %q", ErrInvalidArgument, cp.ID, cfg.CheckpointID)
+		return nil, fmt.Errorf("%w: checkpoint id %q does not sort after its parent %q", ErrInvalidArgument, cp.ID, cfg.CheckpointID)
 	}
 	for ch, v := range newVersions {
 		if err := validateChannel(ch); err != nil {
-			return Config{}, err
+			return nil, err
 		}
 		if cv, ok := cp.ChannelVersions[ch]; !ok || cv != v {
-			return Config{}, fmt.Errorf("%w: new version %q of channel %q is not the checkpoint's version %q", ErrInvalidArgument, v, ch, cv)
+			return nil, fmt.Errorf("%w: new version %q of channel %q is not the checkpoint's version %q", ErrInvalidArgument, v, ch, cv)
 		}
 		if b, ok := cp.ChannelValues[ch]; ok {
 			if err := b.Validate(); err != nil {
-				return Config{}, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, ch, err)
+				return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, ch, err)
 			}
 		}
 	}
 	for ch := range cp.ChannelVersions {
 		if err := validateChannel(ch); err != nil {
-			return Config{}, err
+			return nil, err
 		}
 	}
 	payload, err := codec.Marshal(storedCheckpoint{
@@ -155,78 +183,77 @@ func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, n
 		UpdatedChannels: cp.UpdatedChannels, HasUpdated: cp.UpdatedChannels != nil,
 	})
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: checkpoint: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: checkpoint: %w", ErrInvalidArgument, err)
 	}
 	mdBytes, err := marshalMetadata(md)
 	if err != nil {
-		return Config{}, err
+		return nil, err
 	}
-	var runID any
+	p := &put{cfg: cfg, cp: cp, newVersions: newVersions, payload: payload, md: mdBytes}
 	if s, ok := md["run_id"].(string); ok && s != "" {
-		runID = s
+		p.runID = s
 	}
+	return p, nil
+}
+
+func (p *put) run(c *conn) error {
+	cfg, cp := p.cfg, p.cp
 	var parent any
 	if cfg.CheckpointID != "" {
 		parent = cfg.CheckpointID
-	}
-	wantSealed := cfg.CheckpointID != "" && db.cache.tracks(cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
-	var sealed []PendingWrite
-	replaced := false
-	err = db.write(ctx, func(c *conn) error {
-		if cfg.CheckpointID != "" {
-			found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
-			if err != nil {
-				return err
-			}
-			if !found {
-				return fmt.Errorf("%w: parent checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
-			}
-		}
-		var err error
-		replaced, err = c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cp.ID}, nil)
+		found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
 		if err != nil {
 			return err
 		}
-		if err := c.exec(sqlInsertCheckpoint, cfg.ThreadID, cfg.CheckpointNS, cp.ID, parent, runID, payload, mdBytes); err != nil {
-			return err
+		if !found {
+			return fmt.Errorf("%w: parent checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
 		}
-		for ch, v := range newVersions {
-			b, ok := cp.ChannelValues[ch]
-			if !ok {
-				if err := checkVersionUnused(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := putBlob(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID, b); err != nil {
+	}
+	var err error
+	p.replaced, err = c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cp.ID}, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.exec(sqlInsertCheckpoint, cfg.ThreadID, cfg.CheckpointNS, cp.ID, parent, p.runID, p.payload, p.md); err != nil {
+		return err
+	}
+	for ch, v := range p.newVersions {
+		b, ok := cp.ChannelValues[ch]
+		if !ok {
+			if err := checkVersionUnused(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID); err != nil {
 				return err
 			}
+			continue
 		}
-		if cfg.CheckpointID == "" {
-			return nil
+		if err := putBlob(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID, b); err != nil {
+			return err
 		}
-		return c.query(sqlSealWrites, []any{cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, func(st *sqlite3.Stmt) error {
-			if wantSealed {
-				sealed = append(sealed, PendingWrite{
-					TaskID: st.ColumnText(0), Idx: st.ColumnInt(1), Channel: st.ColumnText(2),
-					Value:    codec.Blob{Type: st.ColumnText(3), Data: copyBytes(st.ColumnRawBlob(4))},
-					TaskPath: st.ColumnText(5),
-				})
-			}
-			return nil
-		})
+	}
+	if cfg.CheckpointID == "" || p.noSeal {
+		return nil
+	}
+	return c.query(sqlSealWrites, []any{cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, func(st *sqlite3.Stmt) error {
+		if p.wantSealed {
+			p.sealed = append(p.sealed, PendingWrite{
+				TaskID: st.ColumnText(0), Idx: st.ColumnInt(1), Channel: st.ColumnText(2),
+				Value:    codec.Blob{Type: st.ColumnText(3), Data: copyBytes(st.ColumnRawBlob(4))},
+				TaskPath: st.ColumnText(5),
+			})
+		}
+		return nil
 	})
-	if err != nil {
-		return Config{}, err
-	}
-	if replaced {
+}
+
+// afterPut feeds the history cache once the put has committed.
+func (db *DB) afterPut(p *put) {
+	switch {
+	case p.replaced:
 		// A re-put may change a parent link: forget what was derived from it.
-		db.cache.purgeThread(cfg.ThreadID)
-	} else if wantSealed {
-		sortWrites(sealed)
-		db.cache.extend(cfg, cp, newVersions, sealed)
+		db.purge(p.cfg.ThreadID)
+	case p.wantSealed:
+		sortWrites(p.sealed)
+		db.cache.extend(p.cfg, p.cp, p.newVersions, p.sealed)
 	}
-	return Config{ThreadID: cfg.ThreadID, CheckpointNS: cfg.CheckpointNS, CheckpointID: cp.ID}, nil
 }
 
 // putBlob stores a channel value once per version. A second value for an
@@ -290,8 +317,8 @@ func marshalMetadata(md Metadata) ([]byte, error) {
 }
 
 const (
-	sqlInsertWriteFirst   = `INSERT OR IGNORE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertWriteReplace = `INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertWriteFirst   = `INSERT OR IGNORE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertWriteReplace = `INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // PutWrites stores the writes of one task under the checkpoint the task was
@@ -301,6 +328,13 @@ const (
 // replaces earlier ones; otherwise the first write of a (task, index) wins,
 // so retries are idempotent.
 func (db *DB) PutWrites(ctx context.Context, cfg Config, writes []Write, taskID, taskPath string) error {
+	if err := validateWrites(cfg, writes, taskID); err != nil {
+		return err
+	}
+	return db.write(ctx, func(c *conn) error { return putWritesTx(c, cfg, writes, taskID, taskPath, nil) })
+}
+
+func validateWrites(cfg Config, writes []Write, taskID string) error {
 	if err := validateThread(cfg); err != nil {
 		return err
 	}
@@ -310,7 +344,6 @@ func (db *DB) PutWrites(ctx context.Context, cfg Config, writes []Write, taskID,
 	if taskID == "" {
 		return fmt.Errorf("%w: writes need a task_id", ErrInvalidArgument)
 	}
-	allSpecial := len(writes) > 0
 	for _, w := range writes {
 		if err := validateChannel(w.Channel); err != nil {
 			return err
@@ -318,6 +351,15 @@ func (db *DB) PutWrites(ctx context.Context, cfg Config, writes []Write, taskID,
 		if err := w.Value.Validate(); err != nil {
 			return fmt.Errorf("%w: write to %q: %w", ErrInvalidArgument, w.Channel, err)
 		}
+	}
+	return nil
+}
+
+// putWritesTx stores validated writes; runID tags writes a run of the thread
+// API made (nil for LangGraph's writes), which rollback uses.
+func putWritesTx(c *conn, cfg Config, writes []Write, taskID, taskPath string, runID any) error {
+	allSpecial := len(writes) > 0
+	for _, w := range writes {
 		if _, ok := specialIdx[w.Channel]; !ok {
 			allSpecial = false
 		}
@@ -326,25 +368,23 @@ func (db *DB) PutWrites(ctx context.Context, cfg Config, writes []Write, taskID,
 	if allSpecial {
 		q = sqlInsertWriteReplace
 	}
-	return db.write(ctx, func(c *conn) error {
-		found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
-		if err != nil {
+	found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+	}
+	for i, w := range writes {
+		idx, ok := specialIdx[w.Channel]
+		if !ok {
+			idx = i
+		}
+		if err := c.exec(q, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, taskID, idx, w.Channel, w.Value.Type, nonNil(w.Value.Data), taskPath, runID); err != nil {
 			return err
 		}
-		if !found {
-			return fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
-		}
-		for i, w := range writes {
-			idx, ok := specialIdx[w.Channel]
-			if !ok {
-				idx = i
-			}
-			if err := c.exec(q, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, taskID, idx, w.Channel, w.Value.Type, nonNil(w.Value.Data), taskPath); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // sortWrites orders writes as live execution applies them: by task path,

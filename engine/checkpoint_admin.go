@@ -23,7 +23,7 @@ func (db *DB) DeleteThread(ctx context.Context, threadID string) error {
 		return fmt.Errorf("%w: missing thread_id", ErrInvalidArgument)
 	}
 	err := db.write(ctx, func(c *conn) error { return deleteThread(c, threadID) })
-	db.cache.purgeThread(threadID)
+	db.purge(threadID)
 	return err
 }
 
@@ -166,7 +166,7 @@ func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string) error {
 		return nil
 	})
 	for _, th := range touched {
-		db.cache.purgeThread(th)
+		db.purge(th)
 	}
 	return err
 }
@@ -186,8 +186,8 @@ const (
 		SELECT ?2, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata FROM checkpoints WHERE thread_id=?1`
 	sqlCopyBlobs = `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data)
 		SELECT ?2, checkpoint_ns, channel, version, checkpoint_id, type, data FROM blobs WHERE thread_id=?1`
-	sqlCopyWrites = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path)
-		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path FROM writes WHERE thread_id=?1`
+	sqlCopyWrites = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path, run_id)
+		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path, run_id FROM writes WHERE thread_id=?1`
 )
 
 // CopyThread copies every checkpoint, channel value and write of thread src
@@ -224,7 +224,7 @@ func (db *DB) CopyThread(ctx context.Context, src, dst string) error {
 		}
 		return nil
 	})
-	db.cache.purgeThread(dst)
+	db.purge(dst)
 	return err
 }
 
@@ -298,7 +298,7 @@ func (db *DB) Prune(ctx context.Context, threadIDs []string, strategy PruneStrat
 		return nil
 	})
 	for _, th := range threadIDs {
-		db.cache.purgeThread(th)
+		db.purge(th)
 	}
 	return rep, err
 }

@@ -13,15 +13,15 @@ import (
 // Typical sizes of one agent step: a 1 KiB changed channel value, two task
 // writes of 500 bytes, metadata with source/step/parents.
 var (
-	benchValue = codec.Blob{Type: "json", Data: bytes.Repeat([]byte("v"), 1024)}
-	benchWrite = codec.Blob{Type: "json", Data: bytes.Repeat([]byte("w"), 500)}
+	cpBenchValue = codec.Blob{Type: "json", Data: bytes.Repeat([]byte("v"), 1024)}
+	cpBenchWrite = codec.Blob{Type: "json", Data: bytes.Repeat([]byte("w"), 500)}
 )
 
 func benchCheckpoint(i int) (Checkpoint, map[string]string) {
 	v := fmt.Sprintf("%08d", i)
 	c := Checkpoint{V: 4, ID: fmt.Sprintf("%012d", i), TS: "2026-11-29T00:00:00Z",
 		ChannelVersions: map[string]string{"messages": v, "title": "00000001", "__start__": "00000001"},
-		ChannelValues:   map[string]codec.Blob{"messages": benchValue},
+		ChannelValues:   map[string]codec.Blob{"messages": cpBenchValue},
 		VersionsSeen:    map[string]map[string]string{"agent": {"messages": v}, "__input__": {}},
 	}
 	return c, map[string]string{"messages": v}
@@ -52,7 +52,7 @@ func BenchmarkStep(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, task := range []string{"agent", "tools"} {
-			if err := db.PutWrites(bg, parent, []Write{{Channel: "messages", Value: benchWrite}}, task, "~"+task); err != nil {
+			if err := db.PutWrites(bg, parent, []Write{{Channel: "messages", Value: cpBenchWrite}}, task, "~"+task); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -103,9 +103,9 @@ func BenchmarkStepRawSQL(b *testing.B) {
 			p = parent
 		}
 		exec(stmts[0], "bench", id, p, cpBytes, md)
-		exec(stmts[1], "bench", fmt.Sprintf("%08d", i+1), id, benchValue.Data)
-		exec(stmts[2], "bench", id, "agent", benchWrite.Data, "~agent")
-		exec(stmts[2], "bench", id, "tools", benchWrite.Data, "~tools")
+		exec(stmts[1], "bench", fmt.Sprintf("%08d", i+1), id, cpBenchValue.Data)
+		exec(stmts[2], "bench", id, "agent", cpBenchWrite.Data, "~agent")
+		exec(stmts[2], "bench", id, "tools", cpBenchWrite.Data, "~tools")
 		if err := c.Exec("COMMIT"); err != nil {
 			b.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func buildThread(b *testing.B, db *DB, thread string, n int, every int) Config {
 		if parent, err = db.Put(bg, parent, c, benchMetadata(i), nv); err != nil {
 			b.Fatal(err)
 		}
-		if err := db.PutWrites(bg, parent, []Write{{Channel: "messages", Value: benchWrite}}, "agent", ""); err != nil {
+		if err := db.PutWrites(bg, parent, []Write{{Channel: "messages", Value: cpBenchWrite}}, "agent", ""); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -24,6 +24,8 @@ type DB struct {
 	writer  chan *conn
 	readers chan *conn
 	cache   *historyCache
+	states  *stateCache
+	ids     idGen
 
 	closeMu sync.RWMutex // held for reading by every call, for writing by Close
 	closed  bool
@@ -56,7 +58,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty path (use engine.Memory for an in-memory database)", ErrInvalidArgument)
 	}
-	db := &DB{path: path, opts: o, cache: newHistoryCache(o.HistoryCacheBytes)}
+	db := &DB{path: path, opts: o, cache: newHistoryCache(o.HistoryCacheBytes), states: newStateCache(stateCacheSize(o))}
 	uri := path
 	flags := sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE
 	if o.ReadOnly {
@@ -97,6 +99,9 @@ func (db *DB) open(ctx context.Context, uri string, flags sqlite3.OpenFlag) erro
 	db.writer = make(chan *conn, 1)
 	db.writer <- w
 	if err := db.prepareSchema(ctx, w); err != nil {
+		return err
+	}
+	if err := db.checkFileMode(ctx, w); err != nil {
 		return err
 	}
 	db.readers = make(chan *conn, db.opts.ReadConns)

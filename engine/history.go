@@ -12,7 +12,7 @@ import (
 // stopping at the first ancestor that holds a stored value for the channel
 // (a blob exists for its version of the channel). Each row is an ancestor
 // and its child on the path to the target.
-const sqlWalk = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
+const walkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
 	SELECT p.checkpoint_id, t.checkpoint_id, 1, agentstate_version(p.checkpoint, :ch), p.parent_id
 	FROM checkpoints t JOIN checkpoints p
 	  ON p.thread_id = :thread AND p.checkpoint_ns = :ns AND p.checkpoint_id = t.parent_id
@@ -22,9 +22,15 @@ const sqlWalk = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
 	FROM chain JOIN checkpoints p ON p.thread_id = :thread AND p.checkpoint_ns = :ns AND p.checkpoint_id = chain.parent
 	WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver)
 )
-SELECT chain.id, chain.child, b.type, b.data, b.type IS NOT NULL
+`
+
+const sqlWalk = walkChain + `SELECT chain.id, chain.child, b.type, b.data, b.type IS NOT NULL
 FROM chain LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver
 ORDER BY chain.depth DESC`
+
+// The version of the seed a walk stops at, if it finds one.
+const sqlWalkSeed = walkChain + `SELECT b.version
+FROM chain JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
 
 // The writes each on-path child consumed from its parent, for one channel.
 // CROSS JOIN keeps json_each as the outer loop: one index search per pair.

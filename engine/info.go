@@ -77,3 +77,32 @@ func (db *DB) Info(ctx context.Context) (Info, error) {
 	}
 	return in, nil
 }
+
+// CheckpointWAL copies the write-ahead log into the main file and truncates
+// it, so the file's size on disk is the database's size.
+func (db *DB) CheckpointWAL(ctx context.Context) error {
+	if db.memName != "" {
+		return nil
+	}
+	return db.exclusive(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+}
+
+// Vacuum rebuilds the file without its free pages (retention frees pages
+// for reuse; Vacuum gives them back to the file system).
+func (db *DB) Vacuum(ctx context.Context) error {
+	return db.exclusive(ctx, "VACUUM")
+}
+
+// exclusive runs one statement on the writer connection outside any
+// transaction (checkpoints and VACUUM cannot run inside one).
+func (db *DB) exclusive(ctx context.Context, q string) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	c, release, err := db.acquire(ctx, db.writer)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return wrapErr(ctx, c.exec(q))
+}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"time"
 )
 
@@ -11,6 +13,9 @@ const (
 	ModeFull = "full"
 	// ModeDelta stores each step's messages once and a snapshot every K updates.
 	ModeDelta = "delta"
+	// ModeAuto adopts the mode and K the file records (full for a new file):
+	// for tools that read files written by others.
+	ModeAuto = "auto"
 )
 
 // Memory is the path that opens a fresh private in-memory database.
@@ -30,17 +35,56 @@ type Options struct {
 	// no reconciliation, and every write call fails with ErrReadOnly. The file
 	// must already hold the current schema.
 	ReadOnly bool
-	// Mode is the message channel mode, ModeFull (default) or ModeDelta. It is
-	// frozen for the handle's life and must match what the file records.
+	// Mode is the message channel mode, ModeFull (default), ModeDelta or
+	// ModeAuto. It is frozen for the handle's life and must match what the
+	// file records (ErrModeMismatch otherwise; see ConvertFile).
 	Mode string
 	// SnapshotEvery is K, the delta snapshot cadence. Default 10; must be >= 1.
 	SnapshotEvery int
 	// HistoryCacheBytes bounds the delta history cache. Default 64 MiB; 0
-	// disables the cache; must be >= 0.
+	// disables it and the thread API's state cache, so that every read
+	// rebuilds from the file; must be >= 0.
 	HistoryCacheBytes int64
+	// Schema names the state channels of threads written through the
+	// thread API (Commit, State, ...) and how each reduces its writes.
+	// Default: one channel, "messages", with add_messages semantics.
+	Schema Schema
+	// AutoRetain runs snapshot retention on a thread whenever the thread API
+	// writes a new delta snapshot, so a long-lived file stays small without
+	// VACUUM (freed pages are reused). Default off.
+	AutoRetain bool
 	// Now is the clock for every timestamp the engine writes (TTL, records,
 	// leases). Default time.Now; tests inject a fake clock instead of sleeping.
 	Now func() time.Time
+
+	// StoreDefaultTTL is the TTL of store items put without their own.
+	// Default 0: items never expire; must be >= 0.
+	StoreDefaultTTL time.Duration
+	// StoreRefreshOnRead makes store reads (get, search) push back the
+	// expiry of the items they return, unless a read asks otherwise.
+	// Default true.
+	StoreRefreshOnRead bool
+	// StoreSweepInterval is how often a background sweeper deletes expired
+	// store items. Default 0: no sweeper (expired items are never returned
+	// anyway; Store.Sweep deletes them on demand). Otherwise >= 10ms.
+	StoreSweepInterval time.Duration
+	// TraceContentLimit bounds, in UTF-8 bytes, the content of events of
+	// category "trace"; longer content is cut on a rune boundary and the cut
+	// recorded in the event's metadata. Default 10 KiB; 0 keeps traces
+	// whole; must be >= 0.
+	TraceContentLimit int
+	// ReconcileOnOpen turns runs left pending or running by a handle that is
+	// gone (its lease expired, or it recorded none) into errors when the file
+	// is opened read-write. Default true.
+	ReconcileOnOpen bool
+	// RunLease is how long a run stays owned by the handle that created it
+	// without renewal; the handle renews its leases every RunLease/3 while it
+	// is open. Default 1 minute; must be 1s..24h.
+	RunLease time.Duration
+	// RunOwner labels the runs this handle creates (a suffix unique to the
+	// handle is added). Default "hostname:pid"; at most 128 bytes, no
+	// control characters.
+	RunOwner string
 }
 
 // DefaultOptions returns the documented defaults.
@@ -52,7 +96,22 @@ func DefaultOptions() Options {
 		SnapshotEvery:     10,
 		HistoryCacheBytes: 64 << 20,
 		Now:               time.Now,
+		Schema:            DefaultSchema(),
+
+		StoreRefreshOnRead: true,
+		TraceContentLimit:  10 << 10,
+		ReconcileOnOpen:    true,
+		RunLease:           time.Minute,
+		RunOwner:           defaultRunOwner(),
 	}
+}
+
+func defaultRunOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return cutRunes(host, 100) + ":" + strconv.Itoa(os.Getpid())
 }
 
 func (o Options) validate() error {
@@ -61,14 +120,26 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: BusyTimeout %v is negative", ErrInvalidOption, o.BusyTimeout)
 	case o.ReadConns < 1 || o.ReadConns > 64:
 		return fmt.Errorf("%w: ReadConns %d is outside 1..64", ErrInvalidOption, o.ReadConns)
-	case o.Mode != ModeFull && o.Mode != ModeDelta:
-		return fmt.Errorf("%w: Mode %q is neither %q nor %q", ErrInvalidOption, o.Mode, ModeFull, ModeDelta)
+	case o.Mode != ModeFull && o.Mode != ModeDelta && o.Mode != ModeAuto:
+		return fmt.Errorf("%w: Mode %q is not %q, %q or %q", ErrInvalidOption, o.Mode, ModeFull, ModeDelta, ModeAuto)
 	case o.SnapshotEvery < 1:
 		return fmt.Errorf("%w: SnapshotEvery %d must be >= 1", ErrInvalidOption, o.SnapshotEvery)
 	case o.HistoryCacheBytes < 0:
 		return fmt.Errorf("%w: HistoryCacheBytes %d is negative", ErrInvalidOption, o.HistoryCacheBytes)
 	case o.Now == nil:
 		return fmt.Errorf("%w: Now is nil", ErrInvalidOption)
+	case o.Schema.validate() != nil:
+		return fmt.Errorf("%w: %w", ErrInvalidOption, o.Schema.validate())
+	case o.StoreDefaultTTL < 0:
+		return fmt.Errorf("%w: StoreDefaultTTL %v is negative", ErrInvalidOption, o.StoreDefaultTTL)
+	case o.StoreSweepInterval < 0 || o.StoreSweepInterval > 0 && o.StoreSweepInterval < 10*time.Millisecond:
+		return fmt.Errorf("%w: StoreSweepInterval %v must be 0 (no sweeper) or >= 10ms", ErrInvalidOption, o.StoreSweepInterval)
+	case o.TraceContentLimit < 0:
+		return fmt.Errorf("%w: TraceContentLimit %d is negative", ErrInvalidOption, o.TraceContentLimit)
+	case o.RunLease < time.Second || o.RunLease > 24*time.Hour:
+		return fmt.Errorf("%w: RunLease %v is outside 1s..24h", ErrInvalidOption, o.RunLease)
+	case checkText("RunOwner", o.RunOwner, 128) != nil:
+		return fmt.Errorf("%w: RunOwner %s must be at most 128 bytes of UTF-8 text without control characters", ErrInvalidOption, quoteCut(o.RunOwner))
 	}
 	return nil
 }

@@ -115,6 +115,14 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 		}
 		return nil
 	}
+	if st.objects == 0 {
+		// Only an empty file can take this: retention returns the pages it
+		// frees to the file system (PRAGMA incremental_vacuum), so a file
+		// shrinks without a VACUUM.
+		if err := db.retryBusy(ctx, func() error { return w.exec("PRAGMA auto_vacuum=INCREMENTAL") }); err != nil {
+			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+		}
+	}
 	journal := "WAL"
 	if db.memName != "" {
 		journal = "MEMORY"

@@ -23,7 +23,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	opts := engine.DefaultOptions()
-	opts.ReadOnly = true
+	opts.ReadOnly, opts.Mode = true, engine.ModeAuto
 	db, err := engine.Open(ctx, pos[0], &opts)
 	if err != nil {
 		return err

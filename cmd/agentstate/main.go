@@ -32,6 +32,7 @@ func init() {
 	commands = []command{
 		{"info", "schema version, header fields, sizes and row counts of a file", runInfo},
 		{"demo", "write a sample conversation to ./agentstate.db and describe it", runDemo},
+		{"bench", "run the fixed conversation workload and report size and speed per mode", runBench},
 	}
 }
 

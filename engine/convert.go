@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// ConvertReport says what a conversion changed.
+type ConvertReport struct {
+	Threads          int `json:"threads"`
+	SnapshotsAdded   int `json:"snapshots_added"`
+	SnapshotsRemoved int `json:"snapshots_removed"`
+}
+
+// ConvertThread rewrites a thread of the thread API into another channel
+// mode, in one transaction: to full, every checkpoint gets the value of
+// every channel it changed; to delta (with the handle's K), only the
+// snapshots the cadence would have written stay, and the cadence counters
+// in the metadata are recomputed so the next commit continues the series.
+// Every checkpoint reads the same before and after. A thread the thread API
+// did not write (a LangGraph thread) is refused: its values are not ours to
+// fold. Converting to delta needs a delta handle (a full handle could not
+// read the result); a whole file changes mode with ConvertFile.
+func (db *DB) ConvertThread(ctx context.Context, thread, mode string) (ConvertReport, error) {
+	if mode != ModeFull && mode != ModeDelta {
+		return ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, ModeFull, ModeDelta)
+	}
+	if mode == ModeDelta && db.opts.Mode != ModeDelta {
+		return ConvertReport{}, fmt.Errorf("%w: a %s handle cannot convert a thread to delta mode; convert the file with ConvertFile", ErrModeMismatch, describeMode(db.opts.Mode, 0))
+	}
+	var rep ConvertReport
+	err := db.write(ctx, func(c *conn) error {
+		var err error
+		rep, err = db.convertThread(c, thread, mode, db.opts.SnapshotEvery)
+		return err
+	})
+	db.purge(thread)
+	return rep, err
+}
+
+func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertReport, error) {
+	rep := ConvertReport{Threads: 1}
+	if _, _, found, err := threadMode(c, thread); err != nil {
+		return rep, err
+	} else if !found {
+		return rep, fmt.Errorf("%w: thread %q was not written by the thread API (or does not exist)", ErrNotFound, thread)
+	}
+	// Parents sort before children (ids grow along every chain), so one
+	// pass in id order sees each parent's state before its children.
+	tuples, err := loadTuples(c, `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
+		WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id`, []any{thread})
+	if err != nil {
+		return rep, err
+	}
+	byID := map[string]Tuple{}
+	counters := map[string]map[string]channels.Counter{}
+	cadence := channels.Cadence{K: every}
+	for _, t := range tuples {
+		byID[t.Config.CheckpointID] = t
+		var parent *Tuple
+		if t.ParentConfig != nil {
+			if p, ok := byID[t.ParentConfig.CheckpointID]; ok {
+				parent = &p
+			}
+		}
+		cs := map[string]channels.Counter{}
+		if parent != nil {
+			cs = maps.Clone(counters[parent.Config.CheckpointID])
+		}
+		values, err := db.materialize(c, t)
+		if err != nil {
+			return rep, err
+		}
+		for _, name := range slices.Sorted(maps.Keys(db.opts.Schema)) {
+			v, ok := t.Checkpoint.ChannelVersions[name]
+			if !ok {
+				continue
+			}
+			var pv string
+			hadVersion := false
+			if parent != nil {
+				pv, hadVersion = parent.Checkpoint.ChannelVersions[name]
+			}
+			changed := !hadVersion || pv != v
+			_, stored := t.Checkpoint.ChannelValues[name]
+			owns := stored && changed // the value is stored under this checkpoint's own version
+			keepSnapshot := changed
+			if mode == ModeDelta {
+				overwrite, err := stepOverwrites(c, db.opts.Schema[name], thread, parent, t.Config.CheckpointID, name)
+				if err != nil {
+					return rep, err
+				}
+				var next channels.Counter
+				keepSnapshot, next = cadence.Next(cs[name], changed, overwrite, !hadVersion || parent == nil)
+				keepSnapshot = keepSnapshot && changed
+				cs[name] = next
+			}
+			switch {
+			case keepSnapshot && !owns:
+				data, err := codec.MarshalCompressed(values[name])
+				if err != nil {
+					return rep, err
+				}
+				if err := c.exec(sqlInsertBlob, thread, "", name, v, t.Config.CheckpointID, codec.TypeMsgpack, data); err != nil {
+					return rep, err
+				}
+				rep.SnapshotsAdded++
+			case !keepSnapshot && owns && t.ParentConfig != nil:
+				if err := c.exec(sqlDeleteBlob, thread, "", name, v); err != nil {
+					return rep, err
+				}
+				rep.SnapshotsRemoved++
+			}
+		}
+		counters[t.Config.CheckpointID] = cs
+		md := Metadata(maps.Clone(map[string]any(t.Metadata)))
+		if mode == ModeDelta {
+			md = channels.SetCounters(md, cs)
+		} else {
+			delete(md, channels.CountersKey)
+		}
+		b, err := marshalMetadata(md)
+		if err != nil {
+			return rep, err
+		}
+		if err := c.exec(`UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?`, b, thread, t.Config.CheckpointID); err != nil {
+			return rep, err
+		}
+	}
+	if err := releaseFreePages(c); err != nil {
+		return rep, err
+	}
+	return rep, c.exec(sqlSetThreadMod, thread, mode, every)
+}
+
+// stepOverwrites reports whether the step that made checkpoint child wrote
+// an Overwrite to the channel (which the cadence snapshots after).
+func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, child, name string) (bool, error) {
+	if parent == nil {
+		return false, nil
+	}
+	found := false
+	err := c.query(`SELECT data FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? AND consumed_by = ? AND channel = ?`,
+		[]any{thread, parent.Config.CheckpointID, child, name}, func(st *sqlite3.Stmt) error {
+			u, err := ch.DecodeUpdate(st.ColumnRawBlob(0))
+			if err != nil {
+				return fmt.Errorf("%w: write to %q: %w", ErrCorrupt, name, err)
+			}
+			found = found || ch.IsOverwrite(u)
+			return nil
+		})
+	return found, err
+}
+
+// ConvertFile rewrites every thread of the thread API in the file at path
+// into mode (with K = every for delta) and records that mode for the file,
+// so it then opens with Options.Mode = mode. opts may be nil; its Mode is
+// ignored (the file is opened in the mode it records).
+func ConvertFile(ctx context.Context, path string, opts *Options, mode string, every int) (ConvertReport, error) {
+	if mode != ModeFull && mode != ModeDelta {
+		return ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, ModeFull, ModeDelta)
+	}
+	if every < 1 {
+		return ConvertReport{}, fmt.Errorf("%w: K %d must be >= 1", ErrInvalidArgument, every)
+	}
+	o := DefaultOptions()
+	if opts != nil {
+		o = *opts
+	}
+	o.Mode = ModeAuto
+	db, err := Open(ctx, path, &o)
+	if err != nil {
+		return ConvertReport{}, err
+	}
+	defer db.Close()
+	var rep ConvertReport
+	err = db.write(ctx, func(c *conn) error {
+		rep = ConvertReport{}
+		var threads []string
+		err := c.query(`SELECT thread_id FROM thread_modes ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
+			threads = append(threads, st.ColumnText(0))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, th := range threads {
+			r, err := db.convertThread(c, th, mode, every)
+			if err != nil {
+				return fmt.Errorf("thread %q: %w", th, err)
+			}
+			rep.Threads++
+			rep.SnapshotsAdded += r.SnapshotsAdded
+			rep.SnapshotsRemoved += r.SnapshotsRemoved
+		}
+		return setFileMode(c, mode, every)
+	})
+	return rep, err
+}

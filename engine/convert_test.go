@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestConvertFileBothWays: a file written in full mode converts to delta
+// and back, and every checkpoint reads the same at each stage.
+func TestConvertFileBothWays(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	ops := genOps(rand.New(rand.NewPCG(seed, 1)), 60)
+	path, cfgs, _ := runOps(t, ops, ModeFull, 10)
+	want := readStates(t, path, cfgs)
+	o := DefaultOptions()
+	o.Schema = oracleSchema()
+	for _, step := range []struct {
+		mode string
+		k    int
+	}{{ModeDelta, 3}, {ModeFull, 3}, {ModeDelta, 1}} {
+		rep, err := ConvertFile(bg, path, &o, step.mode, step.k)
+		if err != nil {
+			t.Fatalf("convert to %s: %v", step.mode, err)
+		}
+		// (K=1 snapshots every update: the same storage as full mode.)
+		if rep.Threads != 1 || step.mode == ModeDelta && step.k > 1 && rep.SnapshotsRemoved == 0 || step.mode == ModeFull && rep.SnapshotsAdded == 0 {
+			t.Fatalf("converting to %s changed nothing: %+v", step.mode, rep)
+		}
+		// The file now opens in the new mode only.
+		o2 := o
+		o2.Mode, o2.SnapshotEvery = step.mode, step.k
+		db, err := Open(bg, path, &o2)
+		if err != nil {
+			t.Fatalf("open after converting to %s: %v", step.mode, err)
+		}
+		db.Close()
+		if diff := cmp.Diff(want, readStates(t, path, cfgs)); diff != "" {
+			t.Fatalf("states after converting to %s K=%d (-before +after):\n%s", step.mode, step.k, diff)
+		}
+	}
+	o.Mode = ModeFull
+	if _, err := Open(bg, path, &o); !errors.Is(err, ErrModeMismatch) {
+		t.Fatalf("opening a delta file in full mode: %v", err)
+	}
+}
+
+// TestConvertThreadOnDeltaHandle: a delta handle converts a thread to full
+// and back, reads it the same, and can commit to it again.
+func TestConvertThreadOnDeltaHandle(t *testing.T) {
+	o := DefaultOptions()
+	o.Mode, o.SnapshotEvery = ModeDelta, 3
+	db := openTest(t, Memory, &o)
+	var cfgs []Config
+	for i := range 10 {
+		cfgs = append(cfgs, mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human(string(rune('a'+i)), "x"))}}))
+	}
+	read := func() [][]string {
+		var out [][]string
+		for _, c := range cfgs {
+			var ids []string
+			for _, m := range messagesAt(t, db, c) {
+				ids = append(ids, m.ID)
+			}
+			out = append(out, ids)
+		}
+		return out
+	}
+	want := read()
+	if _, err := db.Commit(bg, "th", Step{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db.ConvertThread(bg, "th", ModeFull)
+	if err != nil || rep.SnapshotsAdded == 0 {
+		t.Fatalf("to full: %+v %v", rep, err)
+	}
+	if diff := cmp.Diff(want, read()); diff != "" {
+		t.Fatalf("after converting to full (-before +after):\n%s", diff)
+	}
+	if _, err := db.Commit(bg, "th", Step{}); !errors.Is(err, ErrModeMismatch) {
+		t.Fatalf("a delta handle wrote into a full thread: %v", err)
+	}
+	rep, err = db.ConvertThread(bg, "th", ModeDelta)
+	if err != nil || rep.SnapshotsRemoved == 0 {
+		t.Fatalf("to delta: %+v %v", rep, err)
+	}
+	if diff := cmp.Diff(want, read()); diff != "" {
+		t.Fatalf("after converting back (-before +after):\n%s", diff)
+	}
+	mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("z", "x"))}})
+	full := openTest(t, Memory, nil)
+	if _, err := full.ConvertThread(bg, "th", ModeDelta); !errors.Is(err, ErrModeMismatch) {
+		t.Fatalf("a full handle converting to delta: %v", err)
+	}
+	if _, err := db.ConvertThread(bg, "langgraph-thread", ModeFull); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("converting a thread the thread API never wrote: %v", err)
+	}
+}

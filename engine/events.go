@@ -1,0 +1,448 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Events is the per-thread event stream of a DB (SPEC 4, DeerFlow's
+// RunEventStore): messages, traces, middleware records, outputs, errors.
+// Get one with DB.Events; it only holds the handle.
+//
+// Seq numbers are handed out inside the write transaction that stores the
+// events, so they increase strictly and never repeat within a thread, across
+// goroutines, handles and processes sharing the file.
+type Events struct{ db *DB }
+
+// Events returns the event surface of db.
+func (db *DB) Events() Events { return Events{db} }
+
+// Event categories DeerFlow uses; any category of 1..16 characters is
+// accepted.
+const (
+	CategoryMessage    = "message"
+	CategoryTrace      = "trace"
+	CategoryMiddleware = "middleware"
+	CategoryOutputs    = "outputs"
+	CategoryError      = "error"
+)
+
+// Metadata keys the engine writes when it cuts a trace's content.
+const (
+	MetaContentTruncated   = "content_truncated"
+	MetaOriginalByteLength = "original_byte_length"
+)
+
+const (
+	maxEventTypeChars = 32
+	maxCategoryChars  = 16
+)
+
+// Event is one entry of a thread's event stream. Seq and CreatedAt are set
+// by the engine. Content is any value the codec stores (a string, a map of
+// content...). A string "task_id" in Metadata can be filtered on.
+type Event struct {
+	ThreadID  string         `json:"thread_id"`
+	RunID     string         `json:"run_id"`
+	EventType string         `json:"event_type"`
+	Category  string         `json:"category"`
+	Content   any            `json:"content"`
+	Metadata  map[string]any `json:"metadata"`
+	Seq       int64          `json:"seq"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// MessageQuery pages through a thread's messages, returned in ascending seq
+// order. Without a cursor it returns the latest Limit messages; with
+// BeforeSeq the Limit messages just before that seq; with AfterSeq the Limit
+// messages just after it (AfterSeq: new(int64(0)) starts from the oldest).
+// Give at most one cursor. Limit defaults to 50, at most 1000.
+type MessageQuery struct {
+	Limit     int
+	BeforeSeq *int64
+	AfterSeq  *int64
+}
+
+// RunEventQuery selects events of one run, in ascending seq order: only the
+// listed Types (all when empty), only those whose metadata task_id is TaskID
+// (when set), after AfterSeq. Limit defaults to 100, at most 1000.
+type RunEventQuery struct {
+	Types    []string
+	TaskID   string
+	AfterSeq int64
+	Limit    int
+}
+
+// eventRow is a validated, encoded event ready to insert.
+type eventRow struct {
+	ev       Event
+	content  []byte
+	metadata []byte
+	taskID   any
+}
+
+const eventCols = `thread_id, seq, run_id, event_type, category, content, metadata, created_at`
+
+const (
+	// The counter row starts from the highest seq present, so a thread
+	// whose counter was dropped (DeleteThread) starts again after its rows.
+	sqlEventSeq = `INSERT INTO event_seqs(thread_id, last_seq)
+		VALUES (?1, coalesce((SELECT max(seq) FROM events WHERE thread_id=?1), 0) + ?2)
+		ON CONFLICT(thread_id) DO UPDATE SET last_seq = last_seq + ?2
+		RETURNING last_seq`
+	sqlEventInsert = `INSERT INTO events(thread_id, seq, run_id, event_type, category, content, metadata, task_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlEventFind = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run_type
+		WHERE thread_id=? AND run_id=? AND event_type=? ORDER BY seq LIMIT 1`
+	sqlMessagesLatest = `SELECT ` + eventCols + ` FROM events INDEXED BY events_messages
+		WHERE thread_id=? AND category='message' ORDER BY seq DESC LIMIT ?`
+	sqlMessagesBefore = `SELECT ` + eventCols + ` FROM events INDEXED BY events_messages
+		WHERE thread_id=? AND category='message' AND seq < ? ORDER BY seq DESC LIMIT ?`
+	sqlMessagesAfter = `SELECT ` + eventCols + ` FROM events INDEXED BY events_messages
+		WHERE thread_id=? AND category='message' AND seq > ? ORDER BY seq LIMIT ?`
+	sqlMessagesCount = `SELECT count(*) FROM events INDEXED BY events_messages WHERE thread_id=? AND category='message'`
+	// ?4 is a JSON array of event types or NULL; ?5 a task id or NULL.
+	sqlRunEvents = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run
+		WHERE thread_id=?1 AND run_id=?2 AND seq > ?3
+		AND (?4 IS NULL OR event_type IN (SELECT value FROM json_each(?4)))
+		AND (?5 IS NULL OR task_id = ?5)
+		ORDER BY seq LIMIT ?6`
+	sqlEventsDeleteThread = `DELETE FROM events WHERE thread_id=?`
+	sqlEventSeqDelete     = `DELETE FROM event_seqs WHERE thread_id=?`
+	sqlEventsDeleteRun    = `DELETE FROM events INDEXED BY events_by_run WHERE thread_id=? AND run_id=?`
+)
+
+// Put stores one event and returns it with its seq and creation time.
+func (e Events) Put(ctx context.Context, ev Event) (Event, error) {
+	out, err := e.PutBatch(ctx, []Event{ev})
+	if err != nil {
+		return Event{}, err
+	}
+	return out[0], nil
+}
+
+// PutBatch stores events of one thread atomically, with consecutive seqs in
+// the order given, and returns them as stored. A batch naming two threads,
+// or holding one bad event, is refused whole.
+func (e Events) PutBatch(ctx context.Context, evs []Event) ([]Event, error) {
+	if len(evs) == 0 {
+		return []Event{}, nil
+	}
+	rows, err := e.prepare(evs)
+	if err != nil {
+		return nil, err
+	}
+	err = e.db.write(ctx, func(c *conn) error { return e.insert(c, rows) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, len(rows))
+	for i := range rows {
+		out[i] = rows[i].ev
+	}
+	return out, nil
+}
+
+// PutIfAbsent stores ev unless its thread already holds an event of the same
+// run and event type; then it returns that event and false. The check and
+// the insert share one write transaction, so two callers never both insert.
+func (e Events) PutIfAbsent(ctx context.Context, ev Event) (Event, bool, error) {
+	rows, err := e.prepare([]Event{ev})
+	if err != nil {
+		return Event{}, false, err
+	}
+	var existing Event
+	var found bool
+	err = e.db.write(ctx, func(c *conn) error {
+		found, err = c.queryRow(sqlEventFind, []any{ev.ThreadID, ev.RunID, ev.EventType}, func(st *sqlite3.Stmt) error {
+			existing, err = scanEvent(st)
+			return err
+		})
+		if err != nil || found {
+			return err
+		}
+		return e.insert(c, rows)
+	})
+	if err != nil {
+		return Event{}, false, err
+	}
+	if found {
+		return existing, false, nil
+	}
+	return rows[0].ev, true, nil
+}
+
+// prepare validates and encodes a batch; it never changes the callers' maps.
+func (e Events) prepare(evs []Event) ([]eventRow, error) {
+	rows := make([]eventRow, len(evs))
+	for i, ev := range evs {
+		if err := checkEvent(ev); err != nil {
+			if len(evs) > 1 {
+				return nil, fmt.Errorf("event %d: %w", i, err)
+			}
+			return nil, err
+		}
+		if ev.ThreadID != evs[0].ThreadID {
+			return nil, fmt.Errorf("%w: event %d is for thread %s, the batch for %s: one thread per batch", ErrInvalidArgument, i, quoteCut(ev.ThreadID), quoteCut(evs[0].ThreadID))
+		}
+		if ev.Category == CategoryTrace && e.db.opts.TraceContentLimit > 0 {
+			ev.Content, ev.Metadata = cutTrace(ev.Content, ev.Metadata, e.db.opts.TraceContentLimit)
+		}
+		if ev.Metadata != nil {
+			ev.Metadata = maps.Clone(ev.Metadata)
+		}
+		r := eventRow{ev: ev}
+		var err error
+		if r.content, err = codec.Marshal(ev.Content); err != nil {
+			return nil, fmt.Errorf("%w: event %d content: %v", ErrInvalidArgument, i, err)
+		}
+		if r.metadata, err = encodeMap("event metadata", ev.Metadata); err != nil {
+			return nil, err
+		}
+		if t, ok := ev.Metadata["task_id"].(string); ok {
+			r.taskID = t
+		}
+		rows[i] = r
+	}
+	return rows, nil
+}
+
+func checkEvent(ev Event) error {
+	if err := checkID("thread id", ev.ThreadID); err != nil {
+		return err
+	}
+	if err := checkText("run id", ev.RunID, maxIDBytes); err != nil {
+		return err
+	}
+	if err := checkShort("event type", ev.EventType, maxEventTypeChars); err != nil {
+		return err
+	}
+	return checkShort("event category", ev.Category, maxCategoryChars)
+}
+
+// checkShort checks a required short name, counted in characters.
+func checkShort(what, s string, maxChars int) error {
+	if s == "" {
+		return fmt.Errorf("%w: missing %s", ErrInvalidArgument, what)
+	}
+	if n := utf8.RuneCountInString(s); n > maxChars {
+		return fmt.Errorf("%w: %s %s has %d characters, at most %d allowed", ErrInvalidArgument, what, quoteCut(s), n, maxChars)
+	}
+	return checkText(what, s, 4*maxChars)
+}
+
+// cutTrace bounds a trace's content to limit UTF-8 bytes, cutting on a rune
+// boundary, and records the cut in a copy of the metadata. Structured
+// content that would not fit is stored as its JSON text, cut the same way.
+func cutTrace(content any, md map[string]any, limit int) (any, map[string]any) {
+	s, isString := content.(string)
+	if !isString {
+		if content == nil {
+			return content, md
+		}
+		if b, err := codec.Marshal(content); err == nil && len(b)-1 <= limit {
+			return content, md
+		}
+		j, err := json.Marshal(content)
+		if err != nil {
+			j = fmt.Appendf(nil, "%v", content)
+		}
+		s = string(j)
+	}
+	if len(s) <= limit {
+		if isString {
+			return content, md
+		}
+		return s, withCut(md, len(s))
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], withCut(md, len(s))
+}
+
+func withCut(md map[string]any, original int) map[string]any {
+	out := make(map[string]any, len(md)+2)
+	maps.Copy(out, md)
+	out[MetaContentTruncated] = true
+	out[MetaOriginalByteLength] = int64(original)
+	return out
+}
+
+// insert gives rows consecutive seqs after the thread's last and stores them.
+func (e Events) insert(c *conn, rows []eventRow) error {
+	thread := rows[0].ev.ThreadID
+	var last int64
+	if _, err := c.queryRow(sqlEventSeq, []any{thread, len(rows)}, func(st *sqlite3.Stmt) error {
+		last = st.ColumnInt64(0)
+		return nil
+	}); err != nil {
+		return err
+	}
+	now := e.db.nowUS()
+	seq := last - int64(len(rows))
+	for i := range rows {
+		seq++
+		r := &rows[i]
+		r.ev.Seq, r.ev.CreatedAt = seq, fromUS(now)
+		if err := c.exec(sqlEventInsert, thread, seq, r.ev.RunID, r.ev.EventType, r.ev.Category,
+			r.content, r.metadata, r.taskID, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scanEvent(st *sqlite3.Stmt) (Event, error) {
+	ev := Event{
+		ThreadID:  st.ColumnText(0),
+		Seq:       st.ColumnInt64(1),
+		RunID:     st.ColumnText(2),
+		EventType: st.ColumnText(3),
+		Category:  st.ColumnText(4),
+		CreatedAt: fromUS(st.ColumnInt64(7)),
+	}
+	if b := st.ColumnRawBlob(5); b != nil {
+		if err := codec.Unmarshal(b, &ev.Content); err != nil {
+			return ev, fmt.Errorf("%w: content of event %d of thread %q: %w", ErrCorrupt, ev.Seq, ev.ThreadID, err)
+		}
+	}
+	var err error
+	ev.Metadata, err = decodeMap("event metadata", st.ColumnRawBlob(6))
+	return ev, err
+}
+
+// ListMessages returns a page of the thread's events of category message,
+// in ascending seq order (see MessageQuery). It is one indexed query.
+func (e Events) ListMessages(ctx context.Context, threadID string, q MessageQuery) ([]Event, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit("messages", q.Limit, 50)
+	if err != nil {
+		return nil, err
+	}
+	sql, args, desc := sqlMessagesLatest, []any{threadID, limit}, true
+	switch {
+	case q.BeforeSeq != nil && q.AfterSeq != nil:
+		return nil, fmt.Errorf("%w: messages: give BeforeSeq or AfterSeq, not both", ErrInvalidArgument)
+	case q.BeforeSeq != nil:
+		sql, args = sqlMessagesBefore, []any{threadID, *q.BeforeSeq, limit}
+	case q.AfterSeq != nil:
+		sql, args, desc = sqlMessagesAfter, []any{threadID, *q.AfterSeq, limit}, false
+	}
+	out, err := e.list(ctx, sql, args, limit)
+	if desc {
+		slices.Reverse(out)
+	}
+	return out, err
+}
+
+// ListRunEvents returns a page of one run's events (see RunEventQuery).
+func (e Events) ListRunEvents(ctx context.Context, threadID, runID string, q RunEventQuery) ([]Event, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	if err := checkText("run id", runID, maxIDBytes); err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit("run events", q.Limit, 100)
+	if err != nil {
+		return nil, err
+	}
+	if q.AfterSeq < 0 {
+		return nil, fmt.Errorf("%w: negative seq cursor", ErrInvalidArgument)
+	}
+	var types, task any
+	if len(q.Types) > 0 {
+		for _, t := range q.Types {
+			if err := checkShort("event type", t, maxEventTypeChars); err != nil {
+				return nil, err
+			}
+		}
+		// The list travels as one bound JSON text, read by json_each.
+		b, _ := json.Marshal(q.Types)
+		types = string(b)
+	}
+	if q.TaskID != "" {
+		if err := checkText("task id", q.TaskID, maxIDBytes); err != nil {
+			return nil, err
+		}
+		task = q.TaskID
+	}
+	return e.list(ctx, sqlRunEvents, []any{threadID, runID, q.AfterSeq, types, task, limit}, limit)
+}
+
+func (e Events) list(ctx context.Context, sql string, args []any, limit int) ([]Event, error) {
+	out := make([]Event, 0, min(limit, 64))
+	err := e.db.read(ctx, func(c *conn) error {
+		return c.query(sql, args, func(st *sqlite3.Stmt) error {
+			ev, err := scanEvent(st)
+			out = append(out, ev)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CountMessages returns how many events of category message the thread holds.
+func (e Events) CountMessages(ctx context.Context, threadID string) (int64, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := e.db.read(ctx, func(c *conn) (err error) {
+		n, err = c.queryInt64(sqlMessagesCount, threadID)
+		return err
+	})
+	return n, err
+}
+
+// DeleteThread deletes every event of a thread and returns how many. The
+// thread's seq counter goes with them: events put later start again at 1.
+func (e Events) DeleteThread(ctx context.Context, threadID string) (int64, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := e.db.write(ctx, func(c *conn) error {
+		if err := c.exec(sqlEventsDeleteThread, threadID); err != nil {
+			return err
+		}
+		n = c.c.Changes()
+		return c.exec(sqlEventSeqDelete, threadID)
+	})
+	return n, err
+}
+
+// DeleteRun deletes the events of one run of a thread and returns how many.
+// The thread's seq keeps counting from where it was.
+func (e Events) DeleteRun(ctx context.Context, threadID, runID string) (int64, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return 0, err
+	}
+	if err := checkText("run id", runID, maxIDBytes); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := e.db.write(ctx, func(c *conn) error {
+		if err := c.exec(sqlEventsDeleteRun, threadID, runID); err != nil {
+			return err
+		}
+		n = c.c.Changes()
+		return nil
+	})
+	return n, err
+}

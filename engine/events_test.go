@@ -1,0 +1,466 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func msg(thread, run string, content any) Event {
+	return Event{ThreadID: thread, RunID: run, EventType: "llm.ai.response", Category: CategoryMessage, Content: content}
+}
+
+func seqs(evs []Event) []int64 {
+	out := []int64{}
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func TestEventPutAndList(t *testing.T) {
+	db, clk := openRec(t, nil)
+	e := db.Events()
+	// seq 1..10: messages at odd seqs, traces at even ones; two runs.
+	for i := 1; i <= 10; i++ {
+		run := "r1"
+		if i > 6 {
+			run = "r2"
+		}
+		ev := msg("t", run, fmt.Sprintf("m%d", i))
+		if i%2 == 0 {
+			ev = Event{ThreadID: "t", RunID: run, EventType: "llm.trace", Category: CategoryTrace, Content: fmt.Sprintf("tr%d", i),
+				Metadata: map[string]any{"task_id": fmt.Sprintf("task%d", i%4)}}
+		}
+		got, err := e.Put(rctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Seq, ev.CreatedAt = int64(i), clk.Now()
+		if diff := cmp.Diff(ev, got); diff != "" {
+			t.Fatalf("put %d (-want +got):\n%s", i, diff)
+		}
+	}
+	// Another thread has its own seq.
+	if got, _ := e.Put(rctx, msg("u", "r9", "x")); got.Seq != 1 {
+		t.Fatalf("first seq of another thread: %d", got.Seq)
+	}
+
+	for _, tc := range []struct {
+		name string
+		q    MessageQuery
+		want []int64
+	}{
+		{"latest", MessageQuery{}, []int64{1, 3, 5, 7, 9}},
+		{"latest limited", MessageQuery{Limit: 2}, []int64{7, 9}},
+		{"before", MessageQuery{BeforeSeq: new(int64(7)), Limit: 2}, []int64{3, 5}},
+		{"before the start", MessageQuery{BeforeSeq: new(int64(1))}, []int64{}},
+		{"after", MessageQuery{AfterSeq: new(int64(3)), Limit: 2}, []int64{5, 7}},
+		{"after the end", MessageQuery{AfterSeq: new(int64(9))}, []int64{}},
+		{"from the start", MessageQuery{AfterSeq: new(int64(0)), Limit: 3}, []int64{1, 3, 5}},
+	} {
+		got, err := e.ListMessages(rctx, "t", tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, seqs(got)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	page, _ := e.ListMessages(rctx, "t", MessageQuery{Limit: 1})
+	if diff := cmp.Diff([]Event{{ThreadID: "t", RunID: "r2", EventType: "llm.ai.response", Category: CategoryMessage, Content: "m9", Seq: 9, CreatedAt: clk.Now()}}, page); diff != "" {
+		t.Fatalf("message content (-want +got):\n%s", diff)
+	}
+	if n, err := e.CountMessages(rctx, "t"); err != nil || n != 5 {
+		t.Fatalf("count: %d %v", n, err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		run  string
+		q    RunEventQuery
+		want []int64
+	}{
+		{"all of r1", "r1", RunEventQuery{}, []int64{1, 2, 3, 4, 5, 6}},
+		{"types", "r1", RunEventQuery{Types: []string{"llm.trace"}}, []int64{2, 4, 6}},
+		{"two types", "r2", RunEventQuery{Types: []string{"llm.trace", "llm.ai.response"}}, []int64{7, 8, 9, 10}},
+		{"unknown type", "r2", RunEventQuery{Types: []string{"nope"}}, []int64{}},
+		{"task id", "r1", RunEventQuery{TaskID: "task2"}, []int64{2, 6}},
+		{"after seq and limit", "r1", RunEventQuery{AfterSeq: 2, Limit: 3}, []int64{3, 4, 5}},
+		{"other run", "r9", RunEventQuery{}, []int64{}},
+	} {
+		got, err := e.ListRunEvents(rctx, "t", tc.run, tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, seqs(got)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	if _, err := e.ListMessages(rctx, "t", MessageQuery{BeforeSeq: new(int64(5)), AfterSeq: new(int64(1))}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("both cursors: %v", err)
+	}
+	if _, err := e.ListMessages(rctx, "t", MessageQuery{Limit: 5000}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("huge limit: %v", err)
+	}
+}
+
+func TestEventBatch(t *testing.T) {
+	db, _ := openRec(t, nil)
+	e := db.Events()
+	e.Put(rctx, msg("t", "r", "first"))
+	batch := []Event{msg("t", "r", "a"), msg("t", "r", "b"), msg("t", "r", "c")}
+	got, err := e.PutBatch(rctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{2, 3, 4}, seqs(got)); diff != "" {
+		t.Fatalf("batch seqs (-want +got):\n%s", diff)
+	}
+	before := dumpRecords(t, db)
+	for name, b := range map[string][]Event{
+		"two threads": {msg("t", "r", "a"), msg("u", "r", "b")},
+		"one bad":     {msg("t", "r", "a"), {ThreadID: "t", EventType: strings.Repeat("x", 33), Category: CategoryMessage}},
+		"no type":     {{ThreadID: "t", Category: CategoryMessage}},
+		"long cat":    {{ThreadID: "t", EventType: "x", Category: strings.Repeat("c", 17)}},
+		"no thread":   {{EventType: "x", Category: "c"}},
+		"bad content": {{ThreadID: "t", EventType: "x", Category: "c", Content: func() {}}},
+	} {
+		if _, err := e.PutBatch(rctx, b); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if diff := cmp.Diff(before, dumpRecords(t, db)); diff != "" {
+		t.Fatalf("refused batches wrote:\n%s", diff)
+	}
+	// Limits count characters, not bytes.
+	if _, err := e.Put(rctx, Event{ThreadID: "t", EventType: strings.Repeat("é", 32), Category: strings.Repeat("ü", 16)}); err != nil {
+		t.Fatalf("32-character type: %v", err)
+	}
+	if out, err := e.PutBatch(rctx, nil); err != nil || len(out) != 0 {
+		t.Fatalf("empty batch: %v %v", out, err)
+	}
+}
+
+func TestEventPutIfAbsent(t *testing.T) {
+	db, _ := openRec(t, nil)
+	e := db.Events()
+	start := Event{ThreadID: "t", RunID: "r", EventType: "run.start", Category: "lifecycle", Content: "one"}
+	first, created, err := e.PutIfAbsent(rctx, start)
+	if err != nil || !created || first.Seq != 1 {
+		t.Fatalf("first: %+v %v %v", first, created, err)
+	}
+	again := start
+	again.Content = "two"
+	got, created, err := e.PutIfAbsent(rctx, again)
+	if err != nil || created {
+		t.Fatalf("second: created=%v %v", created, err)
+	}
+	if diff := cmp.Diff(first, got); diff != "" {
+		t.Fatalf("second returns the first (-want +got):\n%s", diff)
+	}
+	// Another run or type is another key.
+	other := start
+	other.RunID = "r2"
+	if _, created, _ := e.PutIfAbsent(rctx, other); !created {
+		t.Fatal("another run was treated as present")
+	}
+	// Concurrent callers: exactly one inserts.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	inserted := 0
+	for range 8 {
+		wg.Go(func() {
+			_, created, err := e.PutIfAbsent(rctx, Event{ThreadID: "t", RunID: "r3", EventType: "run.end", Category: "lifecycle"})
+			if err != nil {
+				t.Error(err)
+			}
+			if created {
+				mu.Lock()
+				inserted++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if inserted != 1 {
+		t.Fatalf("%d concurrent PutIfAbsent inserted", inserted)
+	}
+}
+
+func TestEventTraceTruncation(t *testing.T) {
+	db, _ := openRec(t, func(o *Options) { o.TraceContentLimit = 10 })
+	e := db.Events()
+	md := map[string]any{"k": "v"}
+	// "aaaaaaaaé" is 10 bytes; "aaaaaaaaaé" is 11 and must be cut before é.
+	got, err := e.Put(rctx, Event{ThreadID: "t", EventType: "x", Category: CategoryTrace, Content: "aaaaaaaaaéz", Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Content != "aaaaaaaaa" {
+		t.Fatalf("cut content %q", got.Content)
+	}
+	wantMD := map[string]any{"k": "v", MetaContentTruncated: true, MetaOriginalByteLength: int64(12)}
+	if diff := cmp.Diff(wantMD, got.Metadata); diff != "" {
+		t.Fatalf("metadata (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"k": "v"}, md); diff != "" {
+		t.Fatalf("caller's metadata changed:\n%s", diff)
+	}
+	stored, _ := e.ListRunEvents(rctx, "t", "", RunEventQuery{})
+	if diff := cmp.Diff(got, stored[0]); diff != "" {
+		t.Fatalf("stored event (-returned +stored):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		name     string
+		category string
+		content  any
+		want     any
+		cut      bool
+	}{
+		{"fits exactly", CategoryTrace, "aaaaaaaaé", "aaaaaaaaé", false},
+		{"not a trace", CategoryMessage, strings.Repeat("m", 50), strings.Repeat("m", 50), false},
+		{"4-byte runes", CategoryTrace, "😀😀😀", "😀😀", true},
+		{"small map kept", CategoryTrace, map[string]any{"a": 1}, map[string]any{"a": int64(1)}, false},
+		{"big map as JSON", CategoryTrace, map[string]any{"text": "0123456789"}, `{"text":"0`, true},
+	} {
+		got, err := e.Put(rctx, Event{ThreadID: "t", EventType: "x", Category: tc.category, Content: tc.content})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		stored, _ := e.ListRunEvents(rctx, "t", "", RunEventQuery{AfterSeq: got.Seq - 1, Limit: 1})
+		if diff := cmp.Diff(tc.want, stored[0].Content); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+		if s, ok := stored[0].Content.(string); ok && (len(s) > 10 && tc.category == CategoryTrace || !utf8.ValidString(s)) {
+			t.Errorf("%s: stored %d bytes, valid UTF-8 %v", tc.name, len(s), utf8.ValidString(s))
+		}
+		if cut := stored[0].Metadata[MetaContentTruncated] == true; cut != tc.cut {
+			t.Errorf("%s: truncation recorded %v, want %v", tc.name, cut, tc.cut)
+		}
+	}
+	// The default limit is 10 KiB; 0 keeps traces whole.
+	if DefaultOptions().TraceContentLimit != 10<<10 {
+		t.Fatalf("default trace limit %d", DefaultOptions().TraceContentLimit)
+	}
+	whole, _ := openRec(t, func(o *Options) { o.TraceContentLimit = 0 })
+	big := strings.Repeat("x", 20<<10)
+	got, _ = whole.Events().Put(rctx, Event{ThreadID: "t", EventType: "x", Category: CategoryTrace, Content: big})
+	if got.Content != big || got.Metadata != nil {
+		t.Fatal("TraceContentLimit 0 cut a trace")
+	}
+}
+
+func TestEventDeletes(t *testing.T) {
+	db, _ := openRec(t, nil)
+	e := db.Events()
+	for i := range 6 {
+		e.Put(rctx, msg("t", fmt.Sprint("r", i%2), i))
+	}
+	e.Put(rctx, msg("u", "r0", "other thread"))
+	// Deleting the run that holds the newest event does not let seq go back.
+	n, err := e.DeleteRun(rctx, "t", "r1")
+	if err != nil || n != 3 {
+		t.Fatalf("delete run: %d %v", n, err)
+	}
+	got, _ := e.Put(rctx, msg("t", "r2", "next"))
+	if got.Seq != 7 {
+		t.Fatalf("seq after deleting the newest events: %d, want 7", got.Seq)
+	}
+	all, _ := e.ListMessages(rctx, "t", MessageQuery{})
+	if diff := cmp.Diff([]int64{1, 3, 5, 7}, seqs(all)); diff != "" {
+		t.Fatalf("after delete run (-want +got):\n%s", diff)
+	}
+	n, err = e.DeleteThread(rctx, "t")
+	if err != nil || n != 4 {
+		t.Fatalf("delete thread: %d %v", n, err)
+	}
+	if c, _ := e.CountMessages(rctx, "t"); c != 0 {
+		t.Fatalf("%d messages left", c)
+	}
+	if c, _ := e.CountMessages(rctx, "u"); c != 1 {
+		t.Fatalf("other thread lost messages: %d", c)
+	}
+	// A deleted thread starts again at 1.
+	if got, _ := e.Put(rctx, msg("t", "r", "again")); got.Seq != 1 {
+		t.Fatalf("seq after delete thread: %d", got.Seq)
+	}
+}
+
+// TestEventSeqGoroutines: goroutines on two handles of one file put events
+// to one thread; seqs are exactly 1..n.
+func TestEventSeqGoroutines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ev.db")
+	dbs := []*DB{openTest(t, path, nil), openTest(t, path, nil)}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				ev := msg("t", "r", map[string]any{"g": g, "i": i})
+				var err error
+				if i%5 == 0 {
+					_, err = dbs[g%2].Events().PutBatch(rctx, []Event{ev, ev})
+				} else {
+					_, err = dbs[g%2].Events().Put(rctx, ev)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	checkSeqs(t, dbs[0], "t", 8*60, nil)
+}
+
+// checkSeqs reads the whole thread and checks that seqs are exactly 1..n
+// and, when owner is given, that every (proc, goroutine, i) is present once
+// and each writer's events appear in the order it wrote them.
+func checkSeqs(t *testing.T, db *DB, thread string, n int, owner func(Event) (string, int64)) {
+	t.Helper()
+	var all []Event
+	var after int64
+	for {
+		page, err := db.Events().ListMessages(rctx, thread, MessageQuery{AfterSeq: &after, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Seq
+	}
+	if len(all) != n {
+		t.Fatalf("%d events, want %d", len(all), n)
+	}
+	for i, ev := range all {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: gap or duplicate", i, ev.Seq)
+		}
+	}
+	if owner == nil {
+		return
+	}
+	last := map[string]int64{}
+	seen := map[string]bool{}
+	for _, ev := range all {
+		w, i := owner(ev)
+		key := fmt.Sprint(w, "/", i)
+		if seen[key] {
+			t.Fatalf("event %s stored twice", key)
+		}
+		seen[key] = true
+		if prev, ok := last[w]; ok && i <= prev {
+			t.Fatalf("writer %s: event %d after %d", w, i, prev)
+		}
+		last[w] = i
+	}
+}
+
+// asInt64 reads an integer the codec decoded: int64, or uint64 for
+// positive values it stored in unsigned form.
+func asInt64(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case uint64:
+		return int64(n)
+	}
+	panic(fmt.Sprintf("%T is not an integer", v))
+}
+
+const (
+	eventsChildEnv  = "AGENTSTATE_EVENTS_CHILD"
+	eventsProcs     = 2
+	eventsGoroutine = 4
+	eventsEach      = 500
+)
+
+// TestEventSeqTwoProcesses: two processes with four goroutines each put 500
+// events to one thread of one file; afterwards seqs are exactly 1..4000 and
+// every event is there once.
+func TestEventSeqTwoProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "procs.db")
+	openTest(t, path, nil).Close() // create the schema once, up front
+	start := time.Now().Add(300 * time.Millisecond).UnixNano()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for p := range eventsProcs {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", eventsChildEnv, path, p, start))
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v\n%s", i, err, outs[i])
+		}
+		if !strings.Contains(outs[i].String(), "events child done") {
+			t.Fatalf("child %d did not run:\n%s", i, outs[i])
+		}
+	}
+	db := openTest(t, path, nil)
+	switches, prev := 0, ""
+	checkSeqs(t, db, "shared", eventsProcs*eventsGoroutine*eventsEach, func(ev Event) (string, int64) {
+		if ev.RunID != prev {
+			switches, prev = switches+1, ev.RunID
+		}
+		m := ev.Content.(map[string]any)
+		return fmt.Sprint(m["p"], ".", m["g"]), asInt64(m["i"])
+	})
+	t.Logf("the stream switched between the processes %d times", switches-1)
+}
+
+// eventsChild is the body of a child process of TestEventSeqTwoProcesses
+// (TestMain runs it when AGENTSTATE_EVENTS_CHILD is set to path|proc|start).
+func eventsChild(arg string) error {
+	parts := strings.Split(arg, "|")
+	if len(parts) != 3 {
+		return fmt.Errorf("bad %s %q", eventsChildEnv, arg)
+	}
+	var proc, at int64
+	fmt.Sscan(parts[1], &proc)
+	fmt.Sscan(parts[2], &at)
+	db, err := Open(rctx, parts[0], nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	time.Sleep(time.Until(time.Unix(0, at)))
+	var wg sync.WaitGroup
+	errs := make(chan error, eventsGoroutine)
+	for g := range eventsGoroutine {
+		wg.Go(func() {
+			for i := range eventsEach {
+				ev := msg("shared", fmt.Sprint("p", proc), map[string]any{"p": proc, "g": g, "i": i})
+				if _, err := db.Events().Put(rctx, ev); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	fmt.Println("events child done")
+	return nil
+}

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+const (
+	metaMode  = "channel_mode"
+	metaEvery = "snapshot_every"
+
+	sqlMetaGet      = `SELECT value FROM meta WHERE key = ?`
+	sqlMetaSet      = `INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`
+	sqlThreadMode   = `SELECT mode, every FROM thread_modes WHERE thread_id = ?`
+	sqlSetThreadMod = `INSERT INTO thread_modes(thread_id, mode, every) VALUES (?, ?, ?)
+		ON CONFLICT(thread_id) DO UPDATE SET mode = excluded.mode, every = excluded.every`
+)
+
+func metaGet(c *conn, key string) (string, bool, error) {
+	var v string
+	found, err := c.queryRow(sqlMetaGet, []any{key}, func(st *sqlite3.Stmt) error { v = st.ColumnText(0); return nil })
+	return v, found, err
+}
+
+// fileMode reads the mode and K the file records; found is false for a file
+// that never recorded one.
+func fileMode(c *conn) (mode string, every int, found bool, err error) {
+	mode, found, err = metaGet(c, metaMode)
+	if err != nil || !found {
+		return "", 0, false, err
+	}
+	s, _, err := metaGet(c, metaEvery)
+	if err != nil {
+		return "", 0, false, err
+	}
+	every, err = strconv.Atoi(s)
+	if err != nil || (mode != ModeFull && mode != ModeDelta) {
+		return "", 0, false, fmt.Errorf("%w: the file records channel mode %q with K %q", ErrCorrupt, mode, s)
+	}
+	return mode, every, true, nil
+}
+
+// checkFileMode compares the handle's mode with the file's, records it in a
+// file that has none, and resolves ModeAuto.
+func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
+	restore := w.withCtx(ctx)
+	defer restore()
+	mode, every, found, err := fileMode(w)
+	if err != nil {
+		return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+	}
+	if db.opts.Mode == ModeAuto {
+		db.opts.Mode, db.opts.SnapshotEvery = ModeFull, DefaultOptions().SnapshotEvery
+		if found {
+			db.opts.Mode, db.opts.SnapshotEvery = mode, every
+			return nil
+		}
+	}
+	if found {
+		if mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery) {
+			return fmt.Errorf("%w: %s was written in %s; open it with Mode %q%s, or convert it first (engine.ConvertFile, or agentstate convert %s --mode %s)",
+				ErrModeMismatch, db.path, describeMode(mode, every), mode, everyHint(mode, every), db.path, db.opts.Mode)
+		}
+		return nil
+	}
+	if db.opts.ReadOnly {
+		return nil
+	}
+	return db.retryBusy(ctx, func() error {
+		if err := w.exec("BEGIN IMMEDIATE"); err != nil {
+			return err
+		}
+		// Another process may have recorded a mode since we looked.
+		mode, every, found, err := fileMode(w)
+		if err == nil && found && (mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery)) {
+			err = fmt.Errorf("%w: %s was just created in %s by another process", ErrModeMismatch, db.path, describeMode(mode, every))
+		}
+		if err == nil && !found {
+			err = setFileMode(w, db.opts.Mode, db.opts.SnapshotEvery)
+		}
+		if err != nil {
+			rollback(w)
+			return err
+		}
+		return w.exec("COMMIT")
+	})
+}
+
+func setFileMode(c *conn, mode string, every int) error {
+	if err := c.exec(sqlMetaSet, metaMode, mode); err != nil {
+		return err
+	}
+	return c.exec(sqlMetaSet, metaEvery, strconv.Itoa(every))
+}
+
+func describeMode(mode string, every int) string {
+	if mode == ModeDelta {
+		return fmt.Sprintf("delta mode with K=%d", every)
+	}
+	return "full mode"
+}
+
+func everyHint(mode string, every int) string {
+	if mode == ModeDelta {
+		return fmt.Sprintf(" and SnapshotEvery %d", every)
+	}
+	return ""
+}
+
+// threadMode is the mode a thread was written in; found is false for a
+// thread the thread API never wrote (LangGraph threads, new threads).
+func threadMode(c *conn, thread string) (mode string, every int, found bool, err error) {
+	found, err = c.queryRow(sqlThreadMode, []any{thread}, func(st *sqlite3.Stmt) error {
+		mode, every = st.ColumnText(0), st.ColumnInt(1)
+		return nil
+	})
+	return mode, every, found, err
+}
+
+// checkThreadMode refuses to read or write a thread in a mode this handle
+// cannot serve: a full handle cannot rebuild a delta thread, and no handle
+// writes into a thread of the other mode (it would mix the two).
+func (db *DB) checkThreadMode(c *conn, thread string, writing bool) error {
+	mode, every, found, err := threadMode(c, thread)
+	if err != nil || !found {
+		return err
+	}
+	if mode == db.opts.Mode && (mode == ModeFull || every == db.opts.SnapshotEvery || !writing) {
+		return nil
+	}
+	if !writing && mode == ModeFull {
+		return nil // a delta handle reads full threads: their stored values seed every walk
+	}
+	return fmt.Errorf("%w: thread %q is in %s and this handle is in %s; convert it first (DB.ConvertThread, or agentstate convert FILE --thread %s --mode %s)",
+		ErrModeMismatch, thread, describeMode(mode, every), describeMode(db.opts.Mode, db.opts.SnapshotEvery), thread, db.opts.Mode)
+}

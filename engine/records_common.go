@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Shared plumbing of the record surfaces (store, runs, events, threads):
+// timestamps, identifier checks, page bounds and the per-handle state that
+// start-up work and the background loop need.
+
+// Timestamps of records are microseconds since the Unix epoch: integers sort
+// and compare in indexes, and microseconds keep ordering meaningful for
+// records written in one burst.
+func (db *DB) nowUS() int64 { return db.opts.Now().UnixMicro() }
+
+func fromUS(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// Page bounds shared by every list call: a bounded page is the only way a
+// list leaves the engine.
+const (
+	maxPage     = 1000
+	maxIDBytes  = 256
+	maxTextLong = 1 << 16 // display names, error texts
+)
+
+// pageLimit applies a default to 0 and refuses what is out of 1..maxPage.
+func pageLimit(what string, limit, def int) (int, error) {
+	if limit == 0 {
+		return def, nil
+	}
+	if limit < 0 || limit > maxPage {
+		return 0, fmt.Errorf("%w: %s limit %d is outside 1..%d", ErrInvalidArgument, what, limit, maxPage)
+	}
+	return limit, nil
+}
+
+func pageOffset(what string, offset int) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: %s offset %d is negative", ErrInvalidArgument, what, offset)
+	}
+	return nil
+}
+
+// checkID refuses identifiers that could not round-trip or be shown safely:
+// empty, too long, invalid UTF-8 or holding control characters.
+func checkID(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: missing %s", ErrInvalidArgument, what)
+	}
+	if len(s) > maxIDBytes {
+		return fmt.Errorf("%w: %s %s is longer than %d bytes", ErrInvalidArgument, what, quoteCut(s), maxIDBytes)
+	}
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return fmt.Errorf("%w: %s %s holds control characters", ErrInvalidArgument, what, quoteCut(s))
+	}
+	return checkText(what, s, maxIDBytes)
+}
+
+// checkText refuses text that is too long, not UTF-8, or holds control
+// characters other than tab and newline.
+func checkText(what, s string, max int) error {
+	if len(s) > max {
+		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalidArgument, what, max)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidArgument, what, quoteCut(s))
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+			return fmt.Errorf("%w: %s %s holds control characters", ErrInvalidArgument, what, quoteCut(s))
+		}
+	}
+	return nil
+}
+
+// cutRunes returns s cut to at most n characters (code points, as Python
+// slices strings).
+func cutRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// errStop ends a row loop early without being an error.
+var errStop = errors.New("stop")
+
+func ignoreStop(err error) error {
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+// recordsState is what a read-write handle keeps for the record surfaces.
+// It lives beside the DB (keyed by handle) because the surfaces add no
+// fields to DB itself.
+type recordsState struct {
+	ownerID string // identifies this handle as the owner of the runs it creates
+}
+
+var recordHandles sync.Map // *DB -> *recordsState
+
+func (db *DB) records() *recordsState {
+	if st, ok := recordHandles.Load(db); ok {
+		return st.(*recordsState)
+	}
+	return &recordsState{}
+}
+
+func init() {
+	openHooks = append(openHooks, openRecords)
+}
+
+// openRecords runs at the end of Open on read-write handles: it gives the
+// handle its run owner id, reconciles orphaned runs (unless disabled) and
+// starts the background loop that renews this handle's run leases and, when
+// configured, sweeps expired store items. The loop stops on Close.
+func openRecords(ctx context.Context, db *DB) error {
+	st := &recordsState{ownerID: db.opts.RunOwner + "#" + rand.Text()[:12]}
+	recordHandles.Store(db, st)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			recordHandles.Delete(db)
+		}
+	}
+	if db.opts.ReconcileOnOpen {
+		if _, err := db.Runs().Reconcile(ctx); err != nil {
+			stop()
+			return fmt.Errorf("reconcile runs: %w", err)
+		}
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go db.recordsLoop(loopCtx, done)
+	db.onClose(func() {
+		cancel()
+		<-done
+		stop()
+	})
+	return nil
+}
+
+// recordsLoop renews the leases of this handle's active runs (and turns
+// other handles' expired runs into errors) every third of RunLease, and
+// sweeps the store every StoreSweepInterval when that is set. Errors are
+// left for the next tick: the loop must never take the process down.
+func (db *DB) recordsLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	lease := time.NewTicker(db.opts.RunLease / 3)
+	defer lease.Stop()
+	var sweep <-chan time.Time
+	if db.opts.StoreSweepInterval > 0 {
+		t := time.NewTicker(db.opts.StoreSweepInterval)
+		defer t.Stop()
+		sweep = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-lease.C:
+			runs := db.Runs()
+			runs.RenewLeases(ctx)
+			runs.Reconcile(ctx)
+		case <-sweep:
+			db.Store().Sweep(ctx)
+		}
+	}
+}

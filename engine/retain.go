@@ -1,0 +1,424 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// RetainOptions select what Retain removes. With the zero value it only
+// thins the delta snapshots of every thread, which never removes a
+// checkpoint.
+type RetainOptions struct {
+	// ThreadID limits retention to one thread; empty means every thread.
+	ThreadID string
+	// KeepLatest, when above 0, keeps only the newest KeepLatest checkpoints
+	// of each namespace (and what they need to be rebuilt) and removes the
+	// older ones.
+	KeepLatest int
+	// DropBranches removes every checkpoint that is not an ancestor of the
+	// namespace's head (abandoned forks), with the writes only they sealed.
+	DropBranches bool
+	// DryRun computes and reports what would go without changing the file.
+	DryRun bool
+}
+
+// RetainReport says what a retention run removed and kept.
+type RetainReport struct {
+	Threads            int   `json:"threads"`
+	CheckpointsRemoved int   `json:"checkpoints_removed"`
+	CheckpointsKept    int   `json:"checkpoints_kept"`
+	SnapshotsRemoved   int   `json:"snapshots_removed"`
+	SnapshotsKept      int   `json:"snapshots_kept"`
+	WritesRemoved      int   `json:"writes_removed"`
+	BytesFreed         int64 `json:"bytes_freed"`
+	DryRun             bool  `json:"dry_run"`
+}
+
+func (r *RetainReport) add(o RetainReport) {
+	r.CheckpointsRemoved += o.CheckpointsRemoved
+	r.CheckpointsKept += o.CheckpointsKept
+	r.SnapshotsRemoved += o.SnapshotsRemoved
+	r.SnapshotsKept += o.SnapshotsKept
+	r.WritesRemoved += o.WritesRemoved
+	r.BytesFreed += o.BytesFreed
+}
+
+// errDryRun rolls back the transaction of a dry run.
+var errDryRun = errors.New("dry run")
+
+// Retain keeps storage linear in the length of a thread (SPEC 2.5), in one
+// transaction. Snapshots of delta threads are a cache of replayable writes:
+// it keeps, per channel, the snapshot every branch tip starts from (so heads
+// stay within K writes of one), the snapshots of roots, and older snapshots
+// only at geometrically shrinking sizes, so their total is a small multiple
+// of the newest (see thinSnapshots); the rest go. With KeepLatest or DropBranches it also removes
+// checkpoints, first storing a snapshot at every surviving checkpoint whose
+// history would go with them, so every surviving checkpoint reads exactly as
+// before. Threads written by LangGraph (values the engine cannot fold) lose
+// no snapshot, and removing their checkpoints keeps the ancestors their
+// delta channels need.
+func (db *DB) Retain(ctx context.Context, o RetainOptions) (RetainReport, error) {
+	if o.KeepLatest < 0 {
+		return RetainReport{}, fmt.Errorf("%w: KeepLatest %d is negative", ErrInvalidArgument, o.KeepLatest)
+	}
+	rep := RetainReport{DryRun: o.DryRun}
+	var touched []string
+	err := db.write(ctx, func(c *conn) error {
+		rep = RetainReport{DryRun: o.DryRun}
+		threads := []string{o.ThreadID}
+		if o.ThreadID == "" {
+			var err error
+			if threads, err = allThreads(c); err != nil {
+				return err
+			}
+		}
+		for _, th := range threads {
+			r, err := db.retainThread(c, th, o)
+			if err != nil {
+				return err
+			}
+			if r.CheckpointsKept+r.CheckpointsRemoved > 0 {
+				rep.Threads++
+			}
+			rep.add(r)
+		}
+		touched = threads
+		if o.DryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if errors.Is(err, errDryRun) {
+		err = nil
+	}
+	if !o.DryRun {
+		for _, th := range touched {
+			db.purge(th)
+		}
+	}
+	return rep, err
+}
+
+func allThreads(c *conn) ([]string, error) {
+	var out []string
+	err := c.query(`SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
+		out = append(out, st.ColumnText(0))
+		return nil
+	})
+	return out, err
+}
+
+// retainThread runs retention on one thread inside the caller's transaction.
+func (db *DB) retainThread(c *conn, thread string, o RetainOptions) (RetainReport, error) {
+	var rep RetainReport
+	mode, _, ours, err := threadMode(c, thread)
+	if err != nil {
+		return rep, err
+	}
+	rows, err := threadRows(c, thread)
+	if err != nil || len(rows) == 0 {
+		return rep, err
+	}
+	byNS := map[string][]cpRow{}
+	for _, r := range rows {
+		byNS[r.ns] = append(byNS[r.ns], r)
+	}
+	drop := map[cpKey]bool{}
+	for _, nsRows := range byNS {
+		for k := range pickDrops(nsRows, o) {
+			drop[k] = true
+		}
+	}
+	if len(drop) > 0 {
+		if err := db.protectSurvivors(c, thread, rows, drop, ours); err != nil {
+			return rep, err
+		}
+		n, err := c.queryInt64(`SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`, thread, dropJSON(drop))
+		if err != nil {
+			return rep, err
+		}
+		rep.WritesRemoved = int(n)
+		if err := dropCheckpoints(c, thread, rows, drop, true); err != nil {
+			return rep, err
+		}
+		// Writes sealed by a removed checkpoint can never be replayed again.
+		res, err := deleteSealedBy(c, thread, drop)
+		if err != nil {
+			return rep, err
+		}
+		rep.WritesRemoved += res
+		if err := releaseFreePages(c); err != nil {
+			return rep, err
+		}
+		if rows, err = threadRows(c, thread); err != nil {
+			return rep, err
+		}
+	}
+	rep.CheckpointsRemoved = len(drop)
+	rep.CheckpointsKept = len(rows)
+	if ours && mode == ModeDelta {
+		for _, nsRows := range byNSOf(rows) {
+			r, err := db.thinSnapshots(c, thread, nsRows[0].ns)
+			if err != nil {
+				return rep, err
+			}
+			rep.SnapshotsRemoved += r.SnapshotsRemoved
+			rep.SnapshotsKept += r.SnapshotsKept
+			rep.BytesFreed += r.BytesFreed
+		}
+	}
+	return rep, nil
+}
+
+func byNSOf(rows []cpRow) map[string][]cpRow {
+	m := map[string][]cpRow{}
+	for _, r := range rows {
+		m[r.ns] = append(m[r.ns], r)
+	}
+	return m
+}
+
+func dropJSON(drop map[cpKey]bool) string {
+	ids := make([]string, 0, len(drop))
+	for k := range drop {
+		ids = append(ids, k.id)
+	}
+	s, _ := jsonArg(ids)
+	return s
+}
+
+func deleteSealedBy(c *conn, thread string, drop map[cpKey]bool) (int, error) {
+	n := 0
+	for k := range drop {
+		if err := c.exec(`DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND consumed_by = ?`, thread, k.ns, k.id); err != nil {
+			return n, err
+		}
+		n += int(c.c.Changes())
+	}
+	return n, nil
+}
+
+// pickDrops chooses the checkpoints of one namespace that KeepLatest and
+// DropBranches remove.
+func pickDrops(rows []cpRow, o RetainOptions) map[cpKey]bool {
+	drop := map[cpKey]bool{}
+	if o.KeepLatest == 0 && !o.DropBranches {
+		return drop
+	}
+	sorted := slices.Clone(rows)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].id > sorted[j].id })
+	byID := map[string]cpRow{}
+	for _, r := range rows {
+		byID[r.id] = r
+	}
+	if o.DropBranches {
+		onPath := map[string]bool{}
+		for id := sorted[0].id; id != ""; id = byID[id].parent {
+			if onPath[id] {
+				break
+			}
+			onPath[id] = true
+		}
+		for _, r := range rows {
+			if !onPath[r.id] {
+				drop[r.cpKey] = true
+			}
+		}
+	}
+	if o.KeepLatest > 0 {
+		kept := 0
+		for _, r := range sorted {
+			if drop[r.cpKey] {
+				continue
+			}
+			if kept < o.KeepLatest {
+				kept++
+				continue
+			}
+			drop[r.cpKey] = true
+		}
+	}
+	return drop
+}
+
+// protectSurvivors makes every surviving checkpoint whose parent goes
+// self-sufficient: for each channel it does not hold, the engine stores the
+// rebuilt value as a snapshot when it can fold the channel (a thread of the
+// thread API), and otherwise spares the ancestors the walk needs.
+func (db *DB) protectSurvivors(c *conn, thread string, rows []cpRow, drop map[cpKey]bool, ours bool) error {
+	for _, r := range rows {
+		if drop[r.cpKey] || r.parent == "" || !drop[cpKey{thread, r.ns, r.parent}] {
+			continue
+		}
+		for _, ch := range slices.Sorted(maps.Keys(r.versions)) {
+			v := r.versions[ch]
+			held, err := c.queryRow(sqlBlobData, []any{thread, r.ns, ch, v}, nil)
+			if err != nil || held {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if _, inSchema := db.opts.Schema[ch]; ours && inSchema {
+				ts, err := loadTuples(c, sqlGetByID, []any{thread, r.ns, r.id})
+				if err != nil {
+					return err
+				}
+				values, err := db.materialize(c, ts[0])
+				if err != nil {
+					return err
+				}
+				data, err := codec.MarshalCompressed(values[ch])
+				if err != nil {
+					return err
+				}
+				if err := c.exec(sqlInsertBlob, thread, r.ns, ch, v, r.id, codec.TypeMsgpack, data); err != nil {
+					return err
+				}
+				continue
+			}
+			// Spare the chain up to the seed.
+			err = c.query(sqlWalk, []any{ch, thread, r.ns, r.id}, func(st *sqlite3.Stmt) error {
+				delete(drop, cpKey{thread, r.ns, st.ColumnText(0)})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type snapBlob struct {
+	channel, version, owner string
+	size                    int64
+	step                    int64
+}
+
+const sqlSnapshots = `SELECT b.channel, b.version, b.checkpoint_id, length(b.data), c.metadata FROM blobs b
+	LEFT JOIN checkpoints c ON c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns AND c.checkpoint_id = b.checkpoint_id
+	WHERE b.thread_id = ? AND b.checkpoint_ns = ?`
+
+// thinSnapshots drops the snapshots of one namespace of a delta thread
+// that no branch tip starts from and that are not the earliest of their
+// step bucket [4^j, 4^(j+1)). Sizes grow with steps, so the kept older
+// snapshots form a geometric series: the newest bucket's may be nearly as
+// large as the newest snapshot, the ones below shrink by four each, for a
+// total under about 2.4 times the newest. A snapshot, once dropped, would
+// never be picked again:
+// retention can run after every snapshot without undoing its own choices.
+// It reads parent links, not checkpoints, so it costs little enough to run
+// after every snapshot (AutoRetain).
+func (db *DB) thinSnapshots(c *conn, thread, ns string) (RetainReport, error) {
+	var rep RetainReport
+	parentOf := map[string]string{}
+	hasChild := map[string]bool{}
+	err := c.query(`SELECT checkpoint_id, coalesce(parent_id, '') FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`, []any{thread, ns},
+		func(st *sqlite3.Stmt) error {
+			parentOf[st.ColumnText(0)] = st.ColumnText(1)
+			hasChild[st.ColumnText(1)] = true
+			return nil
+		})
+	if err != nil {
+		return rep, err
+	}
+	var blobs []snapBlob
+	err = c.query(sqlSnapshots, []any{thread, ns}, func(st *sqlite3.Stmt) error {
+		b := snapBlob{channel: st.ColumnText(0), version: st.ColumnText(1), owner: st.ColumnText(2), size: st.ColumnInt64(3), step: -1}
+		if _, ok := db.opts.Schema[b.channel]; !ok {
+			return nil
+		}
+		var md map[string]any
+		if err := codec.Unmarshal(st.ColumnRawBlob(4), &md); err == nil {
+			b.step = metadataStep(md)
+		}
+		blobs = append(blobs, b)
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	keep := map[[2]string]bool{}
+	for _, b := range blobs {
+		if parent, ok := parentOf[b.owner]; !ok || parent == "" {
+			keep[[2]string{b.channel, b.version}] = true // a root's value, or an owner already gone
+		}
+	}
+	// The seed of every branch tip, per channel: the value the tip holds,
+	// or the one its walk stops at.
+	for id := range parentOf {
+		if hasChild[id] {
+			continue
+		}
+		for ch := range db.opts.Schema {
+			k := cpKey{thread, ns, id}
+			holds := false
+			_, err := c.queryRow(sqlHolds, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
+				if holds = st.ColumnType(1) != sqlite3.NULL; holds {
+					keep[[2]string{ch, st.ColumnText(0)}] = true
+				}
+				return nil
+			})
+			if err != nil || holds {
+				if err != nil {
+					return rep, err
+				}
+				continue
+			}
+			err = c.query(sqlWalkSeed, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
+				keep[[2]string{ch, st.ColumnText(0)}] = true
+				return nil
+			})
+			if err != nil {
+				return rep, err
+			}
+		}
+	}
+	// The earliest snapshot of each step bucket, per channel.
+	first := map[[2]string]snapBlob{} // channel, bucket
+	for _, b := range blobs {
+		k := [2]string{b.channel, strconv.Itoa((bits.Len64(uint64(b.step+1)) + 1) / 2)}
+		if cur, ok := first[k]; !ok || b.step < cur.step || b.step == cur.step && b.owner < cur.owner {
+			first[k] = b
+		}
+	}
+	for _, b := range first {
+		keep[[2]string{b.channel, b.version}] = true
+	}
+	var dead []snapBlob
+	for _, b := range blobs {
+		if !keep[[2]string{b.channel, b.version}] {
+			dead = append(dead, b)
+		}
+	}
+	for _, b := range dead {
+		if err := c.exec(sqlDeleteBlob, thread, ns, b.channel, b.version); err != nil {
+			return rep, err
+		}
+		rep.BytesFreed += b.size
+	}
+	if len(dead) > 0 {
+		if err := releaseFreePages(c); err != nil {
+			return rep, err
+		}
+	}
+	rep.SnapshotsRemoved = len(dead)
+	rep.SnapshotsKept = len(blobs) - len(dead)
+	return rep, nil
+}
+
+// releaseFreePages gives free pages back to the file system in files
+// created with auto_vacuum=INCREMENTAL (a no-op in older files).
+func releaseFreePages(c *conn) error {
+	return c.exec("PRAGMA incremental_vacuum")
+}

@@ -1,0 +1,744 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"time"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Runs is the run-record surface of a DB (SPEC 4, DeerFlow's RunStore): one
+// record per run with its status, model, token usage and summary. Get one
+// with DB.Runs; it only holds the handle.
+//
+// At most one run per thread is active (pending or running); the database
+// enforces it with a partial unique index, so the rule holds across
+// goroutines, handles and processes.
+type Runs struct{ db *DB }
+
+// Runs returns the run-record surface of db.
+func (db *DB) Runs() Runs { return Runs{db} }
+
+// Run statuses. Pending and running are active; the others are terminal.
+const (
+	RunPending     = "pending"
+	RunRunning     = "running"
+	RunSuccess     = "success"
+	RunError       = "error"
+	RunTimeout     = "timeout"
+	RunInterrupted = "interrupted"
+)
+
+// Multitask strategies: what creating a run does when its thread already has
+// an active one.
+const (
+	// StrategyReject refuses the new run with an *ActiveRunError (the default).
+	StrategyReject = "reject"
+	// StrategyInterrupt marks the active run interrupted and creates the new one.
+	StrategyInterrupt = "interrupt"
+	// StrategyRollback does the same as StrategyInterrupt for the record; the
+	// caller also restores the pre-run checkpoint (a checkpointer concern).
+	StrategyRollback = "rollback"
+)
+
+// OrphanReason is the error recorded on runs that Reconcile finds without a
+// live owner.
+const OrphanReason = "orphaned: the process that owned this run stopped"
+
+// maxSummaryChars caps first_human_message and last_ai_message, in characters.
+const maxSummaryChars = 2000
+
+// ModelTokens counts the tokens one model used.
+type ModelTokens struct {
+	Input  int64 `msgpack:"input" json:"input"`
+	Output int64 `msgpack:"output" json:"output"`
+	Total  int64 `msgpack:"total" json:"total"`
+}
+
+// Run is one run record.
+type Run struct {
+	RunID             string         `json:"run_id"`
+	ThreadID          string         `json:"thread_id"`
+	AssistantID       string         `json:"assistant_id"`
+	UserID            string         `json:"user_id"`
+	Status            string         `json:"status"`
+	ModelName         string         `json:"model_name"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	Metadata          map[string]any `json:"metadata"`
+	Kwargs            map[string]any `json:"kwargs"`
+	Error             string         `json:"error"`
+	CreatedAt         time.Time      `json:"created_at"`
+	UpdatedAt         time.Time      `json:"updated_at"`
+	IdempotencyKey    string         `json:"idempotency_key,omitempty"`
+	// Owner names the open handle that created the run (see Runs.Owner).
+	Owner string `json:"owner"`
+	RunTotals
+}
+
+// RunTotals is a run's token usage and message summary, as Complete writes it.
+type RunTotals struct {
+	TotalInputTokens  int64                  `json:"total_input_tokens"`
+	TotalOutputTokens int64                  `json:"total_output_tokens"`
+	TotalTokens       int64                  `json:"total_tokens"`
+	LLMCallCount      int64                  `json:"llm_call_count"`
+	LeadAgentTokens   int64                  `json:"lead_agent_tokens"`
+	SubagentTokens    int64                  `json:"subagent_tokens"`
+	MiddlewareTokens  int64                  `json:"middleware_tokens"`
+	TokenUsageByModel map[string]ModelTokens `json:"token_usage_by_model"`
+	MessageCount      int64                  `json:"message_count"`
+	// FirstHumanMessage and LastAIMessage are cut to 2000 characters.
+	FirstHumanMessage string `json:"first_human_message"`
+	LastAIMessage     string `json:"last_ai_message"`
+}
+
+// NewRun describes a run to create. ThreadID is required; an empty RunID
+// gets a fresh random one; Status is pending (default) or running;
+// MultitaskStrategy is StrategyReject (default), StrategyInterrupt or
+// StrategyRollback.
+type NewRun struct {
+	RunID             string
+	ThreadID          string
+	AssistantID       string
+	UserID            string
+	Status            string
+	ModelName         string
+	MultitaskStrategy string
+	Metadata          map[string]any
+	Kwargs            map[string]any
+	// IdempotencyKey, when set, makes a second create with the same key on
+	// the same thread return the first run instead of creating another.
+	IdempotencyKey string
+}
+
+// Created is the result of Runs.Create.
+type Created struct {
+	Run Run
+	// New is false when the run existed already (same run id, or same
+	// idempotency key on the thread) and Run is that run, unchanged.
+	New bool
+	// Interrupted names the run that this create marked interrupted
+	// (strategies interrupt and rollback), if any.
+	Interrupted string
+}
+
+// ActiveRunError reports that a thread already has an active run. It
+// matches ErrConflict.
+type ActiveRunError struct {
+	ThreadID string
+	RunID    string // the active run
+	Status   string
+}
+
+func (e *ActiveRunError) Error() string {
+	return fmt.Sprintf("%v: thread %q already has an active run %q (%s)", ErrConflict, e.ThreadID, e.RunID, e.Status)
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) hold.
+func (e *ActiveRunError) Unwrap() error { return ErrConflict }
+
+// TransitionError reports a status change the run's lifecycle forbids. It
+// matches ErrConflict.
+type TransitionError struct {
+	RunID, From, To string
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("%v: run %q cannot move from %s to %s", ErrConflict, e.RunID, e.From, e.To)
+}
+
+// Unwrap makes errors.Is(err, ErrConflict) hold.
+func (e *TransitionError) Unwrap() error { return ErrConflict }
+
+func isActive(status string) bool { return status == RunPending || status == RunRunning }
+
+func checkStatus(status string) error {
+	switch status {
+	case RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted:
+		return nil
+	}
+	return fmt.Errorf("%w: run status %s (want pending, running, success, error, timeout or interrupted)", ErrInvalidArgument, quoteCut(status))
+}
+
+// allowed reports whether a run may move from one status to another:
+// forward from pending to running, from either to any terminal status, and
+// to itself. A terminal status is final.
+func allowed(from, to string) bool {
+	switch {
+	case from == to:
+		return true
+	case from == RunPending:
+		return to != RunPending
+	case from == RunRunning:
+		return to != RunPending
+	}
+	return false
+}
+
+const runCols = `run_id, thread_id, assistant_id, user_id, status, model_name, multitask_strategy, metadata, kwargs,
+	error, created_at, updated_at, total_input_tokens, total_output_tokens, total_tokens, llm_call_count,
+	lead_agent_tokens, subagent_tokens, middleware_tokens, token_usage_by_model, message_count,
+	first_human_message, last_ai_message, idempotency_key, owner_id`
+
+const (
+	sqlRunGet       = `SELECT ` + runCols + ` FROM runs WHERE run_id=?`
+	sqlRunByKey     = `SELECT ` + runCols + ` FROM runs WHERE thread_id=? AND idempotency_key=?`
+	sqlRunActive    = `SELECT run_id, status FROM runs WHERE thread_id=? AND status IN ('pending', 'running')`
+	sqlRunStatus    = `SELECT status FROM runs WHERE run_id=?`
+	sqlRunInterrupt = `UPDATE runs SET status='interrupted', error=?, updated_at=?, lease_until=NULL WHERE run_id=?`
+	sqlRunInsert    = `INSERT INTO runs(run_id, thread_id, assistant_id, user_id, status, model_name, multitask_strategy,
+		metadata, kwargs, created_at, updated_at, idempotency_key, owner_id, lease_until)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// A status change by the owning handle renews its lease; a terminal
+	// status ends it.
+	sqlRunSetStatus = `UPDATE runs SET status=?1, error=?2, updated_at=?3,
+		lease_until=CASE WHEN ?1 NOT IN ('pending', 'running') THEN NULL WHEN owner_id=?4 THEN ?5 ELSE lease_until END
+		WHERE run_id=?6`
+	sqlRunComplete = `UPDATE runs SET status=?, error=?, updated_at=?, lease_until=NULL,
+		total_input_tokens=?, total_output_tokens=?, total_tokens=?, llm_call_count=?,
+		lead_agent_tokens=?, subagent_tokens=?, middleware_tokens=?, token_usage_by_model=?,
+		message_count=?, first_human_message=?, last_ai_message=?
+		WHERE run_id=?`
+	sqlRunDelete = `DELETE FROM runs WHERE run_id=?`
+	sqlRunPage   = `SELECT ` + runCols + `, created_at, rowid FROM runs
+		WHERE thread_id=?1 AND (created_at < ?2 OR (created_at = ?2 AND rowid < ?3))
+		ORDER BY created_at DESC, rowid DESC LIMIT ?4`
+	sqlRunReconcile = `UPDATE runs SET status='error', error=?1, updated_at=?2, lease_until=NULL
+		WHERE status IN ('pending', 'running') AND owner_id != ?3
+		AND (owner_id = '' OR lease_until IS NULL OR lease_until <= ?2)`
+	sqlRunOwned = `SELECT count(*) FROM runs WHERE owner_id=? AND status IN ('pending', 'running')`
+	sqlRunRenew = `UPDATE runs SET lease_until=? WHERE owner_id=? AND status IN ('pending', 'running')`
+)
+
+// Owner returns the id this handle records as the owner of the runs it
+// creates: Options.RunOwner plus a suffix unique to the handle. It is empty
+// on read-only handles, which cannot create runs.
+func (r Runs) Owner() string { return r.db.records().ownerID }
+
+// Create inserts a run, or returns the existing one when the run id (or the
+// idempotency key on the thread) was used before. If the thread has an
+// active run, StrategyReject fails with an *ActiveRunError, and
+// StrategyInterrupt / StrategyRollback mark that run interrupted and insert
+// the new one in the same transaction.
+func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
+	if nr.RunID == "" {
+		nr.RunID = newRecordID()
+	}
+	if nr.Status == "" {
+		nr.Status = RunPending
+	}
+	if nr.MultitaskStrategy == "" {
+		nr.MultitaskStrategy = StrategyReject
+	}
+	if err := checkNewRun(nr); err != nil {
+		return Created{}, err
+	}
+	md, err := encodeMap("run metadata", nr.Metadata)
+	if err != nil {
+		return Created{}, err
+	}
+	kw, err := encodeMap("run kwargs", nr.Kwargs)
+	if err != nil {
+		return Created{}, err
+	}
+	// The new run is returned as a Get would return it: decoded maps, not
+	// the caller's.
+	storedMD, err := decodeMap("run metadata", md)
+	if err != nil {
+		return Created{}, err
+	}
+	storedKW, err := decodeMap("run kwargs", kw)
+	if err != nil {
+		return Created{}, err
+	}
+	var key any
+	if nr.IdempotencyKey != "" {
+		key = nr.IdempotencyKey
+	}
+	var out Created
+	err = r.db.write(ctx, func(c *conn) error {
+		out = Created{}
+		found, err := c.queryRow(sqlRunGet, []any{nr.RunID}, func(st *sqlite3.Stmt) error {
+			out.Run, err = scanRun(st)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if found {
+			if out.Run.ThreadID != nr.ThreadID {
+				return fmt.Errorf("%w: run id %q belongs to another thread", ErrConflict, nr.RunID)
+			}
+			return nil
+		}
+		if key != nil {
+			found, err := c.queryRow(sqlRunByKey, []any{nr.ThreadID, key}, func(st *sqlite3.Stmt) error {
+				out.Run, err = scanRun(st)
+				return err
+			})
+			if err != nil || found {
+				return err
+			}
+		}
+		now := r.db.nowUS()
+		var active, activeStatus string
+		if _, err := c.queryRow(sqlRunActive, []any{nr.ThreadID}, func(st *sqlite3.Stmt) error {
+			active, activeStatus = st.ColumnText(0), st.ColumnText(1)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if active != "" {
+			if nr.MultitaskStrategy == StrategyReject {
+				return &ActiveRunError{ThreadID: nr.ThreadID, RunID: active, Status: activeStatus}
+			}
+			reason := fmt.Sprintf("interrupted by run %s (multitask_strategy %s)", nr.RunID, nr.MultitaskStrategy)
+			if err := c.exec(sqlRunInterrupt, reason, now, active); err != nil {
+				return err
+			}
+			out.Interrupted = active
+		}
+		owner := r.Owner()
+		lease := now + r.db.opts.RunLease.Microseconds()
+		err = c.exec(sqlRunInsert, nr.RunID, nr.ThreadID, nr.AssistantID, nr.UserID, nr.Status, nr.ModelName,
+			nr.MultitaskStrategy, md, kw, now, now, key, owner, lease)
+		if errors.Is(err, sqlite3.CONSTRAINT_UNIQUE) {
+			// The checks above run under the write lock, so this is the
+			// index doing its job against a writer that bypassed them.
+			return fmt.Errorf("%w: run %q on thread %q: %v", ErrConflict, nr.RunID, nr.ThreadID, err)
+		}
+		if err != nil {
+			return err
+		}
+		out.New = true
+		out.Run = Run{
+			RunID: nr.RunID, ThreadID: nr.ThreadID, AssistantID: nr.AssistantID, UserID: nr.UserID,
+			Status: nr.Status, ModelName: nr.ModelName, MultitaskStrategy: nr.MultitaskStrategy,
+			Metadata: storedMD, Kwargs: storedKW, CreatedAt: fromUS(now), UpdatedAt: fromUS(now),
+			IdempotencyKey: nr.IdempotencyKey, Owner: owner,
+		}
+		return nil
+	})
+	if err != nil {
+		return Created{}, err
+	}
+	return out, nil
+}
+
+func checkNewRun(nr NewRun) error {
+	if err := checkID("run id", nr.RunID); err != nil {
+		return err
+	}
+	if err := checkID("thread id", nr.ThreadID); err != nil {
+		return err
+	}
+	for _, f := range []struct{ what, v string }{
+		{"assistant id", nr.AssistantID}, {"user id", nr.UserID}, {"model name", nr.ModelName}, {"idempotency key", nr.IdempotencyKey},
+	} {
+		if err := checkText(f.what, f.v, maxIDBytes); err != nil {
+			return err
+		}
+	}
+	if !isActive(nr.Status) {
+		return fmt.Errorf("%w: a run is created pending or running, not %s", ErrInvalidArgument, quoteCut(nr.Status))
+	}
+	switch nr.MultitaskStrategy {
+	case StrategyReject, StrategyInterrupt, StrategyRollback:
+	default:
+		return fmt.Errorf("%w: multitask strategy %s (want reject, interrupt or rollback; enqueue is not supported because a thread has at most one active run)", ErrInvalidArgument, quoteCut(nr.MultitaskStrategy))
+	}
+	return nil
+}
+
+// newRecordID returns a random UUID (version 4) in its usual text form.
+func newRecordID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// encodeMap encodes an optional map; nil stays NULL.
+func encodeMap(what string, m map[string]any) ([]byte, error) {
+	if m == nil {
+		return nil, nil
+	}
+	b, err := codec.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArgument, what, err)
+	}
+	return b, nil
+}
+
+// decodeMap decodes an optional map column.
+func decodeMap(what string, b []byte) (map[string]any, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := codec.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
+	}
+	return m, nil
+}
+
+func scanRun(st *sqlite3.Stmt) (Run, error) {
+	run := Run{
+		RunID:             st.ColumnText(0),
+		ThreadID:          st.ColumnText(1),
+		AssistantID:       st.ColumnText(2),
+		UserID:            st.ColumnText(3),
+		Status:            st.ColumnText(4),
+		ModelName:         st.ColumnText(5),
+		MultitaskStrategy: st.ColumnText(6),
+		Error:             st.ColumnText(9),
+		CreatedAt:         fromUS(st.ColumnInt64(10)),
+		UpdatedAt:         fromUS(st.ColumnInt64(11)),
+		IdempotencyKey:    st.ColumnText(23),
+		Owner:             st.ColumnText(24),
+		RunTotals: RunTotals{
+			TotalInputTokens:  st.ColumnInt64(12),
+			TotalOutputTokens: st.ColumnInt64(13),
+			TotalTokens:       st.ColumnInt64(14),
+			LLMCallCount:      st.ColumnInt64(15),
+			LeadAgentTokens:   st.ColumnInt64(16),
+			SubagentTokens:    st.ColumnInt64(17),
+			MiddlewareTokens:  st.ColumnInt64(18),
+			MessageCount:      st.ColumnInt64(20),
+			FirstHumanMessage: st.ColumnText(21),
+			LastAIMessage:     st.ColumnText(22),
+		},
+	}
+	var err error
+	if run.Metadata, err = decodeMap("run metadata", st.ColumnRawBlob(7)); err != nil {
+		return run, err
+	}
+	if run.Kwargs, err = decodeMap("run kwargs", st.ColumnRawBlob(8)); err != nil {
+		return run, err
+	}
+	if b := st.ColumnRawBlob(19); b != nil {
+		if err := codec.Unmarshal(b, &run.TokenUsageByModel); err != nil {
+			return run, fmt.Errorf("%w: token usage of run %q: %w", ErrCorrupt, run.RunID, err)
+		}
+	}
+	return run, nil
+}
+
+// Get returns the run, or an error matching ErrNotFound.
+func (r Runs) Get(ctx context.Context, runID string) (Run, error) {
+	if err := checkID("run id", runID); err != nil {
+		return Run{}, err
+	}
+	var run Run
+	var found bool
+	err := r.db.read(ctx, func(c *conn) (err error) {
+		found, err = c.queryRow(sqlRunGet, []any{runID}, func(st *sqlite3.Stmt) error {
+			run, err = scanRun(st)
+			return err
+		})
+		return err
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	if !found {
+		return Run{}, fmt.Errorf("%w: run %s", ErrNotFound, quoteCut(runID))
+	}
+	return run, nil
+}
+
+// runPage is how many runs List reads per snapshot.
+const runPage = 100
+
+// List yields the runs of a thread, newest first. It reads pages of 100,
+// each in its own snapshot, so a run created while the loop runs may or may
+// not appear; no run appears twice. Stop early by breaking out of the loop.
+func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[Run, error] {
+	return func(yield func(Run, error) bool) {
+		if err := checkID("thread id", threadID); err != nil {
+			yield(Run{}, err)
+			return
+		}
+		afterCreated, afterRowid := int64(math.MaxInt64), int64(math.MaxInt64)
+		for {
+			page := make([]Run, 0, runPage)
+			err := r.db.read(ctx, func(c *conn) error {
+				return c.query(sqlRunPage, []any{threadID, afterCreated, afterRowid, runPage}, func(st *sqlite3.Stmt) error {
+					run, err := scanRun(st)
+					if err != nil {
+						return err
+					}
+					page = append(page, run)
+					afterCreated, afterRowid = st.ColumnInt64(25), st.ColumnInt64(26)
+					return nil
+				})
+			})
+			if err != nil {
+				yield(Run{}, err)
+				return
+			}
+			for _, run := range page {
+				if !yield(run, nil) {
+					return
+				}
+			}
+			if len(page) < runPage {
+				return
+			}
+		}
+	}
+}
+
+// SetStatus moves a run to status and records errText as its error text.
+// A change its lifecycle forbids fails with a *TransitionError naming both
+// statuses and writes nothing; setting the terminal status a run already has
+// changes nothing and is not an error.
+func (r Runs) SetStatus(ctx context.Context, runID, status, errText string) error {
+	if err := checkID("run id", runID); err != nil {
+		return err
+	}
+	if err := checkStatus(status); err != nil {
+		return err
+	}
+	if err := checkText("run error", errText, maxTextLong); err != nil {
+		return err
+	}
+	return r.db.write(ctx, func(c *conn) error {
+		from, err := r.transition(c, runID, status)
+		if err != nil || (from == status && !isActive(status)) {
+			return err
+		}
+		now := r.db.nowUS()
+		return c.exec(sqlRunSetStatus, status, errText, now, r.Owner(), now+r.db.opts.RunLease.Microseconds(), runID)
+	})
+}
+
+// transition reads the run's status and checks the move to status.
+func (r Runs) transition(c *conn, runID, status string) (string, error) {
+	var from string
+	found, err := c.queryRow(sqlRunStatus, []any{runID}, func(st *sqlite3.Stmt) error {
+		from = st.ColumnText(0)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("%w: run %s", ErrNotFound, quoteCut(runID))
+	}
+	if !allowed(from, status) {
+		return from, &TransitionError{RunID: runID, From: from, To: status}
+	}
+	return from, nil
+}
+
+// Complete ends a run: its terminal status, error text, token totals and
+// message summary in one write. The status must be terminal and reachable
+// from the run's current one (completing with the status the run already
+// has, as after an interrupt, records the totals).
+func (r Runs) Complete(ctx context.Context, runID, status, errText string, t RunTotals) error {
+	if err := checkID("run id", runID); err != nil {
+		return err
+	}
+	if err := checkStatus(status); err != nil {
+		return err
+	}
+	if isActive(status) {
+		return fmt.Errorf("%w: Complete needs a terminal status, not %s", ErrInvalidArgument, status)
+	}
+	if err := checkText("run error", errText, maxTextLong); err != nil {
+		return err
+	}
+	for name, n := range map[string]int64{
+		"total_input_tokens": t.TotalInputTokens, "total_output_tokens": t.TotalOutputTokens,
+		"total_tokens": t.TotalTokens, "llm_call_count": t.LLMCallCount, "lead_agent_tokens": t.LeadAgentTokens,
+		"subagent_tokens": t.SubagentTokens, "middleware_tokens": t.MiddlewareTokens, "message_count": t.MessageCount,
+	} {
+		if n < 0 {
+			return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, name, n)
+		}
+	}
+	var byModel []byte
+	if len(t.TokenUsageByModel) > 0 {
+		for model, u := range t.TokenUsageByModel {
+			if err := checkID("model name", model); err != nil {
+				return err
+			}
+			if u.Input < 0 || u.Output < 0 || u.Total < 0 {
+				return fmt.Errorf("%w: negative token count for model %s", ErrInvalidArgument, quoteCut(model))
+			}
+		}
+		var err error
+		if byModel, err = codec.Marshal(t.TokenUsageByModel); err != nil {
+			return fmt.Errorf("%w: token usage by model: %v", ErrInvalidArgument, err)
+		}
+	}
+	first, last := cutRunes(t.FirstHumanMessage, maxSummaryChars), cutRunes(t.LastAIMessage, maxSummaryChars)
+	return r.db.write(ctx, func(c *conn) error {
+		if _, err := r.transition(c, runID, status); err != nil {
+			return err
+		}
+		return c.exec(sqlRunComplete, status, errText, r.db.nowUS(),
+			t.TotalInputTokens, t.TotalOutputTokens, t.TotalTokens, t.LLMCallCount,
+			t.LeadAgentTokens, t.SubagentTokens, t.MiddlewareTokens, byModel,
+			t.MessageCount, first, last, runID)
+	})
+}
+
+// Delete removes a run record; a missing run is ErrNotFound.
+func (r Runs) Delete(ctx context.Context, runID string) error {
+	if err := checkID("run id", runID); err != nil {
+		return err
+	}
+	return r.db.write(ctx, func(c *conn) error {
+		if err := c.exec(sqlRunDelete, runID); err != nil {
+			return err
+		}
+		if c.c.Changes() == 0 {
+			return fmt.Errorf("%w: run %s", ErrNotFound, quoteCut(runID))
+		}
+		return nil
+	})
+}
+
+// Reconcile turns every active run whose owner is gone (its lease expired,
+// or it recorded no owner) into an error with OrphanReason, and returns how
+// many it changed. Runs of this handle are never touched. Open runs it
+// unless Options.ReconcileOnOpen is false; the background loop repeats it
+// every RunLease/3.
+func (r Runs) Reconcile(ctx context.Context) (int64, error) {
+	var n int64
+	err := r.db.write(ctx, func(c *conn) error {
+		if err := c.exec(sqlRunReconcile, OrphanReason, r.db.nowUS(), r.Owner()); err != nil {
+			return err
+		}
+		n = c.c.Changes()
+		return nil
+	})
+	return n, err
+}
+
+// RenewLeases extends the lease of every active run this handle owns by
+// Options.RunLease from now and returns how many it renewed. The background
+// loop calls it every RunLease/3; call it yourself only with a fake clock.
+func (r Runs) RenewLeases(ctx context.Context) (int64, error) {
+	owner := r.Owner()
+	if owner == "" {
+		return 0, nil
+	}
+	var n int64
+	// Most ticks find nothing to renew: look first, so they never take the
+	// write lock.
+	err := r.db.read(ctx, func(c *conn) (err error) {
+		n, err = c.queryInt64(sqlRunOwned, owner)
+		return err
+	})
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	err = r.db.write(ctx, func(c *conn) error {
+		if err := c.exec(sqlRunRenew, r.db.nowUS()+r.db.opts.RunLease.Microseconds(), owner); err != nil {
+			return err
+		}
+		n = c.c.Changes()
+		return nil
+	})
+	return n, err
+}
+
+// TokenUsage is a thread's token usage summed over its runs.
+type TokenUsage struct {
+	Runs              int64                 `json:"total_runs"`
+	TotalInputTokens  int64                 `json:"total_input_tokens"`
+	TotalOutputTokens int64                 `json:"total_output_tokens"`
+	TotalTokens       int64                 `json:"total_tokens"`
+	LLMCallCount      int64                 `json:"llm_call_count"`
+	ByModel           map[string]ModelUsage `json:"by_model"`
+	ByCaller          CallerTokens          `json:"by_caller"`
+}
+
+// ModelUsage is one model's share of a thread's tokens. Runs counts the
+// runs that used the model; a run that used several models counts under
+// each.
+type ModelUsage struct {
+	ModelTokens
+	Runs int64 `json:"runs"`
+}
+
+// CallerTokens splits tokens by who called the model.
+type CallerTokens struct {
+	LeadAgent  int64 `json:"lead_agent"`
+	Subagent   int64 `json:"subagent"`
+	Middleware int64 `json:"middleware"`
+}
+
+// UnknownModel is the model name under which TokenUsage counts runs that
+// recorded neither per-model usage nor a model name.
+const UnknownModel = "unknown"
+
+const (
+	tokenCols      = `model_name, total_input_tokens, total_output_tokens, total_tokens, llm_call_count, lead_agent_tokens, subagent_tokens, middleware_tokens, token_usage_by_model`
+	sqlTokensEnded = `SELECT ` + tokenCols + ` FROM runs WHERE thread_id=? AND status NOT IN ('pending', 'running')`
+	sqlTokensAll   = `SELECT ` + tokenCols + ` FROM runs WHERE thread_id=?`
+)
+
+// TokenUsage sums the token usage of a thread's ended runs (with
+// includeActive, of its pending and running runs too). By model, it reads
+// each run's per-model record and falls back to model_name and the run's
+// totals for runs without one (older rows).
+func (r Runs) TokenUsage(ctx context.Context, threadID string, includeActive bool) (TokenUsage, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return TokenUsage{}, err
+	}
+	q := sqlTokensEnded
+	if includeActive {
+		q = sqlTokensAll
+	}
+	u := TokenUsage{ByModel: map[string]ModelUsage{}}
+	byModel := map[string]ModelTokens{}
+	err := r.db.read(ctx, func(c *conn) error {
+		return c.query(q, []any{threadID}, func(st *sqlite3.Stmt) error {
+			u.Runs++
+			in, out, total := st.ColumnInt64(1), st.ColumnInt64(2), st.ColumnInt64(3)
+			u.TotalInputTokens += in
+			u.TotalOutputTokens += out
+			u.TotalTokens += total
+			u.LLMCallCount += st.ColumnInt64(4)
+			u.ByCaller.LeadAgent += st.ColumnInt64(5)
+			u.ByCaller.Subagent += st.ColumnInt64(6)
+			u.ByCaller.Middleware += st.ColumnInt64(7)
+			clear(byModel)
+			if b := st.ColumnRawBlob(8); b != nil {
+				if err := mpModelTokens(b, byModel); err != nil {
+					return fmt.Errorf("%w: token usage by model of a run of thread %q", ErrCorrupt, threadID)
+				}
+			}
+			if len(byModel) == 0 {
+				model := st.ColumnText(0)
+				if model == "" {
+					model = UnknownModel
+				}
+				byModel[model] = ModelTokens{Input: in, Output: out, Total: total}
+			}
+			for model, t := range byModel {
+				m := u.ByModel[model]
+				m.Input += t.Input
+				m.Output += t.Output
+				m.Total += t.Total
+				m.Runs++
+				u.ByModel[model] = m
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return TokenUsage{}, err
+	}
+	return u, nil
+}

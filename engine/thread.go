@@ -1,0 +1,650 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// The thread API is for programs that are not LangGraph: a Go agent or an
+// edge function commits steps as task writes to named channels, and the
+// engine applies the reducers of Options.Schema, writes the checkpoint and
+// the writes in one transaction, and rebuilds state on read, in full or delta
+// mode with the same results (SPEC 2).
+
+// Schema maps the state channels of a thread to their reducing rules.
+type Schema map[string]channels.Channel
+
+// MessagesChannel is the name of the default schema's message channel.
+const MessagesChannel = "messages"
+
+// DefaultSchema is one "messages" channel with add_messages semantics.
+func DefaultSchema() Schema { return Schema{MessagesChannel: channels.Messages{}} }
+
+func (s Schema) validate() error {
+	if len(s) == 0 {
+		return fmt.Errorf("Schema has no channels")
+	}
+	for name, ch := range s {
+		if err := validateChannel(name); err != nil {
+			return fmt.Errorf("Schema channel %q: %w", name, err)
+		}
+		if ch == nil {
+			return fmt.Errorf("Schema channel %q has no reducer", name)
+		}
+	}
+	return nil
+}
+
+// ChannelWrite is one value a task writes to a state channel. For a message
+// channel the value is a channels.MessageUpdate, a []codec.Message or a
+// codec.Message; messages without an id get one before they are stored.
+type ChannelWrite struct {
+	Channel string
+	Value   any
+}
+
+// TaskWrites are the writes of one task of a step. Within a step, writes
+// apply in (TaskID, position) order, whatever order the tasks finished in.
+type TaskWrites struct {
+	TaskID string
+	Writes []ChannelWrite
+}
+
+// Step is what Commit records: the writes of a step's tasks, applied to the
+// state of Parent (the thread's head when empty).
+type Step struct {
+	Parent string
+	Tasks  []TaskWrites
+	// Source is LangGraph's metadata "source": "loop" (default), "input" or
+	// "update".
+	Source string
+	// RunID ties the checkpoint and its writes to a run (see Rollback).
+	RunID string
+	// Metadata adds keys to the checkpoint's metadata; the keys the engine
+	// sets itself (source, step, parents, run_id, counters) are refused.
+	Metadata Metadata
+}
+
+// State is the materialized state of a checkpoint.
+type State struct {
+	Config       Config         `json:"config"`
+	ParentConfig *Config        `json:"parent_config,omitempty"`
+	Values       map[string]any `json:"values"`
+	Metadata     Metadata       `json:"metadata"`
+	CreatedAt    string         `json:"created_at"`
+	// Stored lists the channels whose value this checkpoint stores itself
+	// (every changed channel in full mode, the snapshots in delta mode).
+	Stored []string `json:"stored"`
+}
+
+var reservedMetadata = []string{"source", "step", "parents", "run_id", channels.CountersKey}
+
+// taskWrites is one task's writes, encoded and ready to store, with the
+// decoded values the fold uses.
+type encodedTask struct {
+	id     string
+	writes []Write
+}
+
+// encodeTasks validates the step's writes against the schema, gives every
+// message an id, and encodes each write as it will be stored.
+func (db *DB) encodeTasks(tasks []TaskWrites) ([]encodedTask, error) {
+	out := make([]encodedTask, 0, len(tasks))
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		if t.TaskID == "" {
+			return nil, fmt.Errorf("%w: task without id", ErrInvalidArgument)
+		}
+		if seen[t.TaskID] {
+			return nil, fmt.Errorf("%w: task %q appears twice in one step", ErrInvalidArgument, t.TaskID)
+		}
+		seen[t.TaskID] = true
+		et := encodedTask{id: t.TaskID}
+		for i, w := range t.Writes {
+			ch, ok := db.opts.Schema[w.Channel]
+			if !ok {
+				return nil, fmt.Errorf("%w: task %q write %d: channel %q is not in the schema", ErrInvalidArgument, t.TaskID, i, w.Channel)
+			}
+			data, err := encodeUpdate(ch, w.Value)
+			if err != nil {
+				return nil, fmt.Errorf("%w: task %q write %d to %q: %w", ErrInvalidArgument, t.TaskID, i, w.Channel, err)
+			}
+			et.writes = append(et.writes, Write{Channel: w.Channel, Value: codec.Blob{Type: codec.TypeMsgpack, Data: data}})
+		}
+		out = append(out, et)
+	}
+	return out, nil
+}
+
+func encodeUpdate(ch channels.Channel, v any) ([]byte, error) {
+	if _, ok := ch.(channels.Messages); ok {
+		var u channels.MessageUpdate
+		switch x := v.(type) {
+		case channels.MessageUpdate:
+			u = x
+		case *channels.MessageUpdate:
+			if x == nil {
+				return nil, fmt.Errorf("nil message update")
+			}
+			u = *x
+		case []codec.Message:
+			u = channels.MessageUpdate{Messages: x}
+		case codec.Message:
+			u = channels.MessageUpdate{Messages: []codec.Message{x}}
+		default:
+			return nil, fmt.Errorf("a message channel takes messages, not %T", v)
+		}
+		return u.WithIDs(nil).Encode()
+	}
+	return codec.Marshal(v)
+}
+
+// Commit records one step of a thread: the tasks' writes go under the parent
+// checkpoint and a new child checkpoint applies every write the parent holds
+// that no earlier child consumed (those of this step, and any left by an
+// interrupted step), all in one transaction. A write the reducers refuse (a
+// remove of an unknown id, two Overwrites in one step) fails the whole call
+// and writes nothing. The first commit of a thread also creates its empty
+// input checkpoint.
+func (db *DB) Commit(ctx context.Context, thread string, step Step) (Config, error) {
+	if thread == "" {
+		return Config{}, fmt.Errorf("%w: missing thread_id", ErrInvalidArgument)
+	}
+	for _, k := range reservedMetadata {
+		if _, ok := step.Metadata[k]; ok {
+			return Config{}, fmt.Errorf("%w: metadata key %q is set by the engine", ErrInvalidArgument, k)
+		}
+	}
+	source := step.Source
+	if source == "" {
+		source = "loop"
+	}
+	tasks, err := db.encodeTasks(step.Tasks)
+	if err != nil {
+		return Config{}, err
+	}
+	var done []committed
+	err = db.write(ctx, func(c *conn) error {
+		done = done[:0]
+		if err := db.checkThreadMode(c, thread, true); err != nil {
+			return err
+		}
+		parent, err := db.resolveParent(c, thread, step.Parent)
+		if err != nil {
+			return err
+		}
+		if parent == nil {
+			root, err := db.putRoot(c, thread, step.RunID)
+			if err != nil {
+				return err
+			}
+			done = append(done, *root)
+			parent = &root.tuple
+		}
+		var runID any
+		if step.RunID != "" {
+			runID = step.RunID
+		}
+		for _, t := range tasks {
+			if err := putWritesTx(c, parent.Config, t.writes, t.id, "", runID); err != nil {
+				return err
+			}
+		}
+		child, err := db.commitChild(c, *parent, source, step.RunID, step.Metadata, false)
+		if err != nil {
+			return err
+		}
+		done = append(done, *child)
+		if db.opts.AutoRetain && db.opts.Mode == ModeDelta && len(child.tuple.Checkpoint.ChannelValues) > 0 {
+			// A new snapshot may make older ones redundant.
+			_, err := db.thinSnapshots(c, thread, "")
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return Config{}, err
+	}
+	for _, d := range done {
+		db.afterCommit(d)
+	}
+	return done[len(done)-1].tuple.Config, nil
+}
+
+// committed is a checkpoint written by the thread API, with its state for
+// the state cache.
+type committed struct {
+	put    *put
+	tuple  Tuple
+	values map[string]any
+}
+
+func (db *DB) afterCommit(d committed) {
+	db.afterPut(d.put)
+	db.states.add(cpKey{d.tuple.Config.ThreadID, d.tuple.Config.CheckpointNS, d.tuple.Config.CheckpointID}, d.values)
+}
+
+// resolveParent loads the checkpoint a step builds on: id, or the head.
+// A thread without checkpoints and no id gives nil.
+func (db *DB) resolveParent(c *conn, thread, id string) (*Tuple, error) {
+	q, args := sqlGetLatest, []any{thread, ""}
+	if id != "" {
+		q, args = sqlGetByID, append(args, id)
+	}
+	ts, err := loadTuples(c, q, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 0 {
+		if id != "" {
+			return nil, fmt.Errorf("%w: checkpoint %q of thread %q", ErrNotFound, id, thread)
+		}
+		return nil, nil
+	}
+	return &ts[0], nil
+}
+
+// putRoot creates the empty input checkpoint of a new thread and records
+// the thread's mode.
+func (db *DB) putRoot(c *conn, thread, runID string) (*committed, error) {
+	if err := c.exec(sqlSetThreadMod, thread, db.opts.Mode, db.opts.SnapshotEvery); err != nil {
+		return nil, err
+	}
+	now := db.opts.Now()
+	cp := Checkpoint{V: 4, ID: db.ids.next(now, ""), TS: now.UTC().Format(time.RFC3339Nano),
+		ChannelValues: map[string]codec.Blob{}, ChannelVersions: map[string]string{}, VersionsSeen: map[string]map[string]string{}}
+	md := Metadata{"source": "input", "step": int64(-1), "parents": map[string]any{}}
+	if runID != "" {
+		md["run_id"] = runID
+	}
+	return db.putChild(c, Config{ThreadID: thread}, cp, md, nil, map[string]any{}, false)
+}
+
+func (db *DB) putChild(c *conn, parent Config, cp Checkpoint, md Metadata, nv map[string]string, values map[string]any, noSeal bool) (*committed, error) {
+	p, err := preparePut(parent, cp, md, nv)
+	if err != nil {
+		return nil, err
+	}
+	p.noSeal = noSeal
+	p.wantSealed = parent.CheckpointID != "" && db.cache.tracks(parent.ThreadID, parent.CheckpointNS, parent.CheckpointID)
+	if err := p.run(c); err != nil {
+		return nil, err
+	}
+	cfg := Config{ThreadID: parent.ThreadID, CheckpointNS: parent.CheckpointNS, CheckpointID: cp.ID}
+	var pc *Config
+	if parent.CheckpointID != "" {
+		pc = &parent
+	}
+	return &committed{put: p, tuple: Tuple{Config: cfg, Checkpoint: cp, Metadata: md, ParentConfig: pc}, values: values}, nil
+}
+
+const sqlUnconsumed = `SELECT task_id, idx, channel, data FROM writes
+	WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by IS NULL
+	ORDER BY task_path, task_id, idx`
+
+// commitChild writes the child of parent that applies the parent's
+// unconsumed writes (or, with copyState, consumes none and copies the
+// parent's state: a fork).
+func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Metadata, copyState bool) (*committed, error) {
+	thread := parent.Config.ThreadID
+	state, err := db.materialize(c, parent)
+	if err != nil {
+		return nil, err
+	}
+	// The writes this child will seal, grouped by channel, in apply order.
+	pending := map[string][]channels.TaskWrite{}
+	if !copyState {
+		err = c.query(sqlUnconsumed, []any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID}, func(st *sqlite3.Stmt) error {
+			name := st.ColumnText(2)
+			ch, ok := db.opts.Schema[name]
+			if !ok {
+				return nil // not state: special channels and LangGraph bookkeeping
+			}
+			v, err := ch.DecodeUpdate(st.ColumnRawBlob(3))
+			if err != nil {
+				return fmt.Errorf("%w: write of task %q to %q: %w", ErrCorrupt, st.ColumnText(0), name, err)
+			}
+			pending[name] = append(pending[name], channels.TaskWrite{TaskID: st.ColumnText(0), Idx: st.ColumnInt(1), Value: v})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	now := db.opts.Now()
+	cp := Checkpoint{V: 4, ID: db.ids.next(now, parent.Config.CheckpointID), TS: now.UTC().Format(time.RFC3339Nano),
+		ChannelValues: map[string]codec.Blob{}, ChannelVersions: maps.Clone(parent.Checkpoint.ChannelVersions),
+		VersionsSeen: map[string]map[string]string{}}
+	values := maps.Clone(state)
+	counters, err := channels.ReadCounters(parent.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("%w: checkpoint %q: %w", ErrCorrupt, parent.Config.CheckpointID, err)
+	}
+	cadence := channels.Cadence{K: db.opts.SnapshotEvery}
+	version := versionOf(cp.ID)
+	nv := map[string]string{}
+	var updated []string
+	for _, name := range slices.Sorted(maps.Keys(db.opts.Schema)) {
+		ch := db.opts.Schema[name]
+		ws := pending[name]
+		if len(ws) > 0 {
+			ordered, err := channels.OrderStep(ch, ws)
+			if err != nil {
+				return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, name, err)
+			}
+			nvalue, err := ch.Apply(state[name], ordered)
+			if err != nil {
+				return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, name, err)
+			}
+			values[name] = nvalue
+			updated = append(updated, name)
+		}
+		if _, has := values[name]; !has {
+			continue
+		}
+		_, hadVersion := parent.Checkpoint.ChannelVersions[name]
+		store := len(ws) > 0
+		if db.opts.Mode == ModeDelta {
+			overwrite := slices.ContainsFunc(ws, func(w channels.TaskWrite) bool { return ch.IsOverwrite(w.Value) })
+			var next channels.Counter
+			store, next = cadence.Next(counters[name], len(ws) > 0, overwrite, !hadVersion)
+			counters[name] = next
+		}
+		if len(ws) > 0 || store {
+			cp.ChannelVersions[name] = version
+			nv[name] = version
+		}
+		if store {
+			data, err := codec.MarshalCompressed(values[name])
+			if err != nil {
+				return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, name, err)
+			}
+			cp.ChannelValues[name] = codec.Blob{Type: codec.TypeMsgpack, Data: data}
+		}
+	}
+	cp.UpdatedChannels = updated
+	if cp.UpdatedChannels == nil {
+		cp.UpdatedChannels = []string{}
+	}
+	md := Metadata{}
+	maps.Copy(md, extra)
+	md["source"] = source
+	md["step"] = metadataStep(parent.Metadata) + 1
+	md["parents"] = map[string]any{}
+	if runID != "" {
+		md["run_id"] = runID
+	}
+	if db.opts.Mode == ModeDelta {
+		md = channels.SetCounters(md, counters)
+	}
+	return db.putChild(c, parent.Config, cp, md, nv, values, copyState)
+}
+
+// metadataStep reads LangGraph's "step"; decoded msgpack holds int64 or,
+// for values that needed an unsigned encoding, uint64.
+func metadataStep(md Metadata) int64 {
+	switch v := md["step"].(type) {
+	case int64:
+		return v
+	case uint64:
+		return int64(min(v, 1<<62))
+	case float64:
+		return int64(v)
+	}
+	return -1
+}
+
+// materialize rebuilds the schema channels of a checkpoint: a value the
+// checkpoint stores is decoded, any other is folded from its history.
+func (db *DB) materialize(c *conn, t Tuple) (map[string]any, error) {
+	k := cpKey{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}
+	if v, ok := db.states.get(k); ok {
+		return v, nil
+	}
+	values := map[string]any{}
+	for name, ch := range db.opts.Schema {
+		if _, ok := t.Checkpoint.ChannelVersions[name]; !ok {
+			continue
+		}
+		if b, ok := t.Checkpoint.ChannelValues[name]; ok {
+			v, err := decodeState(ch, name, k, b)
+			if err != nil {
+				return nil, err
+			}
+			values[name] = v
+			continue
+		}
+		h, ok := db.cache.get(k, name)
+		if !ok {
+			e, err := walk(c, k, name)
+			if err != nil {
+				return nil, err
+			}
+			db.cache.add(e)
+			h = e.hist
+		}
+		var seed any
+		if h.Seed != nil {
+			v, err := decodeState(ch, name, k, *h.Seed)
+			if err != nil {
+				return nil, err
+			}
+			seed = v
+		}
+		ups := make([]any, len(h.Writes))
+		for i, w := range h.Writes {
+			if w.Value.Type != codec.TypeMsgpack {
+				return nil, fmt.Errorf("%w: thread %q channel %q: write of type %q is not ours to fold", ErrCorrupt, k.thread, name, w.Value.Type)
+			}
+			u, err := ch.DecodeUpdate(w.Value.Data)
+			if err != nil {
+				return nil, fmt.Errorf("%w: thread %q channel %q write of task %q: %w", ErrCorrupt, k.thread, name, w.TaskID, err)
+			}
+			ups[i] = u
+		}
+		v, err := channels.Fold(ch, seed, ups)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rebuilding channel %q at checkpoint %q of thread %q: %w", ErrCorrupt, name, k.id, k.thread, err)
+		}
+		values[name] = v
+	}
+	db.states.add(k, values)
+	return values, nil
+}
+
+func decodeState(ch channels.Channel, name string, k cpKey, b codec.Blob) (any, error) {
+	if b.Type != codec.TypeMsgpack {
+		return nil, fmt.Errorf("%w: thread %q channel %q holds a value of type %q, which the thread API did not write", ErrCorrupt, k.thread, name, b.Type)
+	}
+	v, err := ch.DecodeState(b.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: thread %q channel %q at checkpoint %q: %w", ErrCorrupt, k.thread, name, k.id, err)
+	}
+	return v, nil
+}
+
+// State returns the materialized state of the checkpoint cfg names (the
+// thread's head when cfg.CheckpointID is empty), in the root namespace.
+func (db *DB) State(ctx context.Context, cfg Config) (State, error) {
+	if err := validateThread(cfg); err != nil {
+		return State{}, err
+	}
+	var out State
+	err := db.read(ctx, func(c *conn) error {
+		if err := db.checkThreadMode(c, cfg.ThreadID, false); err != nil {
+			return err
+		}
+		t, err := db.resolveParent(c, cfg.ThreadID, cfg.CheckpointID)
+		if err != nil {
+			return err
+		}
+		if t == nil {
+			return fmt.Errorf("%w: no checkpoint in thread %q", ErrNotFound, cfg.ThreadID)
+		}
+		out, err = db.stateOf(c, *t)
+		return err
+	})
+	return out, err
+}
+
+func (db *DB) stateOf(c *conn, t Tuple) (State, error) {
+	values, err := db.materialize(c, t)
+	if err != nil {
+		return State{}, err
+	}
+	return State{
+		Config: t.Config, ParentConfig: t.ParentConfig, Values: cloneValues(values), Metadata: t.Metadata,
+		CreatedAt: t.Checkpoint.TS, Stored: slices.Sorted(maps.Keys(t.Checkpoint.ChannelValues)),
+	}, nil
+}
+
+// cloneValues copies the cached state's map and top-level lists, so a
+// caller appending to or reordering a message list cannot change the cache.
+func cloneValues(v map[string]any) map[string]any {
+	out := make(map[string]any, len(v))
+	for k, x := range v {
+		if ms, ok := x.([]codec.Message); ok {
+			x = slices.Clone(ms)
+		}
+		out[k] = x
+	}
+	return out
+}
+
+// HistoryOptions select the checkpoints StateHistory returns.
+type HistoryOptions struct {
+	Before string // only checkpoints whose id sorts before this one
+	Limit  int    // 0: all
+}
+
+// StateHistory yields the thread's checkpoints newest first, each with its
+// materialized state.
+func (db *DB) StateHistory(ctx context.Context, thread string, o HistoryOptions) iter.Seq2[State, error] {
+	return func(yield func(State, error) bool) {
+		root := ""
+		for t, err := range db.List(ctx, ListOptions{ThreadID: thread, Namespace: &root, Before: o.Before, Limit: o.Limit}) {
+			if err != nil {
+				yield(State{}, err)
+				return
+			}
+			var s State
+			err := db.read(ctx, func(c *conn) error {
+				if err := db.checkThreadMode(c, thread, false); err != nil {
+					return err
+				}
+				var err error
+				s, err = db.stateOf(c, t)
+				return err
+			})
+			if !yield(s, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Fork creates a new head that copies the state of the checkpoint cfg names
+// (time travel): it consumes none of that checkpoint's writes, so the fork
+// reads exactly as the checkpoint does, in either mode.
+func (db *DB) Fork(ctx context.Context, cfg Config) (Config, error) {
+	return db.copyOf(ctx, cfg, Metadata{"forked_from": cfg.CheckpointID}, "")
+}
+
+func (db *DB) copyOf(ctx context.Context, cfg Config, extra Metadata, rollbackRun string) (Config, error) {
+	if err := validateThread(cfg); err != nil {
+		return Config{}, err
+	}
+	if cfg.CheckpointID == "" && rollbackRun == "" {
+		return Config{}, fmt.Errorf("%w: fork needs a checkpoint_id", ErrInvalidArgument)
+	}
+	var d *committed
+	err := db.write(ctx, func(c *conn) error {
+		if err := db.checkThreadMode(c, cfg.ThreadID, true); err != nil {
+			return err
+		}
+		var first Tuple
+		if rollbackRun != "" {
+			f, err := loadTuples(c, sqlFirstOfRun, []any{cfg.ThreadID, rollbackRun})
+			if err != nil {
+				return err
+			}
+			if len(f) == 0 {
+				return fmt.Errorf("%w: run %q has no checkpoint in thread %q", ErrNotFound, rollbackRun, cfg.ThreadID)
+			}
+			if f[0].ParentConfig == nil {
+				return fmt.Errorf("%w: run %q started thread %q; there is no earlier state to roll back to", ErrConflict, rollbackRun, cfg.ThreadID)
+			}
+			first = f[0]
+			cfg = *first.ParentConfig
+		}
+		parent, err := db.resolveParent(c, cfg.ThreadID, cfg.CheckpointID)
+		if err != nil {
+			return err
+		}
+		d, err = db.commitChild(c, *parent, "fork", "", extra, true)
+		if err != nil {
+			return err
+		}
+		if rollbackRun != "" {
+			// The pending writes the pre-run checkpoint had before the run
+			// started become the new head's.
+			return c.exec(sqlReattach, d.tuple.Config.CheckpointID, cfg.ThreadID, cfg.CheckpointID, first.Config.CheckpointID, rollbackRun)
+		}
+		return nil
+	})
+	if err != nil {
+		return Config{}, err
+	}
+	db.afterCommit(*d)
+	return d.tuple.Config, nil
+}
+
+const (
+	sqlFirstOfRun = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
+		WHERE thread_id = ? AND checkpoint_ns = '' AND run_id = ? ORDER BY checkpoint_id LIMIT 1`
+	sqlReattach = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path, run_id)
+		SELECT thread_id, checkpoint_ns, ?1, task_id, idx, channel, type, data, task_path, run_id FROM writes
+		WHERE thread_id = ?2 AND checkpoint_ns = '' AND checkpoint_id = ?3 AND consumed_by = ?4 AND (run_id IS NULL OR run_id != ?5)`
+)
+
+// Rollback restores the state a thread had before run runID started, as a
+// new head (a checkpoint, not a database rollback), and gives it the pending
+// writes that checkpoint had before the run. It reverts state, not the
+// run's side effects outside the file.
+func (db *DB) Rollback(ctx context.Context, thread, runID string) (Config, error) {
+	if runID == "" {
+		return Config{}, fmt.Errorf("%w: missing run id", ErrInvalidArgument)
+	}
+	return db.copyOf(ctx, Config{ThreadID: thread}, Metadata{"rollback_of": runID}, runID)
+}
+
+// UpdateState applies writes to the state of the checkpoint cfg names as if
+// node asNode had made them, through the channels' reducers, as a new
+// checkpoint (source "update"). From an older checkpoint it is a fork that
+// edits the past.
+func (db *DB) UpdateState(ctx context.Context, cfg Config, asNode string, writes []ChannelWrite) (Config, error) {
+	if asNode == "" {
+		return Config{}, fmt.Errorf("%w: missing node name", ErrInvalidArgument)
+	}
+	return db.Commit(ctx, cfg.ThreadID, Step{Parent: cfg.CheckpointID, Source: "update",
+		Tasks: []TaskWrites{{TaskID: "update:" + asNode, Writes: writes}}})
+}
+
+// Compact replaces a message channel's list with summary (an Overwrite, so
+// it survives the append reducer and the history before it is never folded
+// again), as a new checkpoint after the one cfg names.
+func (db *DB) Compact(ctx context.Context, cfg Config, channel string, summary []codec.Message) (Config, error) {
+	if _, ok := db.opts.Schema[channel].(channels.Messages); !ok {
+		return Config{}, fmt.Errorf("%w: %q is not a message channel of the schema", ErrInvalidArgument, channel)
+	}
+	return db.Commit(ctx, cfg.ThreadID, Step{Parent: cfg.CheckpointID, Source: "update", Metadata: Metadata{"compaction": true},
+		Tasks: []TaskWrites{{TaskID: "compact", Writes: []ChannelWrite{{Channel: channel, Value: channels.MessageUpdate{Overwrite: true, Messages: summary}}}}}})
+}

@@ -1,0 +1,384 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Threads is the thread-list surface of a DB (SPEC 4, DeerFlow's
+// ThreadMetaStore): owner, display name, status and free metadata of each
+// thread. Get one with DB.Threads; it only holds the handle.
+//
+// Every call is scoped to an Owner: a thread of another owner is reported
+// as not found and is never returned, changed or deleted. Admin tools pass
+// AnyOwner.
+type Threads struct{ db *DB }
+
+// Threads returns the thread-list surface of db.
+func (db *DB) Threads() Threads { return Threads{db} }
+
+// Owner scopes a Threads call to one user, or (AnyOwner) to every user. The
+// zero Owner is refused, so a forgotten owner never means "everyone".
+type Owner struct {
+	id  string
+	any bool
+}
+
+// User scopes a call to the threads of user id (must not be empty).
+func User(id string) Owner { return Owner{id: id} }
+
+// AnyOwner scopes a call to every thread, whoever owns it: for admin tools.
+// Threads created with AnyOwner belong to no user.
+var AnyOwner = Owner{any: true}
+
+// String names the owner for messages.
+func (o Owner) String() string {
+	if o.any {
+		return "any owner"
+	}
+	return fmt.Sprintf("user %q", o.id)
+}
+
+func (o Owner) check() error {
+	if o.any {
+		return nil
+	}
+	if o.id == "" {
+		return fmt.Errorf("%w: no owner given: use engine.User(id), or engine.AnyOwner for admin tools", ErrInvalidArgument)
+	}
+	return checkID("owner", o.id)
+}
+
+// Thread statuses.
+const (
+	ThreadIdle        = "idle"
+	ThreadBusy        = "busy"
+	ThreadInterrupted = "interrupted"
+	ThreadError       = "error"
+)
+
+// Thread is one thread's list metadata. UserID is its owner ("" for
+// threads created with AnyOwner).
+type Thread struct {
+	ThreadID    string         `json:"thread_id"`
+	AssistantID string         `json:"assistant_id"`
+	UserID      string         `json:"user_id"`
+	DisplayName string         `json:"display_name"`
+	Status      string         `json:"status"`
+	Metadata    map[string]any `json:"metadata"`
+	CreatedAt   time.Time      `json:"created_at"`
+	UpdatedAt   time.Time      `json:"updated_at"`
+}
+
+// NewThread describes a thread to create. An empty ThreadID gets a fresh
+// random one; Status defaults to idle. Metadata "pinned": true lists the
+// thread before the others in Search.
+type NewThread struct {
+	ThreadID    string
+	AssistantID string
+	DisplayName string
+	Status      string
+	Metadata    map[string]any
+}
+
+// ThreadQuery selects threads for Search: metadata fields equal to the
+// given values (type-exact: 1, 1.0, "1" and true all differ; keys are
+// letters, digits, _ and -, dotted for nested fields), a status, and a page.
+// Limit defaults to 100, at most 1000.
+type ThreadQuery struct {
+	Metadata map[string]any
+	Status   string
+	Limit    int
+	Offset   int
+}
+
+func checkThreadStatus(s string) error {
+	switch s {
+	case ThreadIdle, ThreadBusy, ThreadInterrupted, ThreadError:
+		return nil
+	}
+	return fmt.Errorf("%w: thread status %s (want idle, busy, interrupted or error)", ErrInvalidArgument, quoteCut(s))
+}
+
+const threadCols = `thread_id, assistant_id, user_id, display_name, status, metadata, created_at, updated_at`
+
+// Owner scoping: ?2 is 1 for AnyOwner, ?3 the user id.
+const (
+	sqlThreadInsert = `INSERT INTO threads(thread_id, assistant_id, user_id, display_name, status, metadata, pinned, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id) DO NOTHING`
+	sqlThreadGet    = `SELECT ` + threadCols + ` FROM threads WHERE thread_id=?1 AND (?2 OR user_id=?3)`
+	sqlThreadName   = `UPDATE threads SET display_name=?4, updated_at=?5 WHERE thread_id=?1 AND (?2 OR user_id=?3)`
+	sqlThreadStatus = `UPDATE threads SET status=?4, updated_at=?5 WHERE thread_id=?1 AND (?2 OR user_id=?3)`
+	sqlThreadMeta   = `UPDATE threads SET metadata=?4, pinned=?5, updated_at=coalesce(?6, updated_at)
+		WHERE thread_id=?1 AND (?2 OR user_id=?3)`
+	sqlThreadDelete = `DELETE FROM threads WHERE thread_id=?1 AND (?2 OR user_id=?3)`
+	// Search: ?1 status or NULL, ?2 owner, ?3 encoded metadata filter, ?4
+	// limit, ?5 offset. The owner variants walk threads_by_owner in order;
+	// the filter runs inside SQLite so LIMIT and OFFSET apply in SQL. Every
+	// variant names all five parameters, so one argument list binds them.
+	threadWhereOwner = ` WHERE user_id=?2 AND (?1 IS NULL OR status=?1)`
+	threadWhereAny   = ` WHERE (?1 IS NULL OR status=?1) AND ?2 IS NULL`
+	threadMatch      = ` AND agentstate_thread_match(metadata, ?3)`
+	threadPage       = ` ORDER BY pinned DESC, updated_at DESC, rowid DESC LIMIT ?4 OFFSET ?5`
+	threadSelect     = `SELECT ` + threadCols + ` FROM threads`
+
+	sqlThreadSearchOwner         = threadSelect + threadWhereOwner + ` AND ?3 IS NULL` + threadPage
+	sqlThreadSearchOwnerFiltered = threadSelect + threadWhereOwner + threadMatch + threadPage
+	sqlThreadSearchAny           = threadSelect + threadWhereAny + ` AND ?3 IS NULL` + threadPage
+	sqlThreadSearchAnyFiltered   = threadSelect + threadWhereAny + threadMatch + threadPage
+)
+
+func ownerArgs(o Owner, threadID string) []any { return []any{threadID, o.any, o.id} }
+
+// isPinned reads the pin flag search orders by.
+func isPinned(md map[string]any) bool { return md["pinned"] == true }
+
+// Create inserts a thread owned by owner. A thread id already in use (by
+// anyone) fails with ErrConflict.
+func (t Threads) Create(ctx context.Context, owner Owner, nt NewThread) (Thread, error) {
+	if err := owner.check(); err != nil {
+		return Thread{}, err
+	}
+	if nt.ThreadID == "" {
+		nt.ThreadID = newRecordID()
+	}
+	if nt.Status == "" {
+		nt.Status = ThreadIdle
+	}
+	if err := checkID("thread id", nt.ThreadID); err != nil {
+		return Thread{}, err
+	}
+	if err := checkText("assistant id", nt.AssistantID, maxIDBytes); err != nil {
+		return Thread{}, err
+	}
+	if err := checkText("display name", nt.DisplayName, maxTextLong); err != nil {
+		return Thread{}, err
+	}
+	if err := checkThreadStatus(nt.Status); err != nil {
+		return Thread{}, err
+	}
+	md, err := encodeMap("thread metadata", nt.Metadata)
+	if err != nil {
+		return Thread{}, err
+	}
+	stored, err := decodeMap("thread metadata", md) // what a Get will return
+	if err != nil {
+		return Thread{}, err
+	}
+	var now int64
+	err = t.db.write(ctx, func(c *conn) error {
+		now = t.db.nowUS()
+		if err := c.exec(sqlThreadInsert, nt.ThreadID, nt.AssistantID, owner.id, nt.DisplayName, nt.Status, md,
+			isPinned(stored), now, now); err != nil {
+			return err
+		}
+		if c.c.Changes() == 0 {
+			return fmt.Errorf("%w: thread id %s is already in use", ErrConflict, quoteCut(nt.ThreadID))
+		}
+		return nil
+	})
+	if err != nil {
+		return Thread{}, err
+	}
+	return Thread{
+		ThreadID: nt.ThreadID, AssistantID: nt.AssistantID, UserID: owner.id, DisplayName: nt.DisplayName,
+		Status: nt.Status, Metadata: stored, CreatedAt: fromUS(now), UpdatedAt: fromUS(now),
+	}, nil
+}
+
+// Get returns the thread, or ErrNotFound if it does not exist or belongs to
+// another owner.
+func (t Threads) Get(ctx context.Context, owner Owner, threadID string) (Thread, error) {
+	if err := t.check(owner, threadID); err != nil {
+		return Thread{}, err
+	}
+	var th Thread
+	var found bool
+	err := t.db.read(ctx, func(c *conn) (err error) {
+		found, err = c.queryRow(sqlThreadGet, ownerArgs(owner, threadID), func(st *sqlite3.Stmt) error {
+			th, err = scanThread(st)
+			return err
+		})
+		return err
+	})
+	if err != nil {
+		return Thread{}, err
+	}
+	if !found {
+		return Thread{}, notFoundThread(owner, threadID)
+	}
+	return th, nil
+}
+
+func (t Threads) check(owner Owner, threadID string) error {
+	if err := owner.check(); err != nil {
+		return err
+	}
+	return checkID("thread id", threadID)
+}
+
+func notFoundThread(owner Owner, threadID string) error {
+	return fmt.Errorf("%w: thread %s for %v", ErrNotFound, quoteCut(threadID), owner)
+}
+
+func scanThread(st *sqlite3.Stmt) (Thread, error) {
+	th := Thread{
+		ThreadID:    st.ColumnText(0),
+		AssistantID: st.ColumnText(1),
+		UserID:      st.ColumnText(2),
+		DisplayName: st.ColumnText(3),
+		Status:      st.ColumnText(4),
+		CreatedAt:   fromUS(st.ColumnInt64(6)),
+		UpdatedAt:   fromUS(st.ColumnInt64(7)),
+	}
+	var err error
+	th.Metadata, err = decodeMap("thread metadata", st.ColumnRawBlob(5))
+	return th, err
+}
+
+// Search returns at most q.Limit of the owner's threads matching q: pinned
+// threads first, then the most recently updated.
+func (t Threads) Search(ctx context.Context, owner Owner, q ThreadQuery) ([]Thread, error) {
+	if err := owner.check(); err != nil {
+		return nil, err
+	}
+	filter, err := compileMetadataFilter(q.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	var status any
+	if q.Status != "" {
+		if err := checkThreadStatus(q.Status); err != nil {
+			return nil, err
+		}
+		status = q.Status
+	}
+	limit, err := pageLimit("thread search", q.Limit, 100)
+	if err != nil {
+		return nil, err
+	}
+	if err := pageOffset("thread search", q.Offset); err != nil {
+		return nil, err
+	}
+	var fb any
+	if filter != nil {
+		fb = filter.encoded
+	}
+	var owned any
+	if !owner.any {
+		owned = owner.id
+	}
+	sql := [2][2]string{
+		{sqlThreadSearchAny, sqlThreadSearchAnyFiltered},
+		{sqlThreadSearchOwner, sqlThreadSearchOwnerFiltered},
+	}[b2i(!owner.any)][b2i(filter != nil)]
+	out := make([]Thread, 0, min(limit, 64))
+	err = t.db.read(ctx, func(c *conn) error {
+		return c.query(sql, []any{status, owned, fb, limit, q.Offset}, func(st *sqlite3.Stmt) error {
+			th, err := scanThread(st)
+			out = append(out, th)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetDisplayName sets the thread's display name (its title in thread lists).
+//
+// Syncing it from the "title" channel of the thread's latest checkpoint at
+// the end of a run (DeerFlow's worker does this) belongs with the
+// checkpointer and is not wired yet.
+func (t Threads) SetDisplayName(ctx context.Context, owner Owner, threadID, name string) error {
+	if err := t.check(owner, threadID); err != nil {
+		return err
+	}
+	if err := checkText("display name", name, maxTextLong); err != nil {
+		return err
+	}
+	return t.update(ctx, owner, threadID, sqlThreadName, name)
+}
+
+// SetStatus sets the thread's status: idle, busy, interrupted or error.
+func (t Threads) SetStatus(ctx context.Context, owner Owner, threadID, status string) error {
+	if err := t.check(owner, threadID); err != nil {
+		return err
+	}
+	if err := checkThreadStatus(status); err != nil {
+		return err
+	}
+	return t.update(ctx, owner, threadID, sqlThreadStatus, status)
+}
+
+func (t Threads) update(ctx context.Context, owner Owner, threadID, sql, value string) error {
+	return t.db.write(ctx, func(c *conn) error {
+		if err := c.exec(sql, threadID, owner.any, owner.id, value, t.db.nowUS()); err != nil {
+			return err
+		}
+		if c.c.Changes() == 0 {
+			return notFoundThread(owner, threadID)
+		}
+		return nil
+	})
+}
+
+// MergeMetadata sets the keys of patch in the thread's metadata (a shallow
+// merge: other keys stay; a nil value is stored as null). With touch, the
+// thread's updated_at moves to now; without, list order is kept.
+func (t Threads) MergeMetadata(ctx context.Context, owner Owner, threadID string, patch map[string]any, touch bool) error {
+	if err := t.check(owner, threadID); err != nil {
+		return err
+	}
+	if _, err := encodeMap("thread metadata", patch); err != nil {
+		return err
+	}
+	return t.db.write(ctx, func(c *conn) error {
+		var md map[string]any
+		found, err := c.queryRow(sqlThreadGet, ownerArgs(owner, threadID), func(st *sqlite3.Stmt) (err error) {
+			md, err = decodeMap("thread metadata", st.ColumnRawBlob(5))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !found {
+			return notFoundThread(owner, threadID)
+		}
+		merged := make(map[string]any, len(md)+len(patch))
+		maps.Copy(merged, md)
+		maps.Copy(merged, patch)
+		b, err := encodeMap("thread metadata", merged)
+		if err != nil {
+			return err
+		}
+		var updated any
+		if touch {
+			updated = t.db.nowUS()
+		}
+		return c.exec(sqlThreadMeta, threadID, owner.any, owner.id, b, isPinned(merged), updated)
+	})
+}
+
+// Delete removes the thread's list record (not its checkpoints, runs or
+// events, which have their own deletes). Another owner's thread is
+// ErrNotFound.
+func (t Threads) Delete(ctx context.Context, owner Owner, threadID string) error {
+	if err := t.check(owner, threadID); err != nil {
+		return err
+	}
+	return t.db.write(ctx, func(c *conn) error {
+		if err := c.exec(sqlThreadDelete, ownerArgs(owner, threadID)...); err != nil {
+			return err
+		}
+		if c.c.Changes() == 0 {
+			return notFoundThread(owner, threadID)
+		}
+		return nil
+	})
+}
