@@ -500,9 +500,18 @@ func (db *DB) stateOf(c *conn, t Tuple) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	stored := []string{}
+	err = c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY channel`,
+		[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st *sqlite3.Stmt) error {
+			stored = append(stored, st.ColumnText(0))
+			return nil
+		})
+	if err != nil {
+		return State{}, err
+	}
 	return State{
 		Config: t.Config, ParentConfig: t.ParentConfig, Values: cloneValues(values), Metadata: t.Metadata,
-		CreatedAt: t.Checkpoint.TS, Stored: slices.Sorted(maps.Keys(t.Checkpoint.ChannelValues)),
+		CreatedAt: t.Checkpoint.TS, Stored: stored,
 	}, nil
 }
 
