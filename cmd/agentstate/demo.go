@@ -175,4 +175,3 @@ func short(id string) string {
 	}
 	return id
 }
-
