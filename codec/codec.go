@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -29,17 +30,37 @@ var ErrUnsupported = errors.New("codec: unsupported format version")
 // Marshal encodes v as msgpack inside the current envelope. Map keys are
 // sorted so that equal values always give equal bytes.
 func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
+	buf := buffers.Get().(*bytes.Buffer)
+	defer putBuffer(buf)
+	if err := marshalTo(buf, v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// buffers keep their capacity between calls: a snapshot of a long message
+// list would otherwise grow a fresh buffer step by step, copying it each time.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > 64<<20 {
+		return // let an outsized buffer go
+	}
+	b.Reset()
+	buffers.Put(b)
+}
+
+func marshalTo(buf *bytes.Buffer, v any) error {
 	buf.WriteByte(FormatV1)
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
-	enc.Reset(&buf)
+	enc.Reset(buf)
 	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("codec: encode %T: %w", v, err)
+		return fmt.Errorf("codec: encode %T: %w", v, err)
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // Unmarshal decodes data written by Marshal into v. Inside interface values,

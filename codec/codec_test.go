@@ -161,7 +161,7 @@ func TestCompressedRoundTrip(t *testing.T) {
 	for i := range 200 {
 		big = append(big, Message{ID: fmt.Sprintf("m%d", i), Type: AI, Content: strings.Repeat("the quick brown fox ", 10)})
 	}
-	data, err := MarshalCompressed(big)
+	data, err := MarshalCompressed(big, Small)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestCompressedRoundTrip(t *testing.T) {
 		t.Fatalf("round trip (-in +out):\n%s", diff)
 	}
 	// Small values stay plain: they gain little.
-	small, _ := MarshalCompressed(big[:1])
+	small, _ := MarshalCompressed(big[:1], Small)
 	if small[0] != FormatV1 {
 		t.Fatalf("small value compressed (envelope %#x)", small[0])
 	}

@@ -17,7 +17,7 @@ func seedCorpus(f *testing.F) {
 	for i := range big {
 		big[i] = Message{ID: "x", Type: AI, Content: "some repeated text some repeated text"}
 	}
-	if b, err := MarshalCompressed(big); err == nil {
+	if b, err := MarshalCompressed(big, Small); err == nil {
 		f.Add(b)
 	}
 	f.Add([]byte{})

@@ -103,7 +103,7 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 			}
 			switch {
 			case keepSnapshot && !owns:
-				data, err := codec.MarshalCompressed(values[name])
+				data, err := codec.MarshalCompressed(values[name], compressionFor(mode))
 				if err != nil {
 					return rep, err
 				}

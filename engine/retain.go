@@ -277,7 +277,7 @@ func (db *DB) protectSurvivors(c *conn, thread string, rows []cpRow, drop map[cp
 				if err != nil {
 					return err
 				}
-				data, err := codec.MarshalCompressed(values[ch])
+				data, err := codec.MarshalCompressed(values[ch], db.compression())
 				if err != nil {
 					return err
 				}

@@ -363,7 +363,7 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 			nv[name] = version
 		}
 		if store {
-			data, err := codec.MarshalCompressed(values[name])
+			data, err := codec.MarshalCompressed(values[name], db.compression())
 			if err != nil {
 				return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, name, err)
 			}
@@ -656,4 +656,16 @@ func (db *DB) Compact(ctx context.Context, cfg Config, channel string, summary [
 	}
 	return db.Commit(ctx, cfg.ThreadID, Step{Parent: cfg.CheckpointID, Source: "update", Metadata: Metadata{"compaction": true},
 		Tasks: []TaskWrites{{TaskID: "compact", Writes: []ChannelWrite{{Channel: channel, Value: channels.MessageUpdate{Overwrite: true, Messages: summary}}}}}})
+}
+
+// compression is the effort spent compressing stored channel values: full
+// mode stores the whole list at every change, so it favours speed; delta
+// mode stores a snapshot every K updates, so it favours size.
+func (db *DB) compression() int { return compressionFor(db.opts.Mode) }
+
+func compressionFor(mode string) int {
+	if mode == ModeFull {
+		return codec.Fast
+	}
+	return codec.Small
 }
