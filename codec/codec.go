@@ -11,9 +11,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // FormatV1 is the envelope byte that precedes every msgpack value written by
@@ -63,9 +65,10 @@ func marshalTo(buf *bytes.Buffer, v any) error {
 	return nil
 }
 
-// Unmarshal decodes data written by Marshal into v. Inside interface values,
-// maps decode as map[string]any, integers as int64 and binary strings as
-// string (store bytes in a Blob to keep them as bytes). Garbage, truncated input
+// Unmarshal decodes data written by Marshal into v. Inside maps, maps decode
+// as map[string]any, lists as []any, integers as int64 (uint64 only above
+// the int64 range) and binary strings as string (store bytes in a Blob to
+// keep them as bytes). Garbage, truncated input
 // and shape mismatches return an error matching ErrCorrupt; an envelope from a
 // newer codec returns ErrUnsupported. It never panics.
 func Unmarshal(data []byte, v any) (err error) {
@@ -106,10 +109,63 @@ func Unmarshal(data []byte, v any) (err error) {
 	dec.Reset(rd)
 	dec.UseLooseInterfaceDecoding(true)
 	dec.SetMapDecoder(decodeStringMap)
-	if err := dec.Decode(v); err != nil {
+	// Generic targets go through decodeLoose so integers come out the same
+	// at every depth; the library's own map decoding would not use it.
+	switch t := v.(type) {
+	case *any:
+		*t, err = decodeLoose(dec)
+	case *map[string]any:
+		var m any
+		if m, err = decodeLoose(dec); err == nil {
+			mm, ok := m.(map[string]any)
+			if !ok && m != nil {
+				err = fmt.Errorf("%T is not a map", m)
+			}
+			*t = mm
+		}
+	default:
+		err = dec.Decode(v)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	return nil
+}
+
+// decodeLoose decodes one value inside a map or list: lists element by
+// element (so their maps and integers follow these rules too), unsigned
+// integers that fit as int64, everything else as the library's loose
+// decoding does.
+func decodeLoose(dec *msgpack.Decoder) (any, error) {
+	c, err := dec.PeekCode()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c == msgpcode.Uint8 || c == msgpcode.Uint16 || c == msgpcode.Uint32 || c == msgpcode.Uint64:
+		u, err := dec.DecodeUint64()
+		if err != nil || u > math.MaxInt64 {
+			return u, err
+		}
+		return int64(u), nil
+	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+		return decodeStringMap(dec)
+	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+		n, err := dec.DecodeArrayLen()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, 0, min(n, 1024))
+		for range n {
+			v, err := decodeLoose(dec)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	return dec.DecodeInterfaceLoose()
 }
 
 // decodeStringMap makes maps inside interface values decode as
@@ -128,7 +184,7 @@ func decodeStringMap(dec *msgpack.Decoder) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := dec.DecodeInterfaceLoose()
+		v, err := decodeLoose(dec)
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,7 @@ type DB struct {
 	cache   *historyCache
 	states  *stateCache
 	ids     idGen
+	recs    recordsState // run ownership of this handle (records_common.go)
 
 	closeMu sync.RWMutex // held for reading by every call, for writing by Close
 	closed  bool

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -105,20 +104,11 @@ func ignoreStop(err error) error {
 }
 
 // recordsState is what a read-write handle keeps for the record surfaces.
-// It lives beside the DB (keyed by handle) because the surfaces add no
-// fields to DB itself.
 type recordsState struct {
 	ownerID string // identifies this handle as the owner of the runs it creates
 }
 
-var recordHandles sync.Map // *DB -> *recordsState
-
-func (db *DB) records() *recordsState {
-	if st, ok := recordHandles.Load(db); ok {
-		return st.(*recordsState)
-	}
-	return &recordsState{}
-}
+func (db *DB) records() *recordsState { return &db.recs }
 
 func init() {
 	openHooks = append(openHooks, openRecords)
@@ -129,18 +119,9 @@ func init() {
 // starts the background loop that renews this handle's run leases and, when
 // configured, sweeps expired store items. The loop stops on Close.
 func openRecords(ctx context.Context, db *DB) error {
-	st := &recordsState{ownerID: db.opts.RunOwner + "#" + rand.Text()[:12]}
-	recordHandles.Store(db, st)
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			recordHandles.Delete(db)
-		}
-	}
+	db.recs.ownerID = db.opts.RunOwner + "#" + rand.Text()[:12]
 	if db.opts.ReconcileOnOpen {
 		if _, err := db.Runs().Reconcile(ctx); err != nil {
-			stop()
 			return fmt.Errorf("reconcile runs: %w", err)
 		}
 	}
@@ -150,7 +131,6 @@ func openRecords(ctx context.Context, db *DB) error {
 	db.onClose(func() {
 		cancel()
 		<-done
-		stop()
 	})
 	return nil
 }

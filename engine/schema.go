@@ -68,9 +68,19 @@ type fileState struct {
 	objects        int64 // rows of sqlite_master
 }
 
-func readFileState(c *conn) (fileState, error) {
-	var s fileState
-	var err error
+// readFileState reads the header fields and the catalogue in one read
+// transaction, so that they cannot straddle another process's migration.
+func readFileState(c *conn) (s fileState, err error) {
+	if c.c.GetAutocommit() {
+		if err := c.exec("BEGIN"); err != nil {
+			return s, err
+		}
+		defer func() {
+			if cerr := c.exec("COMMIT"); err == nil {
+				err = cerr
+			}
+		}()
+	}
 	if s.appID, err = c.queryInt64("PRAGMA application_id"); err != nil {
 		return s, err
 	}
