@@ -54,7 +54,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 func TestGenericValuesRoundTrip(t *testing.T) {
 	in := map[string]any{
 		"source": "loop", "step": int64(3), "big": int64(300), "huge": int64(1) << 40, "score": 1.25, "ok": true, "none": nil,
-		"list": []any{int64(200), map[string]any{"n": int64(70000)}},
+		"list":    []any{int64(200), map[string]any{"n": int64(70000)}},
 		"parents": map[string]any{"": "1ef-abc"}, "tags": []any{"a", int64(1), false},
 	}
 	data, err := Marshal(in)
