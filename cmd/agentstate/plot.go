@@ -21,16 +21,20 @@ func plotSVG(rs []benchResult, retain bool) string {
 			maxBytes = max(maxBytes, s.bytes)
 		}
 	}
-	yMax := niceCeil(float64(maxBytes))
+	unit := float64(1)
+	for _, u := range []float64{1 << 30, 1 << 20, 1 << 10} {
+		if float64(maxBytes) >= u {
+			unit = u
+			break
+		}
+	}
+	yMax := niceCeil(float64(maxBytes)/unit) * unit
 	x := func(turn int) float64 { return float64(left) + pw*float64(turn)/float64(maxTurn) }
 	y := func(b int64) float64 { return float64(top) + ph*(1-float64(b)/yMax) }
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&sb, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
 	title := "agentstate bench: file size against conversation length"
-	if retain {
-		title += " (delta with retention)"
-	}
 	fmt.Fprintf(&sb, `<text x="%d" y="28" font-size="16" font-weight="bold">%s</text>`+"\n", left, title)
 	for i := 0; i <= 5; i++ {
 		v := yMax * float64(i) / 5
@@ -60,6 +64,9 @@ func plotSVG(rs []benchResult, retain bool) string {
 		if r.Every != nil {
 			label += fmt.Sprintf(" (K=%d)", *r.Every)
 		}
+		if retain && r.Mode == "delta" {
+			label += " with retention"
+		}
 		if n := len(r.samples); n > 0 {
 			label += ": " + humanBytes(float64(r.samples[n-1].bytes))
 		}
@@ -88,9 +95,9 @@ func niceCeil(v float64) float64 {
 func humanBytes(v float64) string {
 	switch {
 	case v >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", v/(1<<30))
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/(1<<30)), ".0") + " GiB"
 	case v >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/(1<<20)), ".0") + " MiB"
 	case v >= 1<<10:
 		return fmt.Sprintf("%.0f KiB", v/(1<<10))
 	}
