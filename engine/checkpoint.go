@@ -145,6 +145,7 @@ type put struct {
 	md          []byte
 	runID       any
 	noSeal      bool // a copy of the parent's state consumes none of its writes
+	trusted     bool // made by the thread API in this transaction: parent loaded, id and versions fresh
 	wantSealed  bool // collect the sealed writes for the history cache
 	sealed      []PendingWrite
 	replaced    bool
@@ -201,18 +202,21 @@ func (p *put) run(c *conn) error {
 	var parent any
 	if cfg.CheckpointID != "" {
 		parent = cfg.CheckpointID
-		found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
-		if err != nil {
+	}
+	if !p.trusted {
+		if cfg.CheckpointID != "" {
+			found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: parent checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+			}
+		}
+		var err error
+		if p.replaced, err = c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cp.ID}, nil); err != nil {
 			return err
 		}
-		if !found {
-			return fmt.Errorf("%w: parent checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
-		}
-	}
-	var err error
-	p.replaced, err = c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cp.ID}, nil)
-	if err != nil {
-		return err
 	}
 	if err := c.exec(sqlInsertCheckpoint, cfg.ThreadID, cfg.CheckpointNS, cp.ID, parent, p.runID, p.payload, p.md); err != nil {
 		return err
@@ -220,8 +224,10 @@ func (p *put) run(c *conn) error {
 	for ch, v := range p.newVersions {
 		b, ok := cp.ChannelValues[ch]
 		if !ok {
-			if err := checkVersionUnused(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID); err != nil {
-				return err
+			if !p.trusted {
+				if err := checkVersionUnused(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -331,7 +337,7 @@ func (db *DB) PutWrites(ctx context.Context, cfg Config, writes []Write, taskID,
 	if err := validateWrites(cfg, writes, taskID); err != nil {
 		return err
 	}
-	return db.write(ctx, func(c *conn) error { return putWritesTx(c, cfg, writes, taskID, taskPath, nil) })
+	return db.write(ctx, func(c *conn) error { return putWritesTx(c, cfg, writes, taskID, taskPath, nil, false) })
 }
 
 func validateWrites(cfg Config, writes []Write, taskID string) error {
@@ -356,8 +362,9 @@ func validateWrites(cfg Config, writes []Write, taskID string) error {
 }
 
 // putWritesTx stores validated writes; runID tags writes a run of the thread
-// API made (nil for LangGraph's writes), which rollback uses.
-func putWritesTx(c *conn, cfg Config, writes []Write, taskID, taskPath string, runID any) error {
+// API made (nil for LangGraph's writes), which rollback uses; known says the
+// caller has just read the checkpoint in this transaction.
+func putWritesTx(c *conn, cfg Config, writes []Write, taskID, taskPath string, runID any, known bool) error {
 	allSpecial := len(writes) > 0
 	for _, w := range writes {
 		if _, ok := specialIdx[w.Channel]; !ok {
@@ -368,12 +375,14 @@ func putWritesTx(c *conn, cfg Config, writes []Write, taskID, taskPath string, r
 	if allSpecial {
 		q = sqlInsertWriteReplace
 	}
-	found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+	if !known {
+		found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+		}
 	}
 	for i, w := range writes {
 		idx, ok := specialIdx[w.Channel]
@@ -443,6 +452,12 @@ func (db *DB) GetTuple(ctx context.Context, cfg Config) (Tuple, error) {
 // channel values and pending writes with one query each for all rows, so a
 // page of any size costs three queries.
 func loadTuples(c *conn, q string, args []any) ([]Tuple, error) {
+	return loadTuplesWith(c, q, args, true)
+}
+
+// loadTuplesWith is loadTuples that can leave pending writes out, for
+// callers that do not need them.
+func loadTuplesWith(c *conn, q string, args []any, pending bool) ([]Tuple, error) {
 	var tuples []Tuple
 	err := c.query(q, args, func(st *sqlite3.Stmt) error {
 		t, err := scanCheckpoint(st)
@@ -458,8 +473,10 @@ func loadTuples(c *conn, q string, args []any) ([]Tuple, error) {
 	if err := loadValues(c, tuples); err != nil {
 		return nil, err
 	}
-	if err := loadPendingWrites(c, tuples); err != nil {
-		return nil, err
+	if pending {
+		if err := loadPendingWrites(c, tuples); err != nil {
+			return nil, err
+		}
 	}
 	return tuples, nil
 }

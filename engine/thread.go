@@ -194,7 +194,7 @@ func (db *DB) Commit(ctx context.Context, thread string, step Step) (Config, err
 			runID = step.RunID
 		}
 		for _, t := range tasks {
-			if err := putWritesTx(c, parent.Config, t.writes, t.id, "", runID); err != nil {
+			if err := putWritesTx(c, parent.Config, t.writes, t.id, "", runID, true); err != nil {
 				return err
 			}
 		}
@@ -239,7 +239,7 @@ func (db *DB) resolveParent(c *conn, thread, id string) (*Tuple, error) {
 	if id != "" {
 		q, args = sqlGetByID, append(args, id)
 	}
-	ts, err := loadTuples(c, q, args)
+	ts, err := loadTuplesWith(c, q, args, false)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func (db *DB) putChild(c *conn, parent Config, cp Checkpoint, md Metadata, nv ma
 	if err != nil {
 		return nil, err
 	}
-	p.noSeal = noSeal
+	p.noSeal, p.trusted = noSeal, true
 	p.wantSealed = parent.CheckpointID != "" && db.cache.tracks(parent.ThreadID, parent.CheckpointNS, parent.CheckpointID)
 	if err := p.run(c); err != nil {
 		return nil, err
