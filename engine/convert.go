@@ -52,26 +52,28 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 		return rep, fmt.Errorf("%w: thread %q was not written by the thread API (or does not exist)", ErrNotFound, thread)
 	}
 	// Parents sort before children (ids grow along every chain), so one
-	// pass in id order sees each parent's state before its children.
+	// pass in id order sees each parent's state before its children, in
+	// every namespace.
 	tuples, err := loadTuples(c, `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
-		WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id`, []any{thread})
+		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread})
 	if err != nil {
 		return rep, err
 	}
-	byID := map[string]Tuple{}
-	counters := map[string]map[string]channels.Counter{}
+	byID := map[cpKey]Tuple{}
+	counters := map[cpKey]map[string]channels.Counter{}
 	cadence := channels.Cadence{K: every}
 	for _, t := range tuples {
-		byID[t.Config.CheckpointID] = t
+		ns := t.Config.CheckpointNS
+		byID[cpKey{thread, ns, t.Config.CheckpointID}] = t
 		var parent *Tuple
 		if t.ParentConfig != nil {
-			if p, ok := byID[t.ParentConfig.CheckpointID]; ok {
+			if p, ok := byID[cpKey{thread, ns, t.ParentConfig.CheckpointID}]; ok {
 				parent = &p
 			}
 		}
 		cs := map[string]channels.Counter{}
 		if parent != nil {
-			cs = maps.Clone(counters[parent.Config.CheckpointID])
+			cs = maps.Clone(counters[cpKey{thread, ns, parent.Config.CheckpointID}])
 		}
 		values, err := db.materialize(c, t)
 		if err != nil {
@@ -107,18 +109,18 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 				if err != nil {
 					return rep, err
 				}
-				if err := c.exec(sqlInsertBlob, thread, "", name, v, t.Config.CheckpointID, codec.TypeMsgpack, data); err != nil {
+				if err := c.exec(sqlInsertBlob, thread, ns, name, v, t.Config.CheckpointID, codec.TypeMsgpack, data); err != nil {
 					return rep, err
 				}
 				rep.SnapshotsAdded++
 			case !keepSnapshot && owns && t.ParentConfig != nil:
-				if err := c.exec(sqlDeleteBlob, thread, "", name, v); err != nil {
+				if err := c.exec(sqlDeleteBlob, thread, ns, name, v); err != nil {
 					return rep, err
 				}
 				rep.SnapshotsRemoved++
 			}
 		}
-		counters[t.Config.CheckpointID] = cs
+		counters[cpKey{thread, ns, t.Config.CheckpointID}] = cs
 		md := Metadata(maps.Clone(map[string]any(t.Metadata)))
 		if mode == ModeDelta {
 			md = channels.SetCounters(md, cs)
@@ -129,7 +131,7 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 		if err != nil {
 			return rep, err
 		}
-		if err := c.exec(`UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?`, b, thread, t.Config.CheckpointID); err != nil {
+		if err := c.exec(`UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`, b, thread, ns, t.Config.CheckpointID); err != nil {
 			return rep, err
 		}
 	}
@@ -146,8 +148,8 @@ func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, 
 		return false, nil
 	}
 	found := false
-	err := c.query(`SELECT data FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? AND consumed_by = ? AND channel = ?`,
-		[]any{thread, parent.Config.CheckpointID, child, name}, func(st *sqlite3.Stmt) error {
+	err := c.query(`SELECT data FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by = ? AND channel = ?`,
+		[]any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID, child, name}, func(st *sqlite3.Stmt) error {
 			u, err := ch.DecodeUpdate(st.ColumnRawBlob(0))
 			if err != nil {
 				return fmt.Errorf("%w: write to %q: %w", ErrCorrupt, name, err)

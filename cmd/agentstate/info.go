@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"text/tabwriter"
 
@@ -13,49 +11,93 @@ import (
 )
 
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("info", "info [--json] FILE", stderr)
+	return infoCommand(ctx, "info", args, stdout, stderr)
+}
+
+func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return infoCommand(ctx, "stats", args, stdout, stderr)
+}
+
+func infoCommand(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags(name, name+" [--threads N] [--json] FILE", stderr)
+	largest := fs.Int("threads", 10, "how many of the largest threads to list")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parse(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(pos[0]); err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
+	if *largest < 0 {
+		return usageError{"--threads must be >= 0"}
 	}
-	opts := engine.DefaultOptions()
-	opts.ReadOnly, opts.Mode = true, engine.ModeAuto
-	db, err := engine.Open(ctx, pos[0], &opts)
+	db, err := openFile(ctx, pos[0], true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	in, err := db.Info(ctx)
+	st, err := db.Stats(ctx, *largest)
 	if err != nil {
-		return err
+		return inFile(pos[0], err)
 	}
-	return printInfo(stdout, in, *asJSON)
+	if *asJSON {
+		return printJSON(stdout, st)
+	}
+	return printStats(stdout, st)
 }
 
-func printInfo(w io.Writer, in engine.Info, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		return enc.Encode(in)
-	}
+func printStats(w io.Writer, st engine.Stats) error {
+	in := st.Info
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "path\t%s\n", in.Path)
 	fmt.Fprintf(tw, "schema version\t%d\n", in.SchemaVersion)
 	fmt.Fprintf(tw, "application id\t0x%08x\n", in.ApplicationID)
+	if in.Mode == engine.ModeDelta {
+		fmt.Fprintf(tw, "mode\tdelta (K=%d)\n", in.SnapshotEvery)
+	} else {
+		fmt.Fprintf(tw, "mode\t%s\n", in.Mode)
+	}
 	fmt.Fprintf(tw, "page size\t%d\n", in.PageSize)
 	fmt.Fprintf(tw, "pages\t%d (%d free)\n", in.PageCount, in.FreePages)
 	fmt.Fprintf(tw, "file bytes\t%d\n", in.FileBytes)
 	fmt.Fprintf(tw, "wal bytes\t%d\n", in.WALBytes)
+	hc := st.HistoryCache
+	if hc.Enabled {
+		fmt.Fprintf(tw, "history cache\t%d bytes max (this handle: %d entries, %d hits, %d misses)\n", hc.MaxBytes, hc.Entries, hc.Hits, hc.Misses)
+	} else {
+		fmt.Fprintf(tw, "history cache\toff\n")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "surface\trows\tbytes\t\n")
+	for _, s := range st.Surfaces {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", s.Name, s.Rows, s.Bytes)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(st.LargestThreads) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "largest threads\tmode\tcheckpoints\tbytes\t\n")
+		for _, t := range st.LargestThreads {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t\n", t.ThreadID, orDash(t.Mode), t.Checkpoints, t.Bytes)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
 	names := make([]string, 0, len(in.Rows))
 	for n := range in.Rows {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "table\trows\t\n")
 	for _, n := range names {
-		fmt.Fprintf(tw, "rows %s\t%d\n", n, in.Rows[n])
+		fmt.Fprintf(tw, "%s\t%d\t\n", n, in.Rows[n])
 	}
 	return tw.Flush()
 }

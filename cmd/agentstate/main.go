@@ -30,7 +30,21 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"info", "schema version, header fields, sizes and row counts of a file", runInfo},
+		{"info", "schema version, mode and K, sizes, bytes and rows per surface, largest threads", runInfo},
+		{"stats", "the same as info", runStats},
+		{"threads", "list threads (search by owner, status, metadata key=value)", runThreads},
+		{"state", "a checkpoint's materialized values as JSON", runState},
+		{"history", "a thread's checkpoints, newest first, one line each", runHistory},
+		{"runs", "a thread's runs, newest first", runRuns},
+		{"events", "a thread's events (all, one run's, or messages only)", runEvents},
+		{"tokens", "a thread's token usage by model and by caller", runTokens},
+		{"verify", "check a file without changing it; exit 1 and one line per problem", runVerify},
+		{"retain", "drop what retention allows (dry run unless --apply)", runRetain},
+		{"vacuum", "give free pages back to the file system", runVacuum},
+		{"convert", "rewrite a file (or one thread) into full or delta mode", runConvert},
+		{"export", "write every surface as JSON lines to stdout", runExport},
+		{"import", "read JSON lines written by export from stdin into a file", runImport},
+		{"import-langgraph", "copy the threads of a LangGraph.js SqliteSaver file into a file", runImportLangGraph},
 		{"demo", "write a sample conversation to ./agentstate.db and describe it", runDemo},
 		{"bench", "run the fixed conversation workload and report size and speed per mode", runBench},
 	}
@@ -86,7 +100,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "\nUsage: agentstate COMMAND [flags] [FILE]")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-17s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'agentstate COMMAND -h' for a command's flags. Exit codes: 0 ok, 1 failed, 2 usage.")
 }

@@ -1,0 +1,769 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// binary is the agentstate command, built once for the whole test run.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentstate-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "agentstate")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// agentstate runs the binary with stdin, stdout and stderr on pipes, and
+// checks that no progress line ever reaches them.
+func agentstate(t *testing.T, stdin []byte, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("agentstate %v: %v", args, err)
+	}
+	if strings.ContainsAny(r.stdout+r.stderr, "\r\x1b") {
+		t.Fatalf("agentstate %v printed a progress line on a pipe:\n%q\n%q", args, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func want(t *testing.T, r result, code int, args ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+}
+
+func contains(t *testing.T, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Fatalf("output has no %q:\n%s", sub, s)
+		}
+	}
+}
+
+// jsonLines decodes every line of s as a JSON object.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// fixture writes a file through the engine that uses every surface: a
+// thread-API conversation with a fork, a hidden image message and a
+// compaction; thread records for alice and bob; a finished run with tokens;
+// events; a store item. It returns the path and the chat checkpoints.
+func fixture(t *testing.T, mode string) (string, []engine.Config) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "agent.db")
+	o := engine.DefaultOptions()
+	o.Mode, o.SnapshotEvery = mode, 3
+	db, err := engine.Open(ctx, path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var cps []engine.Config
+	commit := func(parent string, ms ...codec.Message) {
+		t.Helper()
+		cfg, err := db.Commit(ctx, "chat", engine.Step{Parent: parent, RunID: "run-1",
+			Tasks: []engine.TaskWrites{{TaskID: "node", Writes: []engine.ChannelWrite{{Channel: engine.MessagesChannel, Value: ms}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cps = append(cps, cfg)
+	}
+	for i := range 9 {
+		commit("", codec.Message{ID: fmt.Sprintf("h%d", i), Type: codec.Human, Content: fmt.Sprintf("question %d", i)},
+			codec.Message{ID: fmt.Sprintf("a%d", i), Type: codec.AI, Content: fmt.Sprintf("answer %d", i)})
+	}
+	fork, err := db.Fork(ctx, cps[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps = append(cps, fork)
+	commit(fork.CheckpointID, codec.Message{ID: "img", Type: codec.Human, AdditionalKwargs: map[string]any{engine.HideFromUIKey: true},
+		Content: []any{map[string]any{"type": "text", "text": "see"}, map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,SECRET"}}}})
+	c, err := db.Compact(ctx, engine.Config{ThreadID: "chat"}, engine.MessagesChannel, []codec.Message{{ID: "sum", Type: codec.System, Content: "summary"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps = append(cps, c)
+	commit("", codec.Message{ID: "last", Type: codec.Human, Content: "after the summary"})
+
+	if _, err := db.Threads().Create(ctx, engine.User("alice"), engine.NewThread{ThreadID: "chat", DisplayName: "Trip plan", Metadata: map[string]any{"topic": "travel", "pinned": true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Threads().Create(ctx, engine.User("bob"), engine.NewThread{ThreadID: "other", DisplayName: "Other", Status: engine.ThreadBusy, Metadata: map[string]any{"topic": "misc"}}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := db.Runs().Create(ctx, engine.NewRun{RunID: "run-1", ThreadID: "chat", ModelName: "model-a", Status: engine.RunRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Events().PutBatch(ctx, []engine.Event{
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.human.input", Category: engine.CategoryMessage, Content: "question 0"},
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "tool.call", Category: "trace", Content: map[string]any{"tool": "search"}},
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.ai.response", Category: engine.CategoryMessage, Content: "answer 0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Runs().Complete(ctx, run.Run.RunID, engine.RunSuccess, "", engine.RunTotals{TotalInputTokens: 30, TotalOutputTokens: 12, TotalTokens: 42,
+		LLMCallCount: 3, LeadAgentTokens: 40, MiddlewareTokens: 2,
+		TokenUsageByModel: map[string]engine.ModelTokens{"model-a": {Input: 20, Output: 10, Total: 30}, "model-b": {Input: 10, Output: 2, Total: 12}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Store().Put(ctx, []string{"users", "alice"}, "prefs", map[string]any{"lang": "fr"}); err != nil {
+		t.Fatal(err)
+	}
+	return path, cps
+}
+
+// rawExec changes a closed file behind the engine's back.
+func rawExec(t *testing.T, path, q string, args ...any) {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, _, err := c.Prepare(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			st.BindText(i+1, v)
+		case int:
+			st.BindInt(i+1, v)
+		}
+	}
+	if err := st.Exec(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func TestHelpListsEveryCommand(t *testing.T) {
+	r := agentstate(t, nil, "help")
+	want(t, r, 0)
+	for _, c := range commands {
+		contains(t, r.stdout, "  "+c.name+" ", c.summary)
+		h := agentstate(t, nil, c.name, "-h")
+		want(t, h, 0)
+		contains(t, h.stderr, "Usage: agentstate "+c.name)
+		h2 := agentstate(t, nil, "help", c.name)
+		want(t, h2, 0)
+		if h2.stderr != h.stderr {
+			t.Fatalf("help %s differs from %s -h", c.name, c.name)
+		}
+	}
+	want(t, agentstate(t, nil), 2)
+	r = agentstate(t, nil, "frobnicate")
+	want(t, r, 2)
+	contains(t, r.stderr, `unknown command "frobnicate"`)
+}
+
+// TestREADMEDocumentsEveryCommand: the README's CLI table names every
+// command of `agentstate help`.
+func TestREADMEDocumentsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		if !bytes.Contains(b, []byte("| `agentstate "+c.name+" ")) && !bytes.Contains(b, []byte("| `agentstate "+c.name+"`")) {
+			t.Errorf("README.md has no table row for `agentstate %s`", c.name)
+		}
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	path, _ := fixture(t, engine.ModeFull)
+	for _, args := range [][]string{
+		{"info"},
+		{"info", path, "extra"},
+		{"state", path},
+		{"history", path, "chat", "--limit", "-1"},
+		{"convert", path},
+		{"convert", path, "--mode", "sideways"},
+		{"retain", path, "--keep-latest", "-2"},
+		{"verify", path, "--no-such-flag"},
+		{"import-langgraph", "a"},
+	} {
+		r := agentstate(t, nil, args...)
+		if r.code != 2 {
+			t.Errorf("agentstate %v: exit %d, want 2\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestMissingFileIsNamed(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.db")
+	for _, cmd := range []string{"info", "verify", "export", "vacuum", "threads"} {
+		r := agentstate(t, nil, cmd, missing)
+		want(t, r, 1)
+		contains(t, r.stderr, missing, "no such file")
+		if _, err := os.Stat(missing); err == nil {
+			t.Fatalf("%s created %s", cmd, missing)
+		}
+	}
+	notOurs := filepath.Join(t.TempDir(), "other.db")
+	rawExec(t, notOurs, `CREATE TABLE x(y)`)
+	r := agentstate(t, nil, "info", notOurs)
+	want(t, r, 1)
+	contains(t, r.stderr, notOurs, "not an agentstate database")
+}
+
+func TestInfo(t *testing.T) {
+	path, _ := fixture(t, engine.ModeDelta)
+	r := agentstate(t, nil, "info", path)
+	want(t, r, 0)
+	contains(t, r.stdout, "schema version", "delta (K=3)", "snapshots", "largest threads", "chat", "history cache")
+	s := agentstate(t, nil, "stats", path)
+	want(t, s, 0)
+	if s.stdout != r.stdout {
+		t.Fatal("stats and info differ")
+	}
+	j := agentstate(t, nil, "info", "--json", path)
+	want(t, j, 0)
+	var st engine.Stats
+	if err := json.Unmarshal([]byte(j.stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode != engine.ModeDelta || st.SnapshotEvery != 3 || len(st.Surfaces) != 8 || st.LargestThreads[0].ThreadID != "chat" {
+		t.Fatalf("info --json: %+v", st)
+	}
+}
+
+func TestThreads(t *testing.T) {
+	path, _ := fixture(t, engine.ModeFull)
+	r := agentstate(t, nil, "threads", path)
+	want(t, r, 0)
+	contains(t, r.stdout, "chat", "other", "alice", "bob", "Trip plan")
+	j := agentstate(t, nil, "threads", "--json", "--owner", "bob", path)
+	want(t, j, 0)
+	lines := jsonLines(t, j.stdout)
+	if len(lines) != 1 || lines[0]["thread_id"] != "other" {
+		t.Fatalf("--owner bob: %v", lines)
+	}
+	j = agentstate(t, nil, "threads", path, "--json", "--meta", "topic=travel", "--meta", "pinned=true")
+	want(t, j, 0)
+	if lines := jsonLines(t, j.stdout); len(lines) != 1 || lines[0]["thread_id"] != "chat" {
+		t.Fatalf("--meta: %v", lines)
+	}
+	j = agentstate(t, nil, "threads", path, "--json", "--status", "busy")
+	if lines := jsonLines(t, j.stdout); len(lines) != 1 || lines[0]["thread_id"] != "other" {
+		t.Fatalf("--status busy: %v", lines)
+	}
+	r = agentstate(t, nil, "threads", path, "--meta", "bad key=1")
+	want(t, r, 1)
+	contains(t, r.stderr, path)
+}
+
+func TestState(t *testing.T) {
+	path, cps := fixture(t, engine.ModeDelta)
+	r := agentstate(t, nil, "state", path, "chat", "--json")
+	want(t, r, 0)
+	var view struct {
+		Values map[string][]codec.Message `json:"values"`
+		Config engine.Config              `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &view); err != nil {
+		t.Fatal(err)
+	}
+	if ms := view.Values["messages"]; len(ms) != 2 || ms[0].ID != "sum" || ms[1].ID != "last" {
+		t.Fatalf("head state: %+v", view)
+	}
+	r = agentstate(t, nil, "state", path, "chat", "--checkpoint", cps[1].CheckpointID)
+	want(t, r, 0)
+	if err := json.Unmarshal([]byte(r.stdout), &view); err != nil {
+		t.Fatal(err)
+	}
+	if len(view.Values["messages"]) != 4 || view.Config.CheckpointID != cps[1].CheckpointID {
+		t.Fatalf("state at checkpoint 2: %+v", view)
+	}
+	img := cps[len(cps)-3] // the commit with the hidden image
+	r = agentstate(t, nil, "state", path, "chat", "--checkpoint", img.CheckpointID)
+	contains(t, r.stdout, "SECRET")
+	r = agentstate(t, nil, "state", path, "chat", "--checkpoint", img.CheckpointID, "--safe")
+	want(t, r, 0)
+	if strings.Contains(r.stdout, "SECRET") || !strings.Contains(r.stdout, `"see"`) {
+		t.Fatalf("--safe kept the hidden image or lost the text:\n%s", r.stdout)
+	}
+	r = agentstate(t, nil, "state", path, "nope")
+	want(t, r, 1)
+	contains(t, r.stderr, path, "not found", `"nope"`)
+}
+
+func TestHistory(t *testing.T) {
+	path, cps := fixture(t, engine.ModeDelta)
+	r := agentstate(t, nil, "history", path, "chat")
+	want(t, r, 0)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != len(cps)+2 { // header, root, commits
+		t.Fatalf("%d lines for %d checkpoints:\n%s", len(lines), len(cps)+1, r.stdout)
+	}
+	contains(t, r.stdout, "(snapshot)", "fork", "messages")
+	j := agentstate(t, nil, "history", path, "chat", "--json", "--limit", "3", "--before", cps[5].CheckpointID)
+	want(t, j, 0)
+	entries := jsonLines(t, j.stdout)
+	if len(entries) != 3 || entries[0]["checkpoint_id"] != cps[4].CheckpointID || entries[0]["parent_id"] != cps[3].CheckpointID {
+		t.Fatalf("--before --limit: %v", entries)
+	}
+	r = agentstate(t, nil, "history", path, "nope")
+	want(t, r, 1)
+	contains(t, r.stderr, path, "no checkpoint")
+}
+
+func TestRunsEventsTokens(t *testing.T) {
+	path, _ := fixture(t, engine.ModeFull)
+	r := agentstate(t, nil, "runs", path, "chat")
+	want(t, r, 0)
+	contains(t, r.stdout, "run-1", "success", "model-a", "42")
+	j := agentstate(t, nil, "runs", path, "chat", "--json")
+	if runs := jsonLines(t, j.stdout); len(runs) != 1 || runs[0]["run_id"] != "run-1" {
+		t.Fatalf("runs --json: %v", runs)
+	}
+
+	r = agentstate(t, nil, "events", path, "chat")
+	want(t, r, 0)
+	contains(t, r.stdout, "question 0", "tool.call", "answer 0")
+	j = agentstate(t, nil, "events", path, "chat", "--messages", "--json")
+	want(t, j, 0)
+	if evs := jsonLines(t, j.stdout); len(evs) != 2 || evs[1]["content"] != "answer 0" {
+		t.Fatalf("--messages: %v", evs)
+	}
+	j = agentstate(t, nil, "events", path, "chat", "--run", "run-1", "--json")
+	if evs := jsonLines(t, j.stdout); len(evs) != 3 {
+		t.Fatalf("--run: %v", evs)
+	}
+	j = agentstate(t, nil, "events", path, "chat", "--run", "other-run", "--json")
+	if evs := jsonLines(t, j.stdout); len(evs) != 0 {
+		t.Fatalf("--run other-run: %v", evs)
+	}
+
+	r = agentstate(t, nil, "tokens", path, "chat")
+	want(t, r, 0)
+	contains(t, r.stdout, "42 tokens", "model-a", "model-b", "lead agent", "40", "middleware")
+	j = agentstate(t, nil, "tokens", path, "chat", "--json")
+	var u engine.TokenUsage
+	if err := json.Unmarshal([]byte(j.stdout), &u); err != nil || u.TotalTokens != 42 || u.ByModel["model-b"].Total != 12 || u.ByCaller.Middleware != 2 {
+		t.Fatalf("tokens --json: %v %+v", err, u)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			path, _ := fixture(t, mode)
+			r := agentstate(t, nil, "verify", path)
+			want(t, r, 0)
+			contains(t, r.stdout, path+": ok:")
+			j := agentstate(t, nil, "verify", "--json", path)
+			want(t, j, 0)
+			var rep engine.VerifyReport
+			if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || !rep.OK || rep.Replayed == 0 {
+				t.Fatalf("verify --json: %v %+v", err, rep)
+			}
+		})
+	}
+}
+
+// problemLines returns the lines of a failed verify that name a problem.
+func problemLines(t *testing.T, r result, path string) []string {
+	t.Helper()
+	want(t, r, 1)
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if !strings.HasPrefix(l, path+": ") {
+			t.Fatalf("line does not name the file: %q", l)
+		}
+		out = append(out, l)
+	}
+	contains(t, r.stderr, path, "problems found")
+	return out
+}
+
+func TestVerifyFindsProblems(t *testing.T) {
+	t.Run("deleted parent", func(t *testing.T) {
+		path, cps := fixture(t, engine.ModeDelta)
+		rawExec(t, path, `DELETE FROM checkpoints WHERE checkpoint_id = ?`, cps[4].CheckpointID)
+		lines := problemLines(t, agentstate(t, nil, "verify", path), path)
+		// The missing parent, and the writes it had sealed and held.
+		wantLine := "parent: thread \"chat\" checkpoint \"" + cps[5].CheckpointID + "\": parent \"" + cps[4].CheckpointID + "\" does not exist"
+		if len(lines) != 3 || !strings.Contains(lines[0], wantLine) {
+			t.Fatalf("want a line for the missing parent and one per write it left, got:\n%s", strings.Join(lines, "\n"))
+		}
+		contains(t, strings.Join(lines, "\n"), "orphan write", "which does not exist")
+	})
+	t.Run("orphan writes", func(t *testing.T) {
+		path, _ := fixture(t, engine.ModeFull)
+		for i := range 3 {
+			rawExec(t, path, `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data) VALUES ('chat', '', 'gone', 't', ?, 'x', 'json', x'7b7d')`, i)
+		}
+		lines := problemLines(t, agentstate(t, nil, "verify", path), path)
+		if len(lines) != 3 {
+			t.Fatalf("want one line per orphan write, got:\n%s", strings.Join(lines, "\n"))
+		}
+		for _, l := range lines {
+			contains(t, l, "orphan write", `checkpoint "gone"`)
+		}
+		j := agentstate(t, nil, "verify", "--json", path)
+		want(t, j, 1)
+		var rep engine.VerifyReport
+		if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || rep.OK || len(rep.Problems) != 3 {
+			t.Fatalf("verify --json: %v %+v", err, rep)
+		}
+		r := agentstate(t, nil, "verify", "--thread", "other", path)
+		want(t, r, 0)
+	})
+	t.Run("corrupt bytes", func(t *testing.T) {
+		path, _ := fixture(t, engine.ModeFull)
+		// Overwrite the header of the writes table's root page: SQLite's
+		// integrity check reports it and the file still opens.
+		var root int
+		c, err := sqlite3.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _, err := c.Prepare(`SELECT rootpage FROM sqlite_master WHERE name = 'writes'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Step() {
+			root = st.ColumnInt(0)
+		}
+		st.Close()
+		c.Close()
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(bytes.Repeat([]byte{0xEE}, 64), int64(root-1)*4096); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		lines := problemLines(t, agentstate(t, nil, "verify", path), path)
+		found := false
+		for _, l := range lines {
+			found = found || strings.Contains(l, "integrity:")
+		}
+		if !found {
+			t.Fatalf("no integrity problem:\n%s", strings.Join(lines, "\n"))
+		}
+	})
+	t.Run("lying snapshot", func(t *testing.T) {
+		path, _ := fixture(t, engine.ModeDelta)
+		lie, _ := codec.Marshal([]codec.Message{{ID: "x", Type: codec.Human, Content: "never said"}})
+		c, err := sqlite3.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _, _ := c.Prepare(`UPDATE blobs SET data = ? WHERE rowid = (SELECT max(rowid) FROM blobs)`)
+		st.BindBlob(1, lie)
+		if err := st.Exec(); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		c.Close()
+		lines := problemLines(t, agentstate(t, nil, "verify", path), path)
+		contains(t, strings.Join(lines, "\n"), "replay:", "differs")
+	})
+}
+
+func TestRetainAndVacuum(t *testing.T) {
+	path, _ := fixture(t, engine.ModeDelta)
+	before := agentstate(t, nil, "export", "--quiet", path).stdout
+	r := agentstate(t, nil, "retain", path, "--keep-latest", "3", "--drop-branches")
+	want(t, r, 0)
+	contains(t, r.stdout, "would remove", "dry run")
+	if after := agentstate(t, nil, "export", "--quiet", path).stdout; after != before {
+		t.Fatal("a dry run changed the file")
+	}
+	j := agentstate(t, nil, "retain", path, "--keep-latest", "3", "--drop-branches", "--json")
+	want(t, j, 0)
+	var dry engine.RetainResult
+	if err := json.Unmarshal([]byte(j.stdout), &dry); err != nil || !dry.DryRun || dry.CheckpointsRemoved == 0 || dry.DataBytesFreed <= 0 {
+		t.Fatalf("retain --json: %v %+v", err, dry)
+	}
+	j = agentstate(t, nil, "retain", path, "--keep-latest", "3", "--drop-branches", "--apply", "--json")
+	want(t, j, 0)
+	var done engine.RetainResult
+	if err := json.Unmarshal([]byte(j.stdout), &done); err != nil || done.DryRun || done.CheckpointsRemoved != dry.CheckpointsRemoved || done.DataBytesFreed != dry.DataBytesFreed {
+		t.Fatalf("retain --apply: %v %+v, dry run said %+v", err, done, dry)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		t.Fatalf("WAL not checkpointed after --apply: %d bytes", fi.Size())
+	}
+	want(t, agentstate(t, nil, "verify", path), 0)
+	r = agentstate(t, nil, "history", path, "chat")
+	if n := len(strings.Split(strings.TrimSpace(r.stdout), "\n")) - 1; n != 3 {
+		t.Fatalf("%d checkpoints after --keep-latest 3:\n%s", n, r.stdout)
+	}
+	r = agentstate(t, nil, "vacuum", path)
+	want(t, r, 0)
+	contains(t, r.stdout, "bytes before")
+	want(t, agentstate(t, nil, "verify", path), 0)
+	r = agentstate(t, nil, "retain", path, "--thread", "nope")
+	want(t, r, 1)
+	contains(t, r.stderr, path, `"nope"`)
+}
+
+func TestConvert(t *testing.T) {
+	path, cps := fixture(t, engine.ModeFull)
+	states := func() []string {
+		var out []string
+		for _, c := range cps {
+			out = append(out, agentstate(t, nil, "state", "--json", path, "chat", "--checkpoint", c.CheckpointID).stdout)
+		}
+		return out
+	}
+	before := states()
+	r := agentstate(t, nil, "convert", path, "--mode", "delta", "--every", "4")
+	want(t, r, 0)
+	contains(t, r.stdout, "converted 1 threads to delta")
+	contains(t, agentstate(t, nil, "info", path).stdout, "delta (K=4)")
+	want(t, agentstate(t, nil, "verify", path), 0)
+	after := states()
+	for i := range before {
+		var a, b map[string]any
+		json.Unmarshal([]byte(before[i]), &a)
+		json.Unmarshal([]byte(after[i]), &b)
+		am, _ := json.Marshal(a["values"])
+		bm, _ := json.Marshal(b["values"])
+		if !bytes.Equal(am, bm) {
+			t.Fatalf("checkpoint %d reads differently after convert:\n%s\n%s", i, am, bm)
+		}
+	}
+	r = agentstate(t, nil, "convert", path, "--mode", "full", "--json")
+	want(t, r, 0)
+	want(t, agentstate(t, nil, "verify", path), 0)
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			path, _ := fixture(t, mode)
+			e1 := agentstate(t, nil, "export", path)
+			want(t, e1, 0)
+			contains(t, e1.stderr, "rows from "+path)
+			dst := filepath.Join(t.TempDir(), "copy.db")
+			r := agentstate(t, []byte(e1.stdout), "import", dst)
+			want(t, r, 0)
+			contains(t, r.stdout, dst, "imported")
+			e2 := agentstate(t, nil, "export", dst)
+			want(t, e2, 0)
+			if e1.stdout != e2.stdout {
+				t.Fatal("export -> import -> export is not byte-identical")
+			}
+			want(t, agentstate(t, nil, "verify", dst), 0)
+			// Every surface is in the dump.
+			tables := map[string]int{}
+			for _, l := range jsonLines(t, e1.stdout) {
+				tables[l["table"].(string)]++
+			}
+			for _, tb := range []string{"agentstate", "checkpoints", "blobs", "writes", "threads", "runs", "events", "store_items", "end"} {
+				if tables[tb] == 0 {
+					t.Errorf("no %s line in the export", tb)
+				}
+			}
+			// One thread.
+			one := agentstate(t, nil, "export", "--thread", "other", path)
+			want(t, one, 0)
+			if strings.Contains(one.stdout, `"chat"`) {
+				t.Fatal("export --thread other holds chat rows")
+			}
+			// A truncated dump changes nothing and leaves no new file.
+			cut := e1.stdout[:len(e1.stdout)/2]
+			bad := filepath.Join(t.TempDir(), "bad.db")
+			r = agentstate(t, []byte(cut), "import", bad)
+			want(t, r, 1)
+			contains(t, r.stderr, bad, "malformed export")
+			if _, err := os.Stat(bad); err == nil {
+				t.Fatal("a failed import into a new file left the file")
+			}
+			// Importing twice conflicts.
+			r = agentstate(t, []byte(e1.stdout), "import", dst)
+			want(t, r, 1)
+			contains(t, r.stderr, dst, "conflict")
+		})
+	}
+}
+
+func TestImportLangGraph(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "lg.sqlite")
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "langgraph", "langgraph-js.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "imported.db")
+			r := agentstate(t, nil, "import-langgraph", src, dst, "--mode", mode, "--every", "4")
+			want(t, r, 0)
+			contains(t, r.stdout, "imported 3 threads", "verified, and all 36 checkpoints read as in")
+			want(t, agentstate(t, nil, "verify", dst), 0)
+			contains(t, agentstate(t, nil, "info", dst).stdout, "mode")
+			st := agentstate(t, nil, "state", dst, "fork", "--json")
+			want(t, st, 0)
+			contains(t, st.stdout, "fresh start")
+			h := agentstate(t, nil, "history", dst, "fork")
+			want(t, h, 0)
+			contains(t, h.stdout, "update", "input", "loop")
+			j := agentstate(t, nil, "import-langgraph", src, filepath.Join(t.TempDir(), "j.db"), "--mode", mode, "--json")
+			want(t, j, 0)
+			var rep struct {
+				engine.LangGraphReport
+				Verified bool `json:"verified"`
+				Compared int  `json:"compared"`
+			}
+			if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || !rep.Verified || rep.Compared != 36 || rep.Mode != mode {
+				t.Fatalf("--json: %v %+v", err, rep)
+			}
+			// Into the same file again: the threads exist.
+			r = agentstate(t, nil, "import-langgraph", src, dst)
+			want(t, r, 1)
+			contains(t, r.stderr, dst, "already exists")
+		})
+	}
+	path, _ := fixture(t, engine.ModeFull)
+	r := agentstate(t, nil, "import-langgraph", path, filepath.Join(t.TempDir(), "x.db"))
+	want(t, r, 1)
+	contains(t, r.stderr, path, "not a LangGraph SqliteSaver file")
+}
+
+func TestProgressOnlyOnTerminals(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	if p := newProgress(pw, false); p.enabled {
+		t.Fatal("progress enabled on a pipe")
+	}
+	var buf bytes.Buffer
+	if p := newProgress(&buf, false); p.enabled {
+		t.Fatal("progress enabled on a buffer")
+	}
+	tty, err := os.OpenFile("/dev/null", os.O_WRONLY, 0) // a character device
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	if p := newProgress(tty, true); p.enabled {
+		t.Fatal("progress enabled with --json / --quiet")
+	}
+	if p := newProgress(tty, false); !p.enabled {
+		t.Fatal("progress disabled on a character device")
+	}
+	// A long command on pipes: agentstate() fails on any \r or escape.
+	path, _ := fixture(t, engine.ModeDelta)
+	start := time.Now()
+	for _, args := range [][]string{{"verify", path}, {"export", path}, {"retain", path}, {"verify", "--json", path}} {
+		r := agentstate(t, nil, args...)
+		want(t, r, 0)
+		if args[1] == "--json" && len(jsonLines(t, r.stdout)) != 1 {
+			t.Fatalf("verify --json printed more than one JSON object:\n%s", r.stdout)
+		}
+	}
+	_ = start
+}
+
+func TestReadOnlyCommandsLeaveTheFileAlone(t *testing.T) {
+	path, cps := fixture(t, engine.ModeDelta)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"info", path}, {"threads", path}, {"state", path, "chat"}, {"state", path, "chat", "--checkpoint", cps[2].CheckpointID},
+		{"history", path, "chat"}, {"runs", path, "chat"}, {"events", path, "chat"}, {"tokens", path, "chat"},
+		{"verify", path}, {"export", path},
+	} {
+		want(t, agentstate(t, nil, args...), 0)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("a read-only command changed the file")
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() != 0 {
+		t.Fatalf("a read-only command wrote %d bytes of WAL", fi.Size())
+	}
+}
+
+func TestDemoAndBench(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "demo.db")
+	r := agentstate(t, nil, "demo", "--db", db, "--json")
+	want(t, r, 0)
+	if !json.Valid([]byte(r.stdout)) {
+		t.Fatalf("demo --json:\n%s", r.stdout)
+	}
+	want(t, agentstate(t, nil, "verify", db), 0)
+	r = agentstate(t, nil, "bench", "--turns", "20", "--json")
+	want(t, r, 0)
+	if lines := jsonLines(t, r.stdout); len(lines) != 2 {
+		t.Fatalf("bench --json printed %d objects, want one per mode", len(lines))
+	}
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine"
+)
+
+func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("threads", "threads [--owner USER] [--status S] [--meta key=value]... [--limit N] [--offset N] [--json] FILE", stderr)
+	owner := fs.String("owner", "", "only threads whose record belongs to this user")
+	status := fs.String("status", "", "only threads with this status (idle, busy, interrupted, error)")
+	meta := metaFlags{}
+	fs.Var(meta, "meta", "only threads whose metadata has key=value (value as JSON if it parses, else a string); repeatable")
+	limit := fs.Int("limit", 100, "at most N threads (1..1000)")
+	offset := fs.Int("offset", 0, "skip the first N threads")
+	asJSON := fs.Bool("json", false, "print one JSON object per thread")
+	pos, err := parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	db, err := openFile(ctx, pos[0], true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	list, err := db.ListThreads(ctx, engine.ThreadListOptions{Owner: *owner, Status: *status, Metadata: meta, Limit: *limit, Offset: *offset})
+	if err != nil {
+		return inFile(pos[0], err)
+	}
+	if *asJSON {
+		for _, t := range list {
+			if err := printJSON(stdout, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "THREAD\tMODE\tCHECKPOINTS\tRUNS\tEVENTS\tOWNER\tSTATUS\tTITLE")
+	for _, t := range list {
+		owner, status, title := "-", "-", "-"
+		if r := t.Record; r != nil {
+			owner, status, title = orDash(r.UserID), r.Status, orDash(clipText(r.DisplayName, 40))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.ThreadID, orDash(t.Mode), t.Checkpoints, t.Runs, t.Events, owner, status, title)
+	}
+	return tw.Flush()
+}
+
+func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("state", "state [--checkpoint ID] [--ns NS] [--safe] [--json] FILE THREAD", stderr)
+	cp := fs.String("checkpoint", "", "this checkpoint instead of the latest")
+	ns := fs.String("ns", "", "checkpoint namespace (a subgraph's); default the root graph")
+	safe := fs.Bool("safe", false, "apply the API boundary helper: drop __pregel_* channels and inline images of hidden messages")
+	asJSON := fs.Bool("json", false, "print one line of JSON instead of indented JSON")
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	db, err := openFile(ctx, pos[0], true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	view, err := db.ReadState(ctx, engine.Config{ThreadID: pos[1], CheckpointNS: *ns, CheckpointID: *cp})
+	if err != nil {
+		return inFile(pos[0], err)
+	}
+	if *safe {
+		view.Values = engine.SafeForBrowser(view.Values)
+	}
+	if *asJSON {
+		return printJSON(stdout, view)
+	}
+	return printIndented(stdout, view)
+}
+
+func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("history", "history [--limit N] [--before ID] [--ns NS] [--json] FILE THREAD", stderr)
+	limit := fs.Int("limit", 0, "at most N checkpoints (0: all)")
+	before := fs.String("before", "", "only checkpoints older than this id")
+	ns := fs.String("ns", "", "checkpoint namespace (a subgraph's); default the root graph")
+	asJSON := fs.Bool("json", false, "print one JSON object per checkpoint")
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	if *limit < 0 {
+		return usageError{"--limit must be >= 0"}
+	}
+	db, err := openFile(ctx, pos[0], true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var tw *tabwriter.Writer
+	if !*asJSON {
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHECKPOINT\tPARENT\tSTEP\tSOURCE\tCHANGED\tSTORED\tWRITES")
+	}
+	n := 0
+	for e, err := range db.CheckpointLog(ctx, pos[1], engine.LogOptions{Namespace: *ns, Before: *before, Limit: *limit}) {
+		if err != nil {
+			return inFile(pos[0], err)
+		}
+		n++
+		if *asJSON {
+			if err := printJSON(stdout, e); err != nil {
+				return err
+			}
+			continue
+		}
+		stored := strings.Join(e.Stored, ",")
+		if e.Snapshot {
+			stored += " (snapshot)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", e.CheckpointID, orDash(e.ParentID), e.Step, orDash(e.Source),
+			orDash(strings.Join(e.Changed, ",")), orDash(stored), e.PendingWrites)
+	}
+	if n == 0 && *before == "" {
+		return fmt.Errorf("%s: %w: no checkpoint in thread %q (namespace %q)", pos[0], engine.ErrNotFound, pos[1], *ns)
+	}
+	if tw != nil {
+		return tw.Flush()
+	}
+	return nil
+}
+
+func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("runs", "runs [--json] FILE THREAD", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object per run")
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	db, err := openFile(ctx, pos[0], true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var tw *tabwriter.Writer
+	if !*asJSON {
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "RUN\tSTATUS\tMODEL\tCREATED\tTOKENS\tMESSAGES\tERROR")
+	}
+	for r, err := range db.Runs().List(ctx, pos[1]) {
+		if err != nil {
+			return inFile(pos[0], err)
+		}
+		if *asJSON {
+			if err := printJSON(stdout, r); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RunID, r.Status, orDash(r.ModelName), r.CreatedAt.Format(time.RFC3339),
+			r.TotalTokens, r.MessageCount, orDash(clipText(r.Error, 60)))
+	}
+	if tw != nil {
+		return tw.Flush()
+	}
+	return nil
+}
+
+func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("events", "events [--run ID] [--messages] [--json] FILE THREAD", stderr)
+	run := fs.String("run", "", "only the events of this run")
+	messages := fs.Bool("messages", false, "only events of category message")
+	asJSON := fs.Bool("json", false, "print one JSON object per event")
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	db, err := openFile(ctx, pos[0], true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	thread := pos[1]
+	var tw *tabwriter.Writer
+	if !*asJSON {
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEQ\tRUN\tTYPE\tCATEGORY\tCREATED\tCONTENT")
+	}
+	print := func(evs []engine.Event) error {
+		for _, ev := range evs {
+			if *run != "" && ev.RunID != *run || *messages && ev.Category != "message" {
+				continue
+			}
+			if *asJSON {
+				if err := printJSON(stdout, ev); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", ev.Seq, orDash(ev.RunID), ev.EventType, ev.Category,
+				ev.CreatedAt.Format(time.RFC3339), clipText(contentText(ev.Content), 80))
+		}
+		return nil
+	}
+	var after int64
+	for {
+		var page []engine.Event
+		var err error
+		switch {
+		case *run != "":
+			page, err = db.Events().ListRunEvents(ctx, thread, *run, engine.RunEventQuery{AfterSeq: after, Limit: 1000})
+		case *messages:
+			page, err = db.Events().ListMessages(ctx, thread, engine.MessageQuery{AfterSeq: &after, Limit: 1000})
+		default:
+			page, err = db.ThreadEvents(ctx, thread, after, 1000)
+		}
+		if err != nil {
+			return inFile(pos[0], err)
+		}
+		if err := print(page); err != nil {
+			return err
+		}
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	if tw != nil {
+		return tw.Flush()
+	}
+	return nil
+}
+
+// contentText shows an event's content in one line.
+func contentText(c any) string {
+	switch x := c.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	case map[string]any:
+		if s, ok := x["content"].(string); ok {
+			return s
+		}
+		m := codec.Message{Content: x["content"]}
+		if s := m.Text(); s != "" {
+			return s
+		}
+	}
+	var b strings.Builder
+	_ = printJSON(&b, c)
+	return strings.TrimSpace(b.String())
+}
+
+func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tokens", "tokens [--active] [--json] FILE THREAD", stderr)
+	active := fs.Bool("active", false, "count runs still pending or running too")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parse(fs, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	db, err := openFile(ctx, pos[0], true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	u, err := db.Runs().TokenUsage(ctx, pos[1], *active)
+	if err != nil {
+		return inFile(pos[0], err)
+	}
+	if *asJSON {
+		return printJSON(stdout, u)
+	}
+	fmt.Fprintf(stdout, "thread %s: %d runs, %d LLM calls, %d tokens (%d input, %d output)\n\n",
+		pos[1], u.Runs, u.LLMCallCount, u.TotalTokens, u.TotalInputTokens, u.TotalOutputTokens)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\truns\tinput\toutput\ttotal\t")
+	models := make([]string, 0, len(u.ByModel))
+	for m := range u.ByModel {
+		models = append(models, m)
+	}
+	slices.Sort(models)
+	for _, m := range models {
+		x := u.ByModel[m]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", m, x.Runs, x.Input, x.Output, x.Total)
+	}
+	fmt.Fprintln(tw, "\t\t\t\t\t")
+	fmt.Fprintln(tw, "caller\ttokens\t\t\t\t")
+	fmt.Fprintf(tw, "lead agent\t%d\t\t\t\t\n", u.ByCaller.LeadAgent)
+	fmt.Fprintf(tw, "subagent\t%d\t\t\t\t\n", u.ByCaller.Subagent)
+	fmt.Fprintf(tw, "middleware\t%d\t\t\t\t\n", u.ByCaller.Middleware)
+	return tw.Flush()
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/agentstate/agentstate/engine"
+)
+
+func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify", "verify [--thread T] [--max N] [--json] FILE", stderr)
+	thread := fs.String("thread", "", "check only this thread's checkpoints and records (the SQLite and schema checks cover the file)")
+	max := fs.Int("max", 1000, "list at most N problems")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *max < 1 {
+		return usageError{"--max must be >= 1"}
+	}
+	db, err := openFile(ctx, pos[0], true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	prog := newProgress(stderr, *asJSON)
+	rep, err := db.Verify(ctx, engine.VerifyOptions{ThreadID: *thread, MaxProblems: *max, Progress: func(done, total int) {
+		prog.show("verify: %d/%d threads", done, total)
+	}})
+	prog.done()
+	if err != nil {
+		return inFile(pos[0], err)
+	}
+	if *asJSON {
+		if err := printJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stdout, "%s: %s\n", pos[0], p)
+		}
+		if rep.Truncated > 0 {
+			fmt.Fprintf(stdout, "%s: %d more problems not listed (--max)\n", pos[0], rep.Truncated)
+		}
+		if rep.OK {
+			fmt.Fprintf(stdout, "%s: ok: %d threads, %d checkpoints (%d replayed, %d snapshots compared, %d delta reads), %d writes, %d values, %d runs, %d events, %d thread records, %d store items\n",
+				pos[0], rep.Threads, rep.Checkpoints, rep.Replayed, rep.SnapshotsChecked, rep.DeltaReads, rep.Writes, rep.Blobs,
+				rep.Runs, rep.Events, rep.ThreadRecords, rep.StoreItems)
+		}
+	}
+	if !rep.OK {
+		return problemsError{fmt.Sprintf("%s: %d problems found", pos[0], len(rep.Problems)+rep.Truncated)}
+	}
+	return nil
+}
+
+func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("retain", "retain [--thread T] [--keep-latest N] [--drop-branches] [--apply] [--json] FILE", stderr)
+	thread := fs.String("thread", "", "only this thread (default every thread)")
+	keep := fs.Int("keep-latest", 0, "keep only the newest N checkpoints of each namespace (0: keep all)")
+	branches := fs.Bool("drop-branches", false, "drop checkpoints that are not ancestors of their namespace's head (abandoned forks)")
+	apply := fs.Bool("apply", false, "do it (default: a dry run that changes nothing), then checkpoint the WAL")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *keep < 0 {
+		return usageError{"--keep-latest must be >= 0"}
+	}
+	// A dry run too needs a writable handle: it runs retention in a
+	// transaction that it rolls back, so the file stays as it was.
+	db, err := openFile(ctx, pos[0], false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	prog := newProgress(stderr, *asJSON)
+	res, err := db.RetainMeasured(ctx, engine.RetainOptions{ThreadID: *thread, KeepLatest: *keep, DropBranches: *branches, DryRun: !*apply},
+		func(done, total int) { prog.show("retain: %d/%d threads", done, total) })
+	prog.done()
+	if err != nil {
+		return inFile(pos[0], err)
+	}
+	var before, after int64
+	if *apply {
+		before = fileSize(pos[0])
+		if err := db.CheckpointWAL(ctx); err != nil {
+			return inFile(pos[0], err)
+		}
+		after = fileSize(pos[0])
+	}
+	if *asJSON {
+		return printJSON(stdout, struct {
+			engine.RetainResult
+			FileBytesBefore int64 `json:"file_bytes_before,omitempty"`
+			FileBytesAfter  int64 `json:"file_bytes_after,omitempty"`
+		}{res, before, after})
+	}
+	verb := "would remove"
+	if *apply {
+		verb = "removed"
+	}
+	fmt.Fprintf(stdout, "%s: %s %d checkpoints (kept %d), %d snapshots (kept %d), %d writes in %d threads: %d bytes of stored data (%d snapshot bytes)\n",
+		pos[0], verb, res.CheckpointsRemoved, res.CheckpointsKept, res.SnapshotsRemoved, res.SnapshotsKept, res.WritesRemoved, res.Threads,
+		res.DataBytesFreed, res.BytesFreed)
+	if *apply {
+		fmt.Fprintf(stdout, "%s: file bytes %d before the WAL checkpoint, %d after\n", pos[0], before, after)
+	} else {
+		fmt.Fprintf(stdout, "%s: dry run, nothing changed; run with --apply to do it\n", pos[0])
+	}
+	return nil
+}
+
+// fileSize is the size of the file and its WAL.
+func fileSize(path string) int64 {
+	var n int64
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+func runVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("vacuum", "vacuum [--json] FILE", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	db, err := openFile(ctx, pos[0], false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	before := fileSize(pos[0])
+	if err := db.Vacuum(ctx); err != nil {
+		return inFile(pos[0], err)
+	}
+	if err := db.CheckpointWAL(ctx); err != nil {
+		return inFile(pos[0], err)
+	}
+	after := fileSize(pos[0])
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"path": pos[0], "bytes_before": before, "bytes_after": after})
+	}
+	fmt.Fprintf(stdout, "%s: %d bytes before, %d after\n", pos[0], before, after)
+	return nil
+}
+
+func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("convert", "convert --mode full|delta [--every K] [--thread T] [--json] FILE", stderr)
+	mode := fs.String("mode", "", "the mode to convert to: full or delta (required)")
+	every := fs.Int("every", 10, "delta snapshot cadence K")
+	thread := fs.String("thread", "", "convert only this thread (the file keeps its mode; a delta thread needs a delta file)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *mode != engine.ModeFull && *mode != engine.ModeDelta {
+		fs.Usage()
+		return usageError{fmt.Sprintf("--mode %q is not full or delta", *mode)}
+	}
+	if *every < 1 {
+		return usageError{"--every must be >= 1"}
+	}
+	if _, err := os.Stat(pos[0]); err != nil {
+		return fmt.Errorf("%s: no such file", pos[0])
+	}
+	var rep engine.ConvertReport
+	if *thread != "" {
+		db, err := openFile(ctx, pos[0], false)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		rep, err = db.ConvertThread(ctx, *thread, *mode)
+		if err != nil {
+			return inFile(pos[0], err)
+		}
+	} else {
+		opts := engine.DefaultOptions()
+		opts.ReconcileOnOpen = false
+		rep, err = engine.ConvertFile(ctx, pos[0], &opts, *mode, *every)
+		if err != nil {
+			return inFile(pos[0], err)
+		}
+	}
+	if *asJSON {
+		return printJSON(stdout, rep)
+	}
+	fmt.Fprintf(stdout, "%s: converted %d threads to %s: %d snapshots added, %d removed\n", pos[0], rep.Threads, *mode, rep.SnapshotsAdded, rep.SnapshotsRemoved)
+	return nil
+}

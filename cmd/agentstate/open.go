@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/agentstate/agentstate/engine"
+)
+
+// openFile opens an existing agentstate file in the mode it records;
+// readOnly for commands that must not change it.
+func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file", path)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	opts := engine.DefaultOptions()
+	opts.ReadOnly, opts.Mode = readOnly, engine.ModeAuto
+	if !readOnly {
+		// Maintenance must not turn other processes' runs into errors.
+		opts.ReconcileOnOpen = false
+	}
+	return engine.Open(ctx, path, &opts)
+}
+
+// inFile names the file in an error that does not already name it.
+func inFile(path string, err error) error {
+	if err == nil || strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// printJSON writes v as one line of JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// printIndented writes v as indented JSON.
+func printIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// problemsError makes a command exit 1 after it printed what it found.
+type problemsError struct{ msg string }
+
+func (e problemsError) Error() string { return e.msg }
+
+// metaFlags collects repeated --meta key=value flags; a value that parses
+// as JSON is that value (true, 3, "x"), anything else a string.
+type metaFlags map[string]any
+
+func (m metaFlags) String() string { return "" }
+
+func (m metaFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	var x any
+	if err := json.Unmarshal([]byte(v), &x); err != nil {
+		x = v
+	}
+	m[k] = x
+	return nil
+}
+
+func clipText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,539 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// The export format (JSON lines). The first line is a header:
+//
+//	{"table":"agentstate","format":1,"schema_version":4,"mode":"delta","snapshot_every":10}
+//
+// (with "thread_id" when the export is of one thread); then one line per row
+// of every surface, tables in a fixed order and rows in primary-key order;
+// then a trailer {"table":"end","rows":N}, so that a truncated dump is
+// refused. A row line holds "table" and the row's columns by name. A NULL
+// column is left out. Columns that hold the engine's own msgpack are
+// decoded to JSON (see mpjson.go for the lossless mapping); "deflate" lists
+// the columns that were stored compressed. A channel value or write holds
+// "value" (decoded JSON) when its type is the engine's, and "data" (base64
+// of the bytes) when it is a caller's (LangGraph serde output, say), next to
+// its "type". The same file exported, imported and exported again gives the
+// same bytes.
+
+// ExportFormat is the version of the export format this build writes and reads.
+const ExportFormat = 1
+
+type colKind int
+
+const (
+	colText     colKind = iota // TEXT NOT NULL
+	colTextNull                // TEXT, may be NULL
+	colInt                     // INTEGER NOT NULL
+	colIntNull                 // INTEGER, may be NULL
+	colMsgpack                 // BLOB of codec's envelope, may be NULL
+	colTyped                   // BLOB whose type tag is the row's "type" column
+)
+
+type exportCol struct {
+	name string
+	kind colKind
+}
+
+type exportTable struct {
+	name string
+	cols []exportCol
+	// threadCol names the column that filters an export of one thread
+	// ("" for tables that belong to no thread).
+	threadCol string
+	orderBy   string
+	sel, ins  string // built from the constants above, never from input
+}
+
+var exportTables = buildExportTables([]exportTable{
+	{name: "thread_modes", threadCol: "thread_id", orderBy: "thread_id",
+		cols: []exportCol{{"thread_id", colText}, {"mode", colText}, {"every", colInt}}},
+	{name: "checkpoints", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, checkpoint_id",
+		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"checkpoint_id", colText}, {"parent_id", colTextNull},
+			{"run_id", colTextNull}, {"checkpoint", colMsgpack}, {"metadata", colMsgpack}}},
+	{name: "blobs", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, channel, version",
+		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"channel", colText}, {"version", colText},
+			{"checkpoint_id", colText}, {"type", colText}, {"data", colTyped}}},
+	{name: "writes", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
+		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"checkpoint_id", colText}, {"task_id", colText},
+			{"idx", colInt}, {"channel", colText}, {"type", colText}, {"data", colTyped}, {"consumed_by", colTextNull},
+			{"task_path", colText}, {"run_id", colTextNull}}},
+	{name: "threads", threadCol: "thread_id", orderBy: "thread_id",
+		cols: []exportCol{{"thread_id", colText}, {"assistant_id", colText}, {"user_id", colText}, {"display_name", colText},
+			{"status", colText}, {"metadata", colMsgpack}, {"pinned", colInt}, {"created_at", colInt}, {"updated_at", colInt}}},
+	{name: "runs", threadCol: "thread_id", orderBy: "run_id",
+		cols: []exportCol{{"run_id", colText}, {"thread_id", colText}, {"assistant_id", colText}, {"user_id", colText},
+			{"status", colText}, {"model_name", colText}, {"multitask_strategy", colText}, {"metadata", colMsgpack},
+			{"kwargs", colMsgpack}, {"error", colText}, {"created_at", colInt}, {"updated_at", colInt},
+			{"total_input_tokens", colInt}, {"total_output_tokens", colInt}, {"total_tokens", colInt}, {"llm_call_count", colInt},
+			{"lead_agent_tokens", colInt}, {"subagent_tokens", colInt}, {"middleware_tokens", colInt},
+			{"token_usage_by_model", colMsgpack}, {"message_count", colInt}, {"first_human_message", colText},
+			{"last_ai_message", colText}, {"idempotency_key", colTextNull}, {"owner_id", colText}, {"lease_until", colIntNull}}},
+	{name: "event_seqs", threadCol: "thread_id", orderBy: "thread_id",
+		cols: []exportCol{{"thread_id", colText}, {"last_seq", colInt}}},
+	{name: "events", threadCol: "thread_id", orderBy: "thread_id, seq",
+		cols: []exportCol{{"thread_id", colText}, {"seq", colInt}, {"run_id", colText}, {"event_type", colText},
+			{"category", colText}, {"content", colMsgpack}, {"metadata", colMsgpack}, {"task_id", colTextNull}, {"created_at", colInt}}},
+	{name: "store_items", orderBy: "namespace, key",
+		cols: []exportCol{{"namespace", colText}, {"key", colText}, {"value", colMsgpack}, {"created_at", colInt},
+			{"updated_at", colInt}, {"ttl_us", colIntNull}, {"expires_at", colIntNull}}},
+})
+
+func buildExportTables(ts []exportTable) []exportTable {
+	for i := range ts {
+		t := &ts[i]
+		names := make([]string, len(t.cols))
+		marks := make([]string, len(t.cols))
+		for j, c := range t.cols {
+			names[j] = c.name
+			marks[j] = "?"
+		}
+		// A table that belongs to no thread is exported only whole.
+		where := " WHERE ?1 = ''"
+		if t.threadCol != "" {
+			where = " WHERE ?1 = '' OR " + t.threadCol + " = ?1"
+		}
+		t.sel = "SELECT " + strings.Join(names, ", ") + " FROM " + t.name + where + " ORDER BY " + t.orderBy
+		t.ins = "INSERT INTO " + t.name + "(" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(marks, ", ") + ")"
+	}
+	return ts
+}
+
+func exportTableByName(name string) *exportTable {
+	for i := range exportTables {
+		if exportTables[i].name == name {
+			return &exportTables[i]
+		}
+	}
+	return nil
+}
+
+// ExportOptions select what Export writes.
+type ExportOptions struct {
+	// ThreadID exports one thread: its checkpoints, values, writes, mode,
+	// thread record, runs and events (not the store, which belongs to no
+	// thread). Empty exports everything.
+	ThreadID string
+	// Progress, if not nil, is called now and then with the rows written
+	// and the total.
+	Progress func(done, total int64)
+}
+
+// ExportReport counts what Export wrote, per table.
+type ExportReport struct {
+	Rows  map[string]int64 `json:"rows"`
+	Total int64            `json:"total"`
+}
+
+// exportHeader is the first line of an export.
+type exportHeader struct {
+	Table         string `json:"table"`
+	Format        int    `json:"format"`
+	SchemaVersion int    `json:"schema_version"`
+	Mode          string `json:"mode"`
+	SnapshotEvery int    `json:"snapshot_every"`
+	ThreadID      string `json:"thread_id,omitempty"`
+}
+
+type exportTrailer struct {
+	Table string `json:"table"`
+	Rows  int64  `json:"rows"`
+}
+
+// Export writes every surface of the file (or of one thread) to w as JSON
+// lines (format above), from one consistent read snapshot. Its output is
+// deterministic: the same content always gives the same bytes. A stored
+// value of the engine's type that does not decode fails the export with an
+// error matching ErrCorrupt that names the row.
+func (db *DB) Export(ctx context.Context, w io.Writer, o ExportOptions) (ExportReport, error) {
+	rep := ExportReport{Rows: map[string]int64{}}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	err := db.read(ctx, func(c *conn) error {
+		var total int64
+		for _, t := range exportTables {
+			n, err := c.queryInt64("SELECT count(*) FROM ("+t.sel+")", o.ThreadID)
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		h := exportHeader{Table: "agentstate", Format: ExportFormat, SchemaVersion: SchemaVersion,
+			Mode: db.opts.Mode, SnapshotEvery: db.opts.SnapshotEvery, ThreadID: o.ThreadID}
+		if err := writeJSONLine(bw, h); err != nil {
+			return err
+		}
+		var line bytes.Buffer
+		for _, t := range exportTables {
+			err := c.query(t.sel, []any{o.ThreadID}, func(st *sqlite3.Stmt) error {
+				line.Reset()
+				if err := exportRow(&line, &t, st); err != nil {
+					return err
+				}
+				line.WriteByte('\n')
+				if _, err := bw.Write(line.Bytes()); err != nil {
+					return err
+				}
+				rep.Rows[t.name]++
+				rep.Total++
+				if o.Progress != nil && rep.Total%500 == 0 {
+					o.Progress(rep.Total, total)
+				}
+				return ctx.Err()
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if o.Progress != nil {
+			o.Progress(rep.Total, total)
+		}
+		return writeJSONLine(bw, exportTrailer{Table: "end", Rows: rep.Total})
+	})
+	if err != nil {
+		return rep, err
+	}
+	return rep, bw.Flush()
+}
+
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// exportRow writes one row as a JSON object.
+func exportRow(dst *bytes.Buffer, t *exportTable, st *sqlite3.Stmt) error {
+	dst.WriteString(`{"table":`)
+	writeJSONString(dst, t.name)
+	var deflated []string
+	typ := ""
+	for i, col := range t.cols {
+		if st.ColumnType(i) == sqlite3.NULL {
+			continue
+		}
+		key := col.name
+		if col.kind == colTyped && typ != codec.TypeMsgpack {
+			key = "data"
+		} else if col.kind == colTyped {
+			key = "value"
+		}
+		dst.WriteByte(',')
+		writeJSONString(dst, key)
+		dst.WriteByte(':')
+		switch col.kind {
+		case colText, colTextNull:
+			s := st.ColumnText(i)
+			if col.name == "type" {
+				typ = s
+			}
+			writeJSONString(dst, s)
+		case colInt, colIntNull:
+			dst.WriteString(strconv.FormatInt(st.ColumnInt64(i), 10))
+		case colMsgpack, colTyped:
+			data := st.ColumnRawBlob(i)
+			if col.kind == colTyped && typ != codec.TypeMsgpack {
+				dst.WriteByte('"')
+				dst.WriteString(base64.StdEncoding.EncodeToString(data))
+				dst.WriteByte('"')
+				continue
+			}
+			z, err := envelopeToJSON(dst, data)
+			if err != nil {
+				return fmt.Errorf("%w: %s row %s: column %s: %w", ErrCorrupt, t.name, rowKey(t, st), col.name, err)
+			}
+			if z {
+				deflated = append(deflated, col.name)
+			}
+		}
+	}
+	if len(deflated) > 0 {
+		dst.WriteString(`,"deflate":[`)
+		for i, d := range deflated {
+			if i > 0 {
+				dst.WriteByte(',')
+			}
+			writeJSONString(dst, d)
+		}
+		dst.WriteByte(']')
+	}
+	dst.WriteByte('}')
+	return nil
+}
+
+// rowKey names a row by its text key columns, for error messages.
+func rowKey(t *exportTable, st *sqlite3.Stmt) string {
+	var parts []string
+	for i, col := range t.cols {
+		if col.kind == colText && len(parts) < 4 {
+			parts = append(parts, fmt.Sprintf("%s=%q", col.name, st.ColumnText(i)))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// ImportOptions govern Import.
+type ImportOptions struct {
+	// Progress, if not nil, is called now and then with the lines read.
+	Progress func(lines int64)
+}
+
+// ImportReport counts what Import wrote, per table.
+type ImportReport struct {
+	Rows     map[string]int64 `json:"rows"`
+	Total    int64            `json:"total"`
+	Mode     string           `json:"mode"`
+	ThreadID string           `json:"thread_id,omitempty"`
+}
+
+// ErrBadExport: an import's input is not a well-formed export.
+var ErrBadExport = errors.New("agentstate: malformed export")
+
+// Import reads an export written by Export (from this or another file) and
+// inserts every row, in one transaction: a malformed line, a row that
+// already exists (ErrConflict) or a truncated input (no trailer) changes
+// nothing. The export's channel mode must be the handle's (ErrModeMismatch
+// otherwise; ImportFile opens a file in the export's mode).
+func (db *DB) Import(ctx context.Context, r io.Reader, o ImportOptions) (ImportReport, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	h, err := readExportHeader(br)
+	if err != nil {
+		return ImportReport{}, err
+	}
+	return db.importRows(ctx, br, h, o)
+}
+
+// ImportFile imports an export into the file at path, creating it if
+// needed in the export's channel mode and K (an existing file must have
+// them: ErrModeMismatch otherwise). opts may be nil; its Mode and
+// SnapshotEvery are replaced by the export's.
+func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o ImportOptions) (ImportReport, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	h, err := readExportHeader(br)
+	if err != nil {
+		return ImportReport{}, err
+	}
+	op := DefaultOptions()
+	if opts != nil {
+		op = *opts
+	}
+	op.Mode, op.SnapshotEvery = h.Mode, h.SnapshotEvery
+	db, err := Open(ctx, path, &op)
+	if err != nil {
+		return ImportReport{}, err
+	}
+	rep, err := db.importRows(ctx, br, h, o)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return rep, err
+}
+
+func readExportHeader(br *bufio.Reader) (exportHeader, error) {
+	line, err := br.ReadBytes('\n')
+	if err != nil && (err != io.EOF || len(line) == 0) {
+		if err == io.EOF {
+			return exportHeader{}, fmt.Errorf("%w: empty input", ErrBadExport)
+		}
+		return exportHeader{}, err
+	}
+	var h exportHeader
+	if err := json.Unmarshal(line, &h); err != nil || h.Table != "agentstate" {
+		return exportHeader{}, fmt.Errorf("%w: line 1 is not an agentstate export header", ErrBadExport)
+	}
+	if h.Format != ExportFormat {
+		return exportHeader{}, fmt.Errorf("%w: export format %d, this build reads %d", ErrBadExport, h.Format, ExportFormat)
+	}
+	if h.SchemaVersion != SchemaVersion {
+		return exportHeader{}, fmt.Errorf("%w: the export was made at schema version %d, this build has %d; export and import with the same version", ErrBadExport, h.SchemaVersion, SchemaVersion)
+	}
+	if h.Mode != ModeFull && h.Mode != ModeDelta || h.SnapshotEvery < 1 {
+		return exportHeader{}, fmt.Errorf("%w: header mode %q with K %d", ErrBadExport, h.Mode, h.SnapshotEvery)
+	}
+	return h, nil
+}
+
+func (db *DB) importRows(ctx context.Context, br *bufio.Reader, h exportHeader, o ImportOptions) (ImportReport, error) {
+	if h.Mode != db.opts.Mode || h.Mode == ModeDelta && h.SnapshotEvery != db.opts.SnapshotEvery {
+		return ImportReport{}, fmt.Errorf("%w: the export is in %s and %s is in %s; convert one of them first",
+			ErrModeMismatch, describeMode(h.Mode, h.SnapshotEvery), db.path, describeMode(db.opts.Mode, db.opts.SnapshotEvery))
+	}
+	rep := ImportReport{Rows: map[string]int64{}, Mode: h.Mode, ThreadID: h.ThreadID}
+	threads := map[string]bool{}
+	err := db.write(ctx, func(c *conn) error {
+		lineNo := int64(1)
+		ended := false
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) == 0 && err == io.EOF {
+				break
+			}
+			if err != nil && err != io.EOF {
+				return err
+			}
+			lineNo++
+			if ended {
+				return fmt.Errorf("%w: line %d follows the trailer", ErrBadExport, lineNo)
+			}
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(line, &fields); err != nil {
+				return fmt.Errorf("%w: line %d: %v", ErrBadExport, lineNo, err)
+			}
+			var table string
+			if err := json.Unmarshal(fields["table"], &table); err != nil {
+				return fmt.Errorf("%w: line %d has no table", ErrBadExport, lineNo)
+			}
+			if table == "end" {
+				var tr exportTrailer
+				if err := json.Unmarshal(line, &tr); err != nil || tr.Rows != rep.Total {
+					return fmt.Errorf("%w: line %d: the trailer counts %d rows, %d were read", ErrBadExport, lineNo, tr.Rows, rep.Total)
+				}
+				ended = true
+				continue
+			}
+			t := exportTableByName(table)
+			if t == nil {
+				return fmt.Errorf("%w: line %d: unknown table %q", ErrBadExport, lineNo, table)
+			}
+			args, thread, err := importArgs(t, fields, db.compression())
+			if err != nil {
+				return fmt.Errorf("%w: line %d (%s): %w", ErrBadExport, lineNo, table, err)
+			}
+			if err := c.exec(t.ins, args...); err != nil {
+				if errors.Is(err, sqlite3.CONSTRAINT) {
+					return fmt.Errorf("%w: line %d (%s): %v", ErrConflict, lineNo, table, err)
+				}
+				return fmt.Errorf("line %d (%s): %w", lineNo, table, err)
+			}
+			if thread != "" {
+				threads[thread] = true
+			}
+			rep.Rows[table]++
+			rep.Total++
+			if o.Progress != nil && rep.Total%500 == 0 {
+				o.Progress(lineNo)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !ended {
+			return fmt.Errorf("%w: no trailer after line %d: the export is truncated", ErrBadExport, lineNo)
+		}
+		return nil
+	})
+	for th := range threads {
+		db.purge(th)
+	}
+	if err != nil {
+		return ImportReport{}, err
+	}
+	return rep, nil
+}
+
+// importArgs turns one row line into the INSERT's arguments.
+func importArgs(t *exportTable, fields map[string]json.RawMessage, level int) ([]any, string, error) {
+	known := map[string]bool{"table": true, "deflate": true}
+	var deflate []string
+	if raw, ok := fields["deflate"]; ok {
+		if err := json.Unmarshal(raw, &deflate); err != nil {
+			return nil, "", fmt.Errorf("deflate: %v", err)
+		}
+	}
+	isDeflated := func(name string) bool {
+		for _, d := range deflate {
+			if d == name {
+				return true
+			}
+		}
+		return false
+	}
+	args := make([]any, len(t.cols))
+	typ, thread := "", ""
+	for i, col := range t.cols {
+		key := col.name
+		if col.kind == colTyped {
+			key = "data"
+			if typ == codec.TypeMsgpack {
+				key = "value"
+			}
+		}
+		known[key] = true
+		raw, present := fields[key]
+		isNull := !present || (col.kind != colMsgpack && col.kind != colTyped && string(raw) == "null")
+		if isNull {
+			if col.kind == colText || col.kind == colInt {
+				return nil, "", fmt.Errorf("column %s is missing", col.name)
+			}
+			args[i] = nil
+			continue
+		}
+		switch col.kind {
+		case colText, colTextNull:
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, "", fmt.Errorf("column %s: want a string", col.name)
+			}
+			if col.name == "type" {
+				typ = s
+			}
+			if col.name == t.threadCol {
+				thread = s
+			}
+			args[i] = s
+		case colInt, colIntNull:
+			var n int64
+			if err := json.Unmarshal(raw, &n); err != nil {
+				return nil, "", fmt.Errorf("column %s: want an integer", col.name)
+			}
+			args[i] = n
+		case colTyped:
+			if typ != codec.TypeMsgpack {
+				var s string
+				if err := json.Unmarshal(raw, &s); err != nil {
+					return nil, "", fmt.Errorf("column data: want base64")
+				}
+				b, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					return nil, "", fmt.Errorf("column data: %v", err)
+				}
+				args[i] = nonNil(b)
+				continue
+			}
+			fallthrough
+		case colMsgpack:
+			b, err := jsonToEnvelope(raw, isDeflated(col.name), level)
+			if err != nil {
+				return nil, "", fmt.Errorf("column %s: %w", col.name, err)
+			}
+			args[i] = b
+		}
+	}
+	for k := range fields {
+		if !known[k] {
+			return nil, "", fmt.Errorf("unknown column %q", k)
+		}
+	}
+	return args, thread, nil
+}

@@ -1,0 +1,451 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Read-only views for operators (the CLI's state, history, threads and
+// events commands): they show any thread, whoever wrote it.
+
+// StateView is the materialized state of one checkpoint of any thread.
+type StateView struct {
+	Config       Config   `json:"config"`
+	ParentConfig *Config  `json:"parent_config,omitempty"`
+	CreatedAt    string   `json:"created_at"`
+	Metadata     Metadata `json:"metadata"`
+	// Mode is the thread's channel mode, "" for a thread the thread API
+	// did not write (LangGraph's).
+	Mode string `json:"mode,omitempty"`
+	// Values holds every channel with a value: the schema channels of
+	// thread-API threads rebuilt as State does, other values decoded when
+	// they are the engine's msgpack or LangGraph's "json", and shown as a
+	// typed blob ({"type", "data" in base64}) otherwise.
+	Values map[string]any `json:"values"`
+	// Stored lists the channels whose value this checkpoint stores itself.
+	Stored []string `json:"stored"`
+	// Unresolved lists channels with a version but no stored value that the
+	// engine cannot rebuild (a caller's delta channels): use
+	// DeltaChannelHistory for them.
+	Unresolved []string `json:"unresolved,omitempty"`
+}
+
+// ReadState returns the state of the checkpoint cfg names (the latest of
+// its namespace when cfg.CheckpointID is empty). It only reads.
+func (db *DB) ReadState(ctx context.Context, cfg Config) (StateView, error) {
+	if err := validateThread(cfg); err != nil {
+		return StateView{}, err
+	}
+	var out StateView
+	err := db.read(ctx, func(c *conn) error {
+		q, args := sqlGetLatest, []any{cfg.ThreadID, cfg.CheckpointNS}
+		if cfg.CheckpointID != "" {
+			q, args = sqlGetByID, append(args, cfg.CheckpointID)
+		}
+		ts, err := loadTuples(c, q, args)
+		if err != nil {
+			return err
+		}
+		if len(ts) == 0 {
+			if cfg.CheckpointID == "" {
+				return fmt.Errorf("%w: no checkpoint in thread %q (namespace %q)", ErrNotFound, cfg.ThreadID, cfg.CheckpointNS)
+			}
+			return fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+		}
+		t := ts[0]
+		mode, _, ours, err := threadMode(c, cfg.ThreadID)
+		if err != nil {
+			return err
+		}
+		out = StateView{Config: t.Config, ParentConfig: t.ParentConfig, CreatedAt: t.Checkpoint.TS, Metadata: t.Metadata,
+			Mode: mode, Values: map[string]any{}, Stored: []string{}}
+		if ours {
+			if err := db.checkThreadMode(c, cfg.ThreadID, false); err != nil {
+				return err
+			}
+			values, err := db.materialize(c, t)
+			if err != nil {
+				return err
+			}
+			maps.Copy(out.Values, cloneValues(values))
+		}
+		for _, ch := range slices.Sorted(maps.Keys(t.Checkpoint.ChannelVersions)) {
+			if _, done := out.Values[ch]; done {
+				continue
+			}
+			b, ok := t.Checkpoint.ChannelValues[ch]
+			if !ok {
+				out.Unresolved = append(out.Unresolved, ch)
+				continue
+			}
+			out.Values[ch] = decodeForDisplay(b)
+		}
+		return c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY channel`,
+			[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st *sqlite3.Stmt) error {
+				out.Stored = append(out.Stored, st.ColumnText(0))
+				return nil
+			})
+	})
+	return out, err
+}
+
+// decodeForDisplay decodes a stored value: the engine's msgpack and JSON
+// ("json", LangGraph.js's serde) become values; anything else stays a blob.
+func decodeForDisplay(b codec.Blob) any {
+	switch b.Type {
+	case codec.TypeMsgpack:
+		var v any
+		if err := codec.Unmarshal(b.Data, &v); err == nil {
+			return v
+		}
+	case "json":
+		if v, err := decodeJSONValue(b.Data); err == nil {
+			return v
+		}
+	}
+	return b
+}
+
+// decodeJSONValue decodes JSON with integers as int64 and other numbers as
+// float64 (the types codec gives msgpack values).
+func decodeJSONValue(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return fixNumbers(v), nil
+}
+
+func fixNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		s := string(x)
+		if !strings.ContainsAny(s, ".eE") {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return n
+			}
+		}
+		f, _ := strconv.ParseFloat(s, 64)
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = fixNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = fixNumbers(e)
+		}
+	}
+	return v
+}
+
+// LogEntry is one checkpoint of a thread's history, without its values.
+type LogEntry struct {
+	CheckpointID string `json:"checkpoint_id"`
+	CheckpointNS string `json:"checkpoint_ns"`
+	ParentID     string `json:"parent_id,omitempty"`
+	CreatedAt    string `json:"created_at"`
+	Step         int64  `json:"step"`
+	Source       string `json:"source"`
+	// Changed lists the channels whose version differs from the parent's.
+	Changed []string `json:"changed"`
+	// Stored lists the channels whose value this checkpoint stores;
+	// Snapshot is set when it stores a value of a delta thread.
+	Stored   []string `json:"stored"`
+	Snapshot bool     `json:"snapshot"`
+	// PendingWrites counts the writes stored under this checkpoint.
+	PendingWrites int `json:"pending_writes"`
+}
+
+// LogOptions select the entries CheckpointLog yields.
+type LogOptions struct {
+	Namespace string // "" is the root graph
+	Before    string // only checkpoints whose id sorts before this one
+	Limit     int    // 0: all
+}
+
+const (
+	sqlLogPage = `SELECT checkpoint_id, coalesce(parent_id, ''), checkpoint, metadata FROM checkpoints
+		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND (?3 = '' OR checkpoint_id < ?3) ORDER BY checkpoint_id DESC LIMIT ?4`
+	sqlLogVersions = `SELECT checkpoint_id, checkpoint FROM checkpoints
+		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3))`
+	sqlLogStored = `SELECT checkpoint_id, channel FROM blobs
+		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3)) ORDER BY checkpoint_id, channel`
+	sqlLogWrites = `SELECT checkpoint_id, count(*) FROM writes
+		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3)) GROUP BY checkpoint_id`
+)
+
+// CheckpointLog yields a thread's checkpoints newest first, one line of
+// facts each: parent, step, source, changed channels, stored values. It
+// never reads channel values, so it costs the same in full and delta mode;
+// each page of 100 takes four queries.
+func (db *DB) CheckpointLog(ctx context.Context, thread string, o LogOptions) iter.Seq2[LogEntry, error] {
+	return func(yield func(LogEntry, error) bool) {
+		if thread == "" {
+			yield(LogEntry{}, fmt.Errorf("%w: missing thread_id", ErrInvalidArgument))
+			return
+		}
+		if o.Limit < 0 {
+			yield(LogEntry{}, fmt.Errorf("%w: negative limit %d", ErrInvalidArgument, o.Limit))
+			return
+		}
+		before, left := o.Before, o.Limit
+		for {
+			n := 100
+			if o.Limit > 0 {
+				n = min(n, left)
+			}
+			var page []LogEntry
+			err := db.read(ctx, func(c *conn) error {
+				var err error
+				page, err = logPage(c, thread, o.Namespace, before, n)
+				return err
+			})
+			if err != nil {
+				yield(LogEntry{}, err)
+				return
+			}
+			for _, e := range page {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if len(page) < n {
+				return
+			}
+			if o.Limit > 0 {
+				if left -= len(page); left <= 0 {
+					return
+				}
+			}
+			before = page[len(page)-1].CheckpointID
+		}
+	}
+}
+
+func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
+	mode, _, _, err := threadMode(c, thread)
+	if err != nil {
+		return nil, err
+	}
+	var page []LogEntry
+	versions := map[string]map[string]string{}
+	err = c.query(sqlLogPage, []any{thread, ns, before, n}, func(st *sqlite3.Stmt) error {
+		e := LogEntry{CheckpointID: st.ColumnText(0), CheckpointNS: ns, ParentID: st.ColumnText(1), Changed: []string{}, Stored: []string{}, Step: -1}
+		var sc storedCheckpoint
+		if err := codec.Unmarshal(st.ColumnRawBlob(2), &sc); err != nil {
+			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, e.CheckpointID, thread, err)
+		}
+		var md map[string]any
+		if err := codec.Unmarshal(st.ColumnRawBlob(3), &md); err != nil {
+			return fmt.Errorf("%w: metadata of checkpoint %q of thread %q: %w", ErrCorrupt, e.CheckpointID, thread, err)
+		}
+		e.CreatedAt = sc.TS
+		e.Step = metadataStep(md)
+		e.Source, _ = md["source"].(string)
+		versions[e.CheckpointID] = sc.ChannelVersions
+		page = append(page, e)
+		return nil
+	})
+	if err != nil || len(page) == 0 {
+		return page, err
+	}
+	var missing, ids []string
+	for _, e := range page {
+		ids = append(ids, e.CheckpointID)
+		if _, ok := versions[e.ParentID]; e.ParentID != "" && !ok {
+			missing = append(missing, e.ParentID)
+		}
+	}
+	if len(missing) > 0 {
+		arg, _ := jsonArg(missing)
+		err := c.query(sqlLogVersions, []any{thread, ns, arg}, func(st *sqlite3.Stmt) error {
+			var sc storedCheckpoint
+			if err := codec.Unmarshal(st.ColumnRawBlob(1), &sc); err != nil {
+				return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, st.ColumnText(0), thread, err)
+			}
+			versions[st.ColumnText(0)] = sc.ChannelVersions
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	idx := map[string]int{}
+	for i, e := range page {
+		idx[e.CheckpointID] = i
+		mine, parent := versions[e.CheckpointID], versions[e.ParentID]
+		for _, ch := range slices.Sorted(maps.Keys(mine)) {
+			if pv, ok := parent[ch]; !ok || pv != mine[ch] {
+				page[i].Changed = append(page[i].Changed, ch)
+			}
+		}
+	}
+	arg, _ := jsonArg(ids)
+	err = c.query(sqlLogStored, []any{thread, ns, arg}, func(st *sqlite3.Stmt) error {
+		i := idx[st.ColumnText(0)]
+		page[i].Stored = append(page[i].Stored, st.ColumnText(1))
+		page[i].Snapshot = mode == ModeDelta
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = c.query(sqlLogWrites, []any{thread, ns, arg}, func(st *sqlite3.Stmt) error {
+		page[idx[st.ColumnText(0)]].PendingWrites = st.ColumnInt(1)
+		return nil
+	})
+	return page, err
+}
+
+// ThreadSummary is one thread as the operator sees it: what each surface
+// holds for it, and its thread record if it has one.
+type ThreadSummary struct {
+	ThreadID string `json:"thread_id"`
+	// Mode is the channel mode of a thread-API thread, "" otherwise.
+	Mode string `json:"mode,omitempty"`
+	// Checkpoints counts checkpoints in every namespace; Head is the latest
+	// root checkpoint.
+	Checkpoints int64   `json:"checkpoints"`
+	Head        string  `json:"head,omitempty"`
+	Runs        int64   `json:"runs"`
+	Events      int64   `json:"events"`
+	Record      *Thread `json:"record,omitempty"`
+}
+
+// ThreadListOptions select threads for ListThreads. With Owner, Status or
+// Metadata set, only threads with a thread record that matches are listed
+// (Threads.Search); otherwise every thread any surface knows, by id.
+type ThreadListOptions struct {
+	Owner    string // a user id; "" for any owner
+	Status   string
+	Metadata map[string]any
+	Limit    int // default 100, at most 1000
+	Offset   int
+}
+
+const sqlThreadSummaries = `WITH ids(thread_id) AS (
+	SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM threads UNION SELECT thread_id FROM runs
+	UNION SELECT thread_id FROM events UNION SELECT thread_id FROM thread_modes)
+SELECT ids.thread_id, coalesce(m.mode, ''),
+	(SELECT count(*) FROM checkpoints c WHERE c.thread_id = ids.thread_id),
+	(SELECT max(checkpoint_id) FROM checkpoints c WHERE c.thread_id = ids.thread_id AND c.checkpoint_ns = ''),
+	(SELECT count(*) FROM runs r WHERE r.thread_id = ids.thread_id),
+	(SELECT count(*) FROM events e WHERE e.thread_id = ids.thread_id)
+FROM ids LEFT JOIN thread_modes m ON m.thread_id = ids.thread_id
+WHERE ?1 IS NULL OR ids.thread_id IN (SELECT value FROM json_each(?1))
+ORDER BY ids.thread_id LIMIT ?2 OFFSET ?3`
+
+const sqlThreadRecords = `SELECT ` + threadCols + ` FROM threads WHERE thread_id IN (SELECT value FROM json_each(?))`
+
+// ListThreads lists threads with what each surface holds for them. It only
+// reads.
+func (db *DB) ListThreads(ctx context.Context, o ThreadListOptions) ([]ThreadSummary, error) {
+	limit, err := pageLimit("thread list", o.Limit, 100)
+	if err != nil {
+		return nil, err
+	}
+	if err := pageOffset("thread list", o.Offset); err != nil {
+		return nil, err
+	}
+	var only any
+	var order []string
+	if o.Owner != "" || o.Status != "" || len(o.Metadata) > 0 {
+		owner := AnyOwner
+		if o.Owner != "" {
+			owner = User(o.Owner)
+		}
+		found, err := db.Threads().Search(ctx, owner, ThreadQuery{Metadata: o.Metadata, Status: o.Status, Limit: limit, Offset: o.Offset})
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range found {
+			order = append(order, t.ThreadID)
+		}
+		arg, _ := jsonArg(order)
+		only, o.Offset = arg, 0
+		if len(order) == 0 {
+			return []ThreadSummary{}, nil
+		}
+	}
+	out := []ThreadSummary{}
+	err = db.read(ctx, func(c *conn) error {
+		err := c.query(sqlThreadSummaries, []any{only, limit, o.Offset}, func(st *sqlite3.Stmt) error {
+			out = append(out, ThreadSummary{ThreadID: st.ColumnText(0), Mode: st.ColumnText(1), Checkpoints: st.ColumnInt64(2),
+				Head: st.ColumnText(3), Runs: st.ColumnInt64(4), Events: st.ColumnInt64(5)})
+			return nil
+		})
+		if err != nil || len(out) == 0 {
+			return err
+		}
+		ids := make([]string, len(out))
+		at := map[string]int{}
+		for i, s := range out {
+			ids[i] = s.ThreadID
+			at[s.ThreadID] = i
+		}
+		arg, _ := jsonArg(ids)
+		return c.query(sqlThreadRecords, []any{arg}, func(st *sqlite3.Stmt) error {
+			t, err := scanThread(st)
+			if err != nil {
+				return err
+			}
+			out[at[t.ThreadID]].Record = &t
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if order != nil {
+		// Keep the search's order (pinned first, most recent first).
+		rank := map[string]int{}
+		for i, id := range order {
+			rank[id] = i
+		}
+		slices.SortFunc(out, func(a, b ThreadSummary) int { return rank[a.ThreadID] - rank[b.ThreadID] })
+	}
+	return out, nil
+}
+
+const sqlThreadEvents = `SELECT ` + eventCols + ` FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+
+// ThreadEvents returns up to limit events of a thread of every category,
+// in seq order, after seq afterSeq (0 for the first). limit defaults to
+// 100, at most 1000.
+func (db *DB) ThreadEvents(ctx context.Context, thread string, afterSeq int64, limit int) ([]Event, error) {
+	if thread == "" {
+		return nil, fmt.Errorf("%w: missing thread_id", ErrInvalidArgument)
+	}
+	limit, err := pageLimit("events", limit, 100)
+	if err != nil {
+		return nil, err
+	}
+	out := []Event{}
+	err = db.read(ctx, func(c *conn) error {
+		return c.query(sqlThreadEvents, []any{thread, afterSeq, limit}, func(st *sqlite3.Stmt) error {
+			ev, err := scanEvent(st)
+			if err != nil {
+				return err
+			}
+			out = append(out, ev)
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,779 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// VerifyOptions select what Verify checks.
+type VerifyOptions struct {
+	// ThreadID limits the checks of checkpoints and records to one thread;
+	// the SQLite integrity check and the schema checks always cover the
+	// whole file.
+	ThreadID string
+	// MaxProblems caps the problems reported (the rest are counted in
+	// Truncated). Default 1000; must be >= 0.
+	MaxProblems int
+	// Progress, if not nil, is called after each thread with the number of
+	// threads checked and the total.
+	Progress func(done, total int)
+}
+
+// Problem is one thing wrong in a file. String gives it as one line that
+// names where it is.
+type Problem struct {
+	// Kind is one of: integrity, schema, mode, checkpoint, parent, write,
+	// blob, replay, run, event, thread, store.
+	Kind         string `json:"kind"`
+	ThreadID     string `json:"thread_id,omitempty"`
+	CheckpointNS string `json:"checkpoint_ns,omitempty"`
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+	Message      string `json:"message"`
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.Kind)
+	b.WriteString(": ")
+	if p.ThreadID != "" {
+		fmt.Fprintf(&b, "thread %q ", p.ThreadID)
+	}
+	if p.CheckpointNS != "" {
+		fmt.Fprintf(&b, "namespace %q ", p.CheckpointNS)
+	}
+	if p.CheckpointID != "" {
+		fmt.Fprintf(&b, "checkpoint %q ", p.CheckpointID)
+	}
+	if b.Len() > len(p.Kind)+2 {
+		s := strings.TrimSuffix(b.String(), " ")
+		b.Reset()
+		b.WriteString(s)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// VerifyReport is what Verify found and how much it checked.
+type VerifyReport struct {
+	Path     string    `json:"path"`
+	OK       bool      `json:"ok"`
+	Problems []Problem `json:"problems"`
+	// Truncated counts problems found past MaxProblems and not listed.
+	Truncated int `json:"truncated"`
+
+	Threads     int `json:"threads"`
+	Checkpoints int `json:"checkpoints"`
+	Writes      int `json:"writes"`
+	Blobs       int `json:"blobs"`
+	// Replayed counts checkpoints of thread-API threads whose state was
+	// rebuilt from their parent and writes; SnapshotsChecked the stored
+	// values compared with that rebuild; DeltaReads the checkpoints read
+	// back through the delta history walk and compared.
+	Replayed         int `json:"replayed"`
+	SnapshotsChecked int `json:"snapshots_checked"`
+	DeltaReads       int `json:"delta_reads"`
+	Runs             int `json:"runs"`
+	Events           int `json:"events"`
+	ThreadRecords    int `json:"thread_records"`
+	StoreItems       int `json:"store_items"`
+}
+
+// Verify checks a file without changing it: SQLite's integrity check, the
+// schema version and recorded modes, that every checkpoint and stored value
+// decodes, every parent exists, every write belongs to a checkpoint (and
+// every seal to one of its children), every stored channel value is named
+// by a checkpoint, and, for threads of the thread API, that every
+// checkpoint's state rebuilds from its parent's state and the writes it
+// consumed, equals its stored value where it has one, and reads the same
+// through the delta history walk. It also checks the records: runs (status,
+// one active run per thread), events (seq positive, counter not behind),
+// threads and store items decode. Problems are returned in the report;
+// the error is for failures to read at all (a closed DB, a cancelled ctx).
+func (db *DB) Verify(ctx context.Context, o VerifyOptions) (VerifyReport, error) {
+	if o.MaxProblems < 0 {
+		return VerifyReport{}, fmt.Errorf("%w: MaxProblems %d is negative", ErrInvalidArgument, o.MaxProblems)
+	}
+	if o.MaxProblems == 0 {
+		o.MaxProblems = 1000
+	}
+	v := &verifier{db: db, o: o, seed: maphash.MakeSeed(), rep: VerifyReport{Path: db.path, Problems: []Problem{}}}
+	if err := v.run(ctx); err != nil {
+		return VerifyReport{}, err
+	}
+	v.rep.OK = len(v.rep.Problems) == 0 && v.rep.Truncated == 0
+	return v.rep, nil
+}
+
+type verifier struct {
+	db  *DB
+	o   VerifyOptions
+	c   *conn
+	rep VerifyReport
+
+	seed  maphash.Seed
+	seeds map[seedKey]any
+}
+
+type seedKey struct {
+	channel string
+	hash    uint64
+	size    int
+}
+
+func (v *verifier) add(p Problem) {
+	if len(v.rep.Problems) >= v.o.MaxProblems {
+		v.rep.Truncated++
+		return
+	}
+	v.rep.Problems = append(v.rep.Problems, p)
+}
+
+func (v *verifier) addf(kind, thread, ns, id, format string, args ...any) {
+	v.add(Problem{Kind: kind, ThreadID: thread, CheckpointNS: ns, CheckpointID: id, Message: fmt.Sprintf(format, args...)})
+}
+
+// failed records an error that stopped a check; a context error stops all.
+func (v *verifier) failed(kind, thread string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrClosed) {
+		return err
+	}
+	v.addf(kind, thread, "", "", "cannot be read: %v", err)
+	return nil
+}
+
+// phase runs one check in its own read transaction, so that damage that
+// stops one check (SQLite may abandon a transaction on a corrupt page)
+// does not stop the others; such damage is reported as a problem.
+func (v *verifier) phase(ctx context.Context, kind, thread string, fn func() error) error {
+	err := v.db.read(ctx, func(c *conn) error {
+		v.c = c
+		return fn()
+	})
+	if err != nil {
+		return v.failed(kind, thread, err)
+	}
+	return nil
+}
+
+func (v *verifier) run(ctx context.Context) error {
+	before := len(v.rep.Problems) + v.rep.Truncated
+	err := v.db.read(ctx, func(c *conn) error { v.c = c; return v.integrity() })
+	if err != nil && (!errors.Is(err, ErrCorrupt) || len(v.rep.Problems)+v.rep.Truncated == before) {
+		// A corrupt file may also fail the check's transaction; the lines
+		// the check printed say more than that failure.
+		if err := v.failed("integrity", "", err); err != nil {
+			return err
+		}
+	}
+	if err := v.phase(ctx, "schema", "", v.schema); err != nil {
+		return err
+	}
+	threads, err := v.threads(ctx)
+	if err != nil {
+		return err
+	}
+	for i, th := range threads {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := v.phase(ctx, "checkpoint", th, func() error { return v.thread(th) }); err != nil {
+			return err
+		}
+		if v.o.Progress != nil {
+			v.o.Progress(i+1, len(threads))
+		}
+	}
+	v.rep.Threads = len(threads)
+	for _, check := range []struct {
+		kind string
+		fn   func() error
+	}{{"run", v.runs}, {"event", v.events}, {"thread", v.threadRecords}, {"store", v.store}} {
+		if err := v.phase(ctx, check.kind, v.o.ThreadID, check.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (v *verifier) integrity() error {
+	err := v.c.query("PRAGMA integrity_check", nil, func(st *sqlite3.Stmt) error {
+		// SQLite prefixes the first line with the database's name.
+		for _, line := range strings.Split(st.ColumnText(0), "\n") {
+			if line != "ok" && line != "" && !strings.HasPrefix(line, "*** in database ") {
+				v.addf("integrity", "", "", "", "%s", line)
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+func (v *verifier) schema() error {
+	st, err := readFileState(v.c)
+	if err != nil {
+		return err
+	}
+	if st.appID != ApplicationID {
+		v.addf("schema", "", "", "", "application id is 0x%08x, want 0x%08x", st.appID, ApplicationID)
+	}
+	if st.version != int64(SchemaVersion) {
+		v.addf("schema", "", "", "", "schema version is %d, this build writes %d", st.version, SchemaVersion)
+	}
+	n, err := v.c.queryInt64(`SELECT count(*) FROM schema_history`)
+	if err != nil {
+		return err
+	}
+	if n != st.version {
+		v.addf("schema", "", "", "", "schema_history records %d migrations for schema version %d", n, st.version)
+	}
+	mode, every, found, err := fileMode(v.c)
+	switch {
+	case err != nil:
+		v.addf("mode", "", "", "", "%v", err)
+	case !found:
+		v.addf("mode", "", "", "", "the file records no channel mode")
+	case mode == ModeDelta && every < 1:
+		v.addf("mode", "", "", "", "the file records K=%d, must be >= 1", every)
+	}
+	return v.c.query(`SELECT thread_id, mode, every FROM thread_modes ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
+		th, m, k := st.ColumnText(0), st.ColumnText(1), st.ColumnInt(2)
+		if v.o.ThreadID != "" && th != v.o.ThreadID {
+			return nil
+		}
+		switch {
+		case m != ModeFull && m != ModeDelta:
+			v.addf("mode", th, "", "", "thread mode %q is neither full nor delta", m)
+		case m == ModeDelta && k < 1:
+			v.addf("mode", th, "", "", "delta thread with K=%d, must be >= 1", k)
+		case found && mode == ModeFull && m == ModeDelta:
+			v.addf("mode", th, "", "", "delta thread in a full-mode file: a full handle cannot read it (agentstate convert FILE --thread %s --mode full)", th)
+		}
+		return nil
+	})
+}
+
+// threads lists the threads to check: those of every checkpoint table,
+// each read on its own so that one damaged table does not hide the others.
+func (v *verifier) threads(ctx context.Context) ([]string, error) {
+	if v.o.ThreadID != "" {
+		return []string{v.o.ThreadID}, nil
+	}
+	seen := map[string]bool{}
+	for _, table := range []string{"checkpoints", "writes", "blobs"} {
+		err := v.phase(ctx, "checkpoint", "", func() error {
+			// The table name is one of three constants.
+			err := v.c.query(`SELECT DISTINCT thread_id FROM `+table, nil, func(st *sqlite3.Stmt) error {
+				seen[st.ColumnText(0)] = true
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("table %s: %w", table, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// vcp is one checkpoint as verify sees it.
+type vcp struct {
+	ns, id, parent string
+	hasParent      bool
+	versions       map[string]string
+	ok             bool // decoded
+}
+
+type vwrite struct {
+	ns, cp, task, channel, typ, consumedBy, taskPath string
+	idx                                              int
+	data                                             []byte
+	sealed                                           bool
+}
+
+type nsKey struct{ ns, id string }
+
+func (v *verifier) thread(th string) error {
+	c := v.c
+	cps := map[nsKey]*vcp{}
+	var order []*vcp
+	err := c.query(`SELECT checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE thread_id = ?`, []any{th},
+		func(st *sqlite3.Stmt) error {
+			cp := &vcp{ns: st.ColumnText(0), id: st.ColumnText(1), hasParent: st.ColumnType(2) != sqlite3.NULL, parent: st.ColumnText(2), ok: true}
+			var sc storedCheckpoint
+			if err := codec.Unmarshal(st.ColumnRawBlob(3), &sc); err != nil {
+				v.addf("checkpoint", th, cp.ns, cp.id, "does not decode: %v", err)
+				cp.ok = false
+			}
+			cp.versions = sc.ChannelVersions
+			var md map[string]any
+			if err := codec.Unmarshal(st.ColumnRawBlob(4), &md); err != nil {
+				v.addf("checkpoint", th, cp.ns, cp.id, "metadata does not decode: %v", err)
+			}
+			cps[nsKey{cp.ns, cp.id}] = cp
+			order = append(order, cp)
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	v.rep.Checkpoints += len(order)
+	slices.SortFunc(order, func(a, b *vcp) int {
+		if c := strings.Compare(a.ns, b.ns); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	for _, cp := range order {
+		if !cp.hasParent {
+			continue
+		}
+		if _, ok := cps[nsKey{cp.ns, cp.parent}]; !ok {
+			v.addf("parent", th, cp.ns, cp.id, "parent %q does not exist", cp.parent)
+		} else if cp.parent >= cp.id {
+			v.addf("parent", th, cp.ns, cp.id, "does not sort after its parent %q", cp.parent)
+		}
+	}
+
+	// Writes: each belongs to a checkpoint, each seal names a child of it.
+	var writes []*vwrite
+	err = c.query(`SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path FROM writes WHERE thread_id = ?`, []any{th},
+		func(st *sqlite3.Stmt) error {
+			w := &vwrite{ns: st.ColumnText(0), cp: st.ColumnText(1), task: st.ColumnText(2), idx: st.ColumnInt(3), channel: st.ColumnText(4),
+				typ: st.ColumnText(5), data: copyBytes(st.ColumnRawBlob(6)), sealed: st.ColumnType(7) != sqlite3.NULL, consumedBy: st.ColumnText(7),
+				taskPath: st.ColumnText(8)}
+			writes = append(writes, w)
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	v.rep.Writes += len(writes)
+	for _, w := range writes {
+		where := fmt.Sprintf("write of task %q idx %d to %q", w.task, w.idx, w.channel)
+		if _, ok := cps[nsKey{w.ns, w.cp}]; !ok {
+			v.addf("write", th, w.ns, w.cp, "%s belongs to no checkpoint (orphan write)", where)
+		}
+		if w.sealed {
+			child, ok := cps[nsKey{w.ns, w.consumedBy}]
+			switch {
+			case !ok:
+				v.addf("write", th, w.ns, w.cp, "%s is sealed by checkpoint %q, which does not exist", where, w.consumedBy)
+			case !child.hasParent || child.parent != w.cp:
+				v.addf("write", th, w.ns, w.cp, "%s is sealed by checkpoint %q, which is not a child of its checkpoint", where, w.consumedBy)
+			}
+		}
+		switch {
+		case w.typ == "":
+			v.addf("write", th, w.ns, w.cp, "%s has no type tag", where)
+		case w.typ == codec.TypeMsgpack:
+			var x any
+			if err := codec.Unmarshal(w.data, &x); err != nil {
+				v.addf("write", th, w.ns, w.cp, "%s does not decode: %v", where, err)
+			}
+		}
+	}
+
+	// Channel values: each is named by a checkpoint's versions, and its
+	// owner (if it survives) has that version.
+	named := map[[3]string]bool{}
+	for _, cp := range order {
+		for ch, ver := range cp.versions {
+			named[[3]string{cp.ns, ch, ver}] = true
+		}
+	}
+	mode, _, ours, err := threadMode(c, th)
+	if err != nil {
+		return err
+	}
+	type blobRef struct{ ns, ch, ver, owner, typ string }
+	var blobs []blobRef
+	err = c.query(`SELECT checkpoint_ns, channel, version, checkpoint_id, type FROM blobs WHERE thread_id = ?`, []any{th}, func(st *sqlite3.Stmt) error {
+		blobs = append(blobs, blobRef{st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), st.ColumnText(3), st.ColumnText(4)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	v.rep.Blobs += len(blobs)
+	for _, b := range blobs {
+		where := fmt.Sprintf("value of channel %q version %q", b.ch, b.ver)
+		if !named[[3]string{b.ns, b.ch, b.ver}] {
+			v.addf("blob", th, b.ns, b.owner, "%s is named by no checkpoint (orphan value)", where)
+		}
+		if owner, ok := cps[nsKey{b.ns, b.owner}]; ok && owner.ok && owner.versions[b.ch] != b.ver {
+			v.addf("blob", th, b.ns, b.owner, "%s is stored by this checkpoint, whose version of the channel is %q", where, owner.versions[b.ch])
+		}
+		if b.typ == "" {
+			v.addf("blob", th, b.ns, b.owner, "%s has no type tag", where)
+		}
+		_, inSchema := v.db.opts.Schema[b.ch]
+		if b.typ == codec.TypeMsgpack && !(ours && inSchema) {
+			// Values the replay below does not decode are decoded here.
+			var data []byte
+			if _, err := c.queryRow(sqlBlobData, []any{th, b.ns, b.ch, b.ver}, func(st *sqlite3.Stmt) error {
+				data = copyBytes(st.ColumnRawBlob(1))
+				return nil
+			}); err != nil {
+				return err
+			}
+			var x any
+			if err := codec.Unmarshal(data, &x); err != nil {
+				v.addf("blob", th, b.ns, b.owner, "%s does not decode: %v", where, err)
+			}
+		}
+	}
+	if ours {
+		return v.replay(th, mode, order, cps, writes)
+	}
+	return nil
+}
+
+// replay rebuilds every checkpoint of a thread-API thread from its parent's
+// state and the writes it consumed (the oracle of SPEC 2.4), compares that
+// with the stored value where there is one, and with what the delta walk
+// reads where there is none.
+func (v *verifier) replay(th, mode string, order []*vcp, cps map[nsKey]*vcp, writes []*vwrite) error {
+	c := v.c
+	type sealKey struct{ ns, cp, child, channel string }
+	sealed := map[sealKey][]*vwrite{}
+	for _, w := range writes {
+		if w.sealed {
+			k := sealKey{w.ns, w.cp, w.consumedBy, w.channel}
+			sealed[k] = append(sealed[k], w)
+		}
+	}
+	names := slices.Sorted(maps.Keys(v.db.opts.Schema))
+	state := map[nsKey]map[string]any{} // rebuilt state per checkpoint
+	broken := map[nsKey]bool{}          // state unknown (a problem was reported on the way)
+	for _, cp := range order {
+		k := nsKey{cp.ns, cp.id}
+		if !cp.ok {
+			broken[k] = true
+			continue
+		}
+		var parent map[string]any
+		if cp.hasParent {
+			pk := nsKey{cp.ns, cp.parent}
+			if _, ok := cps[pk]; !ok || broken[pk] {
+				broken[k] = true
+				continue
+			}
+			parent = state[pk]
+		}
+		values := map[string]any{}
+		bad := false
+		for _, name := range names {
+			ch := v.db.opts.Schema[name]
+			var ws []channels.TaskWrite
+			foldable := true
+			if cp.hasParent {
+				for _, w := range sealed[sealKey{cp.ns, cp.parent, cp.id, name}] {
+					if w.typ != codec.TypeMsgpack {
+						v.addf("replay", th, cp.ns, cp.id, "channel %q: write of task %q has type %q, which the thread API cannot fold", name, w.task, w.typ)
+						foldable = false
+						continue
+					}
+					u, err := ch.DecodeUpdate(w.data)
+					if err != nil {
+						v.addf("replay", th, cp.ns, cp.id, "channel %q: write of task %q idx %d does not decode: %v", name, w.task, w.idx, err)
+						foldable = false
+						continue
+					}
+					ws = append(ws, channels.TaskWrite{TaskID: w.taskPath + "\x00" + w.task, Idx: w.idx, Value: u})
+				}
+			}
+			var replayed any
+			if foldable {
+				ordered, err := channels.OrderStep(ch, ws)
+				if err == nil {
+					replayed, err = channels.Fold(ch, parent[name], ordered)
+				}
+				if err != nil {
+					v.addf("replay", th, cp.ns, cp.id, "channel %q: the writes it consumed do not apply to its parent's state: %v", name, err)
+					foldable = false
+				}
+			}
+			ver, has := cp.versions[name]
+			stored, held, err := v.storedValue(th, cp, name, ver, has)
+			if err != nil {
+				return err
+			}
+			switch {
+			case held && stored == nil:
+				bad = true // decode problem already reported
+			case held:
+				if foldable && cp.hasParent {
+					v.rep.SnapshotsChecked++
+					if !reflect.DeepEqual(normalizeState(stored), normalizeState(replayed)) {
+						v.addf("replay", th, cp.ns, cp.id, "channel %q: the stored value (%s) differs from its parent's state plus the writes it consumed (%s)", name, describeValue(stored), describeValue(replayed))
+					}
+				}
+				values[name] = stored
+			case !foldable:
+				bad = true
+			default:
+				values[name] = replayed
+				if !has {
+					continue
+				}
+				if mode == ModeFull && cp.hasParent && (parentVersion(cps, cp, name) != ver) {
+					v.addf("replay", th, cp.ns, cp.id, "channel %q: a full-mode checkpoint that changed the channel (version %q) stores no value for it", name, ver)
+				}
+				// The read path: the delta history walk from the file.
+				e, err := walk(c, cpKey{th, cp.ns, cp.id}, name)
+				if err != nil {
+					v.addf("replay", th, cp.ns, cp.id, "channel %q: the history walk fails: %v", name, err)
+					bad = true
+					continue
+				}
+				read, err := v.foldHistory(name, ch, e.hist)
+				if err != nil {
+					v.addf("replay", th, cp.ns, cp.id, "channel %q: its history does not fold: %v", name, err)
+					bad = true
+					continue
+				}
+				v.rep.DeltaReads++
+				if !reflect.DeepEqual(normalizeState(read), normalizeState(replayed)) {
+					v.addf("replay", th, cp.ns, cp.id, "channel %q: the delta walk reads %s, its replay gives %s", name, describeValue(read), describeValue(replayed))
+				}
+			}
+		}
+		if bad {
+			broken[k] = true
+			continue
+		}
+		state[k] = values
+		v.rep.Replayed++
+	}
+	return nil
+}
+
+func parentVersion(cps map[nsKey]*vcp, cp *vcp, ch string) string {
+	if p, ok := cps[nsKey{cp.ns, cp.parent}]; ok {
+		return p.versions[ch]
+	}
+	return ""
+}
+
+// storedValue decodes the value stored for a schema channel at cp's version,
+// if any: held reports a stored value, and value is nil when it did not
+// decode (a problem is then reported).
+func (v *verifier) storedValue(th string, cp *vcp, name, ver string, has bool) (value any, held bool, err error) {
+	if !has {
+		return nil, false, nil
+	}
+	var typ string
+	var data []byte
+	held, err = v.c.queryRow(sqlBlobData, []any{th, cp.ns, name, ver}, func(st *sqlite3.Stmt) error {
+		typ, data = st.ColumnText(0), copyBytes(st.ColumnRawBlob(1))
+		return nil
+	})
+	if err != nil || !held {
+		return nil, held, err
+	}
+	if typ != codec.TypeMsgpack {
+		v.addf("blob", th, cp.ns, cp.id, "channel %q holds a value of type %q, which the thread API did not write", name, typ)
+		return nil, true, nil
+	}
+	x, err := v.db.opts.Schema[name].DecodeState(data)
+	if err != nil {
+		v.addf("blob", th, cp.ns, cp.id, "channel %q version %q does not decode: %v", name, ver, err)
+		return nil, true, nil
+	}
+	return x, true, nil
+}
+
+// foldHistory folds a delta history as the read path does. Decoded seeds
+// are kept: consecutive checkpoints mostly share one.
+func (v *verifier) foldHistory(name string, ch channels.Channel, h History) (any, error) {
+	var seed any
+	if h.Seed != nil {
+		if h.Seed.Type != codec.TypeMsgpack {
+			return nil, fmt.Errorf("seed of type %q is not ours to fold", h.Seed.Type)
+		}
+		k := seedKey{name, maphash.Bytes(v.seed, h.Seed.Data), len(h.Seed.Data)}
+		s, ok := v.seeds[k]
+		if !ok {
+			var err error
+			if s, err = ch.DecodeState(h.Seed.Data); err != nil {
+				return nil, err
+			}
+			if v.seeds == nil || len(v.seeds) > 64 {
+				v.seeds = map[seedKey]any{}
+			}
+			v.seeds[k] = s
+		}
+		seed = s
+	}
+	ups := make([]any, len(h.Writes))
+	for i, w := range h.Writes {
+		if w.Value.Type != codec.TypeMsgpack {
+			return nil, fmt.Errorf("write of task %q has type %q, which is not ours to fold", w.TaskID, w.Value.Type)
+		}
+		u, err := ch.DecodeUpdate(w.Value.Data)
+		if err != nil {
+			return nil, fmt.Errorf("write of task %q: %w", w.TaskID, err)
+		}
+		ups[i] = u
+	}
+	return channels.Fold(ch, seed, ups)
+}
+
+// normalizeState makes an empty message list and a missing one compare
+// equal (a fold of nothing onto nothing is an empty list).
+func normalizeState(x any) any {
+	if ms, ok := x.([]codec.Message); ok && len(ms) == 0 {
+		return nil
+	}
+	return x
+}
+
+func describeValue(x any) string {
+	switch v := x.(type) {
+	case nil:
+		return "nothing"
+	case []codec.Message:
+		if len(v) == 0 {
+			return "0 messages"
+		}
+		return fmt.Sprintf("%d messages, last %q", len(v), v[len(v)-1].ID)
+	}
+	return fmt.Sprintf("a %T", x)
+}
+
+var runStatuses = map[string]bool{RunPending: true, RunRunning: true, RunSuccess: true, RunError: true, RunTimeout: true, RunInterrupted: true}
+
+func (v *verifier) runs() error {
+	active := map[string]string{}
+	q := `SELECT run_id, thread_id, status, metadata, kwargs, token_usage_by_model, created_at, updated_at FROM runs WHERE ?1 = '' OR thread_id = ?1 ORDER BY run_id`
+	return v.c.query(q, []any{v.o.ThreadID}, func(st *sqlite3.Stmt) error {
+		v.rep.Runs++
+		id, th, status := st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)
+		msg := func(format string, args ...any) {
+			v.addf("run", th, "", "", "run %q: "+format, append([]any{id}, args...)...)
+		}
+		if !runStatuses[status] {
+			msg("unknown status %q", status)
+		}
+		if isActive(status) {
+			if other, ok := active[th]; ok {
+				msg("is %s while run %q is active too", status, other)
+			}
+			active[th] = id
+		}
+		for i, col := range []string{"metadata", "kwargs", "token usage by model"} {
+			if b := st.ColumnRawBlob(3 + i); b != nil {
+				var x any
+				if err := codec.Unmarshal(b, &x); err != nil {
+					msg("%s does not decode: %v", col, err)
+				}
+			}
+		}
+		if st.ColumnInt64(7) < st.ColumnInt64(6) {
+			msg("updated before it was created")
+		}
+		return nil
+	})
+}
+
+func (v *verifier) events() error {
+	last := map[string]int64{}
+	err := v.c.query(`SELECT thread_id, last_seq FROM event_seqs WHERE ?1 = '' OR thread_id = ?1`, []any{v.o.ThreadID}, func(st *sqlite3.Stmt) error {
+		last[st.ColumnText(0)] = st.ColumnInt64(1)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	q := `SELECT thread_id, seq, run_id, event_type, category, content, metadata FROM events WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id, seq`
+	prevThread, prevSeq := "", int64(0)
+	err = v.c.query(q, []any{v.o.ThreadID}, func(st *sqlite3.Stmt) error {
+		v.rep.Events++
+		th, seq := st.ColumnText(0), st.ColumnInt64(1)
+		msg := func(format string, args ...any) {
+			v.addf("event", th, "", "", "event seq %d: "+format, append([]any{seq}, args...)...)
+		}
+		if seq < 1 {
+			msg("seq must be positive")
+		}
+		if th == prevThread && seq <= prevSeq {
+			msg("seq does not increase after %d", prevSeq)
+		}
+		prevThread, prevSeq = th, seq
+		if n, ok := last[th]; ok && seq > n {
+			msg("is beyond the thread's seq counter %d; the next event would reuse a seq", n)
+		}
+		if t := st.ColumnText(3); t == "" || len([]rune(t)) > 32 {
+			msg("event type %q must be 1..32 characters", t)
+		}
+		if cat := st.ColumnText(4); cat == "" || len([]rune(cat)) > 16 {
+			msg("category %q must be 1..16 characters", cat)
+		}
+		for i, col := range []string{"content", "metadata"} {
+			if b := st.ColumnRawBlob(5 + i); b != nil {
+				var x any
+				if err := codec.Unmarshal(b, &x); err != nil {
+					msg("%s does not decode: %v", col, err)
+				}
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+var threadStatuses = map[string]bool{ThreadIdle: true, ThreadBusy: true, ThreadInterrupted: true, ThreadError: true}
+
+func (v *verifier) threadRecords() error {
+	q := `SELECT thread_id, status, metadata, pinned FROM threads WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id`
+	return v.c.query(q, []any{v.o.ThreadID}, func(st *sqlite3.Stmt) error {
+		v.rep.ThreadRecords++
+		th := st.ColumnText(0)
+		if s := st.ColumnText(1); !threadStatuses[s] {
+			v.addf("thread", th, "", "", "unknown status %q", s)
+		}
+		var md map[string]any
+		if b := st.ColumnRawBlob(2); b != nil {
+			if err := codec.Unmarshal(b, &md); err != nil {
+				v.addf("thread", th, "", "", "metadata does not decode: %v", err)
+				return nil
+			}
+		}
+		if isPinned(md) != (st.ColumnInt(3) != 0) {
+			v.addf("thread", th, "", "", "pinned column %d disagrees with metadata", st.ColumnInt(3))
+		}
+		return nil
+	})
+}
+
+func (v *verifier) store() error {
+	if v.o.ThreadID != "" {
+		return nil // store items belong to no thread
+	}
+	return v.c.query(`SELECT namespace, key, value FROM store_items ORDER BY namespace, key`, nil, func(st *sqlite3.Stmt) error {
+		v.rep.StoreItems++
+		ns, key := st.ColumnText(0), st.ColumnText(1)
+		if ns == "" {
+			v.addf("store", "", "", "", "item %q has an empty namespace", key)
+		}
+		var x map[string]any
+		if err := codec.Unmarshal(st.ColumnRawBlob(2), &x); err != nil {
+			v.addf("store", "", "", "", "item %q in namespace %q does not decode: %v", key, ns, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,230 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/codec"
+)
+
+// opsFixture writes a file that uses every surface: a thread-API thread
+// with a fork and a compaction, a thread record, a run with tokens, events
+// and a store item. It returns the path and the chat thread's checkpoints
+// in commit order.
+func opsFixture(t *testing.T, mode string) (string, []Config) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ops.db")
+	o := DefaultOptions()
+	o.Mode, o.SnapshotEvery = mode, 3
+	db, err := Open(ctx, path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var cps []Config
+	commit := func(thread, parent string, ms ...codec.Message) Config {
+		t.Helper()
+		cfg, err := db.Commit(ctx, thread, Step{Parent: parent, Tasks: []TaskWrites{{TaskID: "node", Writes: []ChannelWrite{{Channel: MessagesChannel, Value: ms}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cps = append(cps, cfg)
+		return cfg
+	}
+	for i := range 8 {
+		commit("chat", "", codec.Message{ID: "h" + string(rune('a'+i)), Type: codec.Human, Content: strings.Repeat("question ", i+1)},
+			codec.Message{ID: "a" + string(rune('a'+i)), Type: codec.AI, Content: "answer", UsageMetadata: &codec.UsageMetadata{InputTokens: 3, OutputTokens: 2, TotalTokens: 5}})
+	}
+	// A fork of an old checkpoint, continued.
+	fork, err := db.Fork(ctx, cps[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps = append(cps, fork)
+	commit("chat", fork.CheckpointID, codec.Message{ID: "hx", Type: codec.Human, Content: []any{
+		map[string]any{"type": "text", "text": "look"},
+		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}},
+	}, AdditionalKwargs: map[string]any{HideFromUIKey: true}})
+	c, err := db.Compact(ctx, Config{ThreadID: "chat"}, MessagesChannel, []codec.Message{{ID: "sum", Type: codec.System, Content: "summary"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps = append(cps, c)
+	commit("chat", "", codec.Message{ID: "hz", Type: codec.Human, Content: "after the summary"})
+
+	if _, err := db.Threads().Create(ctx, User("alice"), NewThread{ThreadID: "chat", DisplayName: "Chat", Metadata: map[string]any{"topic": "demo", "pinned": true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Threads().Create(ctx, User("bob"), NewThread{ThreadID: "other", DisplayName: "Other", Status: ThreadBusy, Metadata: map[string]any{"topic": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := db.Runs().Create(ctx, NewRun{ThreadID: "chat", ModelName: "m1", Status: RunRunning, Metadata: map[string]any{"ratio": 1.0, "n": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Events().PutBatch(ctx, []Event{
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.human.input", Category: CategoryMessage, Content: "hello"},
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "trace.tool", Category: "trace", Content: map[string]any{"tool": "x", "ms": 1.5}},
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.ai.response", Category: CategoryMessage, Content: "hi", Metadata: map[string]any{"b": []byte{1, 2}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Runs().Complete(ctx, run.Run.RunID, RunSuccess, "", RunTotals{TotalInputTokens: 10, TotalOutputTokens: 5, TotalTokens: 15,
+		LLMCallCount: 2, LeadAgentTokens: 12, SubagentTokens: 3, TokenUsageByModel: map[string]ModelTokens{"m1": {Input: 10, Output: 5, Total: 15}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Store().Put(ctx, []string{"users", "alice"}, "prefs", map[string]any{"lang": "fr", "n": 2, "f": 2.0}, WithTTL(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	return path, cps
+}
+
+func openRW(t *testing.T, path string) *DB {
+	t.Helper()
+	o := DefaultOptions()
+	o.Mode = ModeAuto
+	db, err := Open(context.Background(), path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func verifyPath(t *testing.T, path string) VerifyReport {
+	t.Helper()
+	o := DefaultOptions()
+	o.Mode, o.ReadOnly = ModeAuto, true
+	db, err := Open(context.Background(), path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rep, err := db.Verify(context.Background(), VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestVerifyCleanFiles(t *testing.T) {
+	for _, mode := range []string{ModeFull, ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			path, cps := opsFixture(t, mode)
+			rep := verifyPath(t, path)
+			if !rep.OK {
+				t.Fatalf("clean %s file has problems: %v", mode, rep.Problems)
+			}
+			if rep.Checkpoints != len(cps)+1 || rep.Replayed != rep.Checkpoints || rep.Runs != 1 || rep.Events != 3 || rep.ThreadRecords != 2 || rep.StoreItems != 1 {
+				t.Fatalf("counts: %+v", rep)
+			}
+			if mode == ModeDelta && (rep.DeltaReads == 0 || rep.SnapshotsChecked == 0) {
+				t.Fatalf("delta file: no delta reads or snapshots checked: %+v", rep)
+			}
+		})
+	}
+}
+
+// tamper runs SQL on a closed file through a fresh handle.
+func tamper(t *testing.T, path string, q string, args ...any) {
+	t.Helper()
+	db := openRW(t, path)
+	err := db.write(context.Background(), func(c *conn) error { return c.exec(q, args...) })
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	db.Close()
+}
+
+func wantProblem(t *testing.T, rep VerifyReport, kind, text string) {
+	t.Helper()
+	if rep.OK {
+		t.Fatalf("no problem found, want %s %q", kind, text)
+	}
+	for _, p := range rep.Problems {
+		if p.Kind == kind && strings.Contains(p.String(), text) {
+			return
+		}
+	}
+	t.Fatalf("want a %s problem with %q, got %v", kind, text, rep.Problems)
+}
+
+func TestVerifyFindsDamage(t *testing.T) {
+	t.Run("deleted parent", func(t *testing.T) {
+		path, cps := opsFixture(t, ModeDelta)
+		tamper(t, path, `DELETE FROM checkpoints WHERE thread_id = 'chat' AND checkpoint_id = ?`, cps[4].CheckpointID)
+		wantProblem(t, verifyPath(t, path), "parent", "does not exist")
+	})
+	t.Run("orphan write", func(t *testing.T) {
+		path, _ := opsFixture(t, ModeFull)
+		tamper(t, path, `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data) VALUES ('chat', '', 'nope', 't', 0, 'x', 'json', x'7b7d')`)
+		wantProblem(t, verifyPath(t, path), "write", "orphan write")
+	})
+	t.Run("seal of a non-child", func(t *testing.T) {
+		path, cps := opsFixture(t, ModeDelta)
+		tamper(t, path, `UPDATE writes SET consumed_by = ? WHERE thread_id = 'chat' AND checkpoint_id = ?`, cps[6].CheckpointID, cps[1].CheckpointID)
+		wantProblem(t, verifyPath(t, path), "write", "not a child")
+	})
+	t.Run("snapshot that lies", func(t *testing.T) {
+		path, _ := opsFixture(t, ModeDelta)
+		lie, _ := codec.Marshal([]codec.Message{{ID: "x", Type: codec.Human, Content: "not what happened"}})
+		tamper(t, path, `UPDATE blobs SET data = ? WHERE rowid = (SELECT max(rowid) FROM blobs)`, lie)
+		rep := verifyPath(t, path)
+		wantProblem(t, rep, "replay", "differs from its parent's state")
+	})
+	t.Run("garbage value", func(t *testing.T) {
+		path, _ := opsFixture(t, ModeFull)
+		tamper(t, path, `UPDATE blobs SET data = x'01c1' WHERE rowid = (SELECT min(rowid) FROM blobs)`)
+		wantProblem(t, verifyPath(t, path), "blob", "does not decode")
+	})
+	t.Run("garbage write", func(t *testing.T) {
+		path, cps := opsFixture(t, ModeDelta)
+		tamper(t, path, `UPDATE writes SET data = x'01dd' WHERE thread_id = 'chat' AND checkpoint_id = ?`, cps[5].CheckpointID)
+		wantProblem(t, verifyPath(t, path), "write", "does not decode")
+	})
+	t.Run("orphan value", func(t *testing.T) {
+		path, _ := opsFixture(t, ModeFull)
+		tamper(t, path, `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data) VALUES ('chat', '', 'messages', 'zz', 'gone', 'json', x'5b5d')`)
+		wantProblem(t, verifyPath(t, path), "blob", "orphan value")
+	})
+	t.Run("event counter behind", func(t *testing.T) {
+		path, _ := opsFixture(t, ModeFull)
+		tamper(t, path, `UPDATE event_seqs SET last_seq = 1 WHERE thread_id = 'chat'`)
+		wantProblem(t, verifyPath(t, path), "event", "beyond the thread's seq counter")
+	})
+	t.Run("run status", func(t *testing.T) {
+		path, _ := opsFixture(t, ModeFull)
+		tamper(t, path, `UPDATE runs SET status = 'exploded'`)
+		wantProblem(t, verifyPath(t, path), "run", "unknown status")
+	})
+	t.Run("thread pin", func(t *testing.T) {
+		path, _ := opsFixture(t, ModeFull)
+		tamper(t, path, `UPDATE threads SET pinned = 0 WHERE thread_id = 'chat'`)
+		wantProblem(t, verifyPath(t, path), "thread", "pinned")
+	})
+}
+
+func TestVerifyThreadOptionAndCap(t *testing.T) {
+	path, _ := opsFixture(t, ModeFull)
+	for i := range 5 {
+		tamper(t, path, `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data) VALUES ('chat', '', 'nope', 't', ?, 'x', 'json', x'7b7d')`, i)
+	}
+	db := openRW(t, path)
+	rep, err := db.Verify(context.Background(), VerifyOptions{MaxProblems: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 2 || rep.Truncated != 3 || rep.OK {
+		t.Fatalf("cap: %d listed, %d truncated", len(rep.Problems), rep.Truncated)
+	}
+	rep, err = db.Verify(context.Background(), VerifyOptions{ThreadID: "other"})
+	if err != nil || !rep.OK {
+		t.Fatalf("thread other: %v %v", err, rep.Problems)
+	}
+}
