@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"math/bits"
 	"slices"
@@ -67,45 +66,8 @@ var errDryRun = errors.New("dry run")
 // no snapshot, and removing their checkpoints keeps the ancestors their
 // delta channels need.
 func (db *DB) Retain(ctx context.Context, o RetainOptions) (RetainReport, error) {
-	if o.KeepLatest < 0 {
-		return RetainReport{}, fmt.Errorf("%w: KeepLatest %d is negative", ErrInvalidArgument, o.KeepLatest)
-	}
-	rep := RetainReport{DryRun: o.DryRun}
-	var touched []string
-	err := db.write(ctx, func(c *conn) error {
-		rep = RetainReport{DryRun: o.DryRun}
-		threads := []string{o.ThreadID}
-		if o.ThreadID == "" {
-			var err error
-			if threads, err = allThreads(c); err != nil {
-				return err
-			}
-		}
-		for _, th := range threads {
-			r, err := db.retainThread(c, th, o)
-			if err != nil {
-				return err
-			}
-			if r.CheckpointsKept+r.CheckpointsRemoved > 0 {
-				rep.Threads++
-			}
-			rep.add(r)
-		}
-		touched = threads
-		if o.DryRun {
-			return errDryRun
-		}
-		return nil
-	})
-	if errors.Is(err, errDryRun) {
-		err = nil
-	}
-	if !o.DryRun {
-		for _, th := range touched {
-			db.purge(th)
-		}
-	}
-	return rep, err
+	res, err := db.RetainMeasured(ctx, o, nil)
+	return res.RetainReport, err
 }
 
 func allThreads(c *conn) ([]string, error) {
