@@ -1,19 +1,38 @@
 //go:build js && wasm
 
-// Command js is the agentstate engine compiled for GOOS=js: run under Node
-// with Go's wasm_exec_node.js it opens an in-memory database and prints its
-// schema version, proving the engine works inside a JavaScript host.
+// Command js is the agentstate engine compiled for GOOS=js.
+//
+// Loaded by the npm package's loader (which passes --bridge=NAME), it hands
+// a JavaScript API object to the global function NAME and stays resident:
+// every call returns a Promise and runs in its own goroutine, so the event
+// loop only waits while Go computes, never while it blocks.
+//
+// Run directly under Node with Go's wasm_exec_node.js, it opens an
+// in-memory database and prints its schema version, proving the engine
+// works inside a JavaScript host.
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
+	"syscall/js"
 
 	"github.com/agentstate/agentstate/engine"
 )
 
 func main() {
+	for _, a := range os.Args[1:] {
+		if name, ok := strings.CutPrefix(a, "--bridge="); ok {
+			js.Global().Get(name).Invoke(newBridge().api())
+			select {} // stay resident; the process ends with the host
+		}
+	}
+	smoke()
+}
+
+func smoke() {
 	ctx := context.Background()
 	db, err := engine.Open(ctx, engine.Memory, nil)
 	if err != nil {

@@ -1,0 +1,279 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agentstate/agentstate/engine"
+)
+
+// op is one call of the bridge on an open handle.
+type op func(ctx context.Context, h *handle, req []byte, i in) (any, *out, error)
+
+// ops maps the names JavaScript calls to their implementations; the record
+// surfaces add theirs in records.go.
+var ops = map[string]op{
+	"put":           opPut,
+	"putWrites":     opPutWrites,
+	"getTuple":      opGetTuple,
+	"list.open":     opListOpen,
+	"list.next":     opListNext,
+	"list.close":    opListClose,
+	"deleteThread":  opDeleteThread,
+	"deleteForRuns": opDeleteForRuns,
+	"copyThread":    opCopyThread,
+	"prune":         opPrune,
+	"deltaHistory":  opDeltaHistory,
+	"info":          opInfo,
+	"image":         opImage,
+}
+
+func (b *bridge) call(id int, name string, req []byte, bufs [][]byte) (any, *out, error) {
+	h, err := b.get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	fn, ok := ops[name]
+	if !ok {
+		return nil, nil, errArg("unknown call %q", name)
+	}
+	if !traceCalls {
+		return fn(context.Background(), h, req, in{bufs})
+	}
+	t0 := time.Now()
+	v, o, err := fn(context.Background(), h, req, in{bufs})
+	fmt.Printf("agentstate: call %s %v\n", name, time.Since(t0))
+	return v, o, err
+}
+
+// traceCalls (AGENTSTATE_TRACE=1 in the loader's environment) prints each
+// call's time inside the engine, to tell it apart from the bridge's.
+var traceCalls = os.Getenv("AGENTSTATE_TRACE") != ""
+
+func opPut(ctx context.Context, h *handle, req []byte, i in) (any, *out, error) {
+	var r struct {
+		Config      engine.Config     `json:"config"`
+		Checkpoint  wCheckpoint       `json:"checkpoint"`
+		Metadata    map[string]any    `json:"metadata"`
+		NewVersions map[string]string `json:"newVersions"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	cp, err := r.Checkpoint.engine(i)
+	if err != nil {
+		return nil, nil, err
+	}
+	md, err := numbersMap(r.Metadata)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := h.db.Put(ctx, r.Config, cp, engine.Metadata(md), r.NewVersions)
+	if err != nil {
+		return nil, nil, err
+	}
+	return map[string]any{"config": cfg}, nil, nil
+}
+
+func opPutWrites(ctx context.Context, h *handle, req []byte, i in) (any, *out, error) {
+	var r struct {
+		Config engine.Config `json:"config"`
+		Writes []struct {
+			Channel string `json:"channel"`
+			Value   wBlob  `json:"value"`
+		} `json:"writes"`
+		TaskID   string `json:"taskId"`
+		TaskPath string `json:"taskPath"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	ws := make([]engine.Write, len(r.Writes))
+	for k, w := range r.Writes {
+		b, err := i.blob(w.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		ws[k] = engine.Write{Channel: w.Channel, Value: b}
+	}
+	return struct{}{}, nil, h.db.PutWrites(ctx, r.Config, ws, r.TaskID, r.TaskPath)
+}
+
+func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		Config engine.Config `json:"config"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	t, err := h.db.GetTuple(ctx, r.Config)
+	if errors.Is(err, engine.ErrNotFound) {
+		return map[string]any{"tuple": nil}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &out{}
+	return map[string]any{"tuple": o.tuple(t)}, o, nil
+}
+
+func opListOpen(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		ThreadID  string         `json:"threadId"`
+		Namespace *string        `json:"namespace"`
+		Filter    map[string]any `json:"filter"`
+		Before    string         `json:"before"`
+		Limit     int            `json:"limit"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	filter, err := numbersMap(r.Filter)
+	if err != nil {
+		return nil, nil, err
+	}
+	seq := h.db.List(context.Background(), engine.ListOptions{
+		ThreadID: r.ThreadID, Namespace: r.Namespace, Filter: filter, Before: r.Before, Limit: r.Limit,
+	})
+	return map[string]int{"cursor": h.addCursor(seq)}, nil, nil
+}
+
+// opListNext returns up to n more tuples of a cursor; done reports that the
+// listing is over (the cursor is then gone).
+func opListNext(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		Cursor int `json:"cursor"`
+		N      int `json:"n"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	c, ok := h.cursor(r.Cursor)
+	if !ok {
+		return nil, nil, errArg("no list cursor %d (closed or finished)", r.Cursor)
+	}
+	n := max(r.N, 1)
+	o := &out{}
+	tuples := []wTuple{}
+	for len(tuples) < n {
+		t, err, more := c.next()
+		if !more {
+			h.dropCursor(r.Cursor)
+			return map[string]any{"tuples": tuples, "done": true}, o, nil
+		}
+		if err != nil {
+			h.dropCursor(r.Cursor)
+			return nil, nil, err
+		}
+		tuples = append(tuples, o.tuple(t))
+	}
+	return map[string]any{"tuples": tuples, "done": false}, o, nil
+}
+
+func opListClose(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		Cursor int `json:"cursor"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	h.dropCursor(r.Cursor)
+	return struct{}{}, nil, nil
+}
+
+func opDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		ThreadID string `json:"threadId"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.DeleteThread(ctx, r.ThreadID)
+}
+
+func opDeleteForRuns(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		RunIDs []string `json:"runIds"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.DeleteForRuns(ctx, r.RunIDs)
+}
+
+func opCopyThread(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		Src string `json:"src"`
+		Dst string `json:"dst"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.CopyThread(ctx, r.Src, r.Dst)
+}
+
+func opPrune(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		ThreadIDs []string `json:"threadIds"`
+		Strategy  string   `json:"strategy"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	if r.Strategy == "" {
+		r.Strategy = string(engine.PruneKeepLatest)
+	}
+	rep, err := h.db.Prune(ctx, r.ThreadIDs, engine.PruneStrategy(r.Strategy))
+	return rep, nil, err
+}
+
+func opDeltaHistory(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		Config   engine.Config `json:"config"`
+		Channels []string      `json:"channels"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	hist, err := h.db.DeltaChannelHistory(ctx, r.Config, r.Channels)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &out{}
+	res := make(map[string]wHistory, len(hist))
+	for ch, hh := range hist {
+		w := wHistory{Writes: o.writes(hh.Writes)}
+		if hh.Seed != nil {
+			s := o.blob(*hh.Seed)
+			w.Seed = &s
+		}
+		res[ch] = w
+	}
+	return res, o, nil
+}
+
+func opInfo(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
+	info, err := h.db.Info(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if info.FileBytes == 0 {
+		// The engine stats plain paths; ours are URIs. Pages are the file.
+		info.FileBytes = info.PageSize * info.PageCount
+	}
+	return map[string]any{"info": info, "cache": h.db.CacheStats()}, nil, nil
+}
+
+func opImage(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
+	b, err := takeImage(ctx, h.uri)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w", err)
+	}
+	o := &out{}
+	return map[string]int{"image": o.add(b)}, o, nil
+}

@@ -1,0 +1,467 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/agentstate/agentstate/engine"
+)
+
+// The record surfaces (store, runs, events, threads) cross as plain JSON:
+// their values are JSON-compatible maps the engine reads itself.
+
+func init() {
+	for name, fn := range map[string]op{
+		"store.batch":          opStoreBatch,
+		"store.sweep":          opStoreSweep,
+		"runs.create":          opRunsCreate,
+		"runs.get":             opRunsGet,
+		"runs.list":            opRunsList,
+		"runs.setStatus":       opRunsSetStatus,
+		"runs.complete":        opRunsComplete,
+		"runs.delete":          opRunsDelete,
+		"runs.tokenUsage":      opRunsTokenUsage,
+		"events.put":           opEventsPut,
+		"events.listMessages":  opEventsListMessages,
+		"events.listRunEvents": opEventsListRunEvents,
+		"events.countMessages": opEventsCount,
+		"events.deleteThread":  opEventsDeleteThread,
+		"events.deleteRun":     opEventsDeleteRun,
+		"threads.create":       opThreadsCreate,
+		"threads.get":          opThreadsGet,
+		"threads.search":       opThreadsSearch,
+		"threads.update":       opThreadsUpdate,
+		"threads.delete":       opThreadsDelete,
+	} {
+		ops[name] = fn
+	}
+}
+
+// wStoreOp is one operation of a store batch: op is "get", "put", "search"
+// or "list". For put, a null value deletes; ttlMs (0 or absent: the
+// default TTL) and noExpiry set the item's lifetime. refresh (get, search)
+// overrides whether the read pushes back expiry.
+type wStoreOp struct {
+	Op        string          `json:"op"`
+	Namespace []string        `json:"namespace"`
+	Key       string          `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	TTLMs     float64         `json:"ttlMs"`
+	NoExpiry  bool            `json:"noExpiry"`
+	Refresh   *bool           `json:"refresh"`
+	Prefix    []string        `json:"prefix"`
+	Suffix    []string        `json:"suffix"`
+	Filter    map[string]any  `json:"filter"`
+	Limit     int             `json:"limit"`
+	Offset    int             `json:"offset"`
+	MaxDepth  int             `json:"maxDepth"`
+}
+
+func refresh(b *bool) engine.TTLRefresh {
+	switch {
+	case b == nil:
+		return engine.RefreshDefault
+	case *b:
+		return engine.RefreshOn
+	}
+	return engine.RefreshOff
+}
+
+func (w wStoreOp) engine() (engine.StoreOp, error) {
+	switch w.Op {
+	case "get":
+		return engine.GetOp{Namespace: w.Namespace, Key: w.Key, Refresh: refresh(w.Refresh)}, nil
+	case "put":
+		var value map[string]any
+		if len(w.Value) > 0 && string(w.Value) != "null" {
+			if err := decodeJSON(w.Value, &value); err != nil {
+				return nil, err
+			}
+			if value == nil {
+				return nil, errArg("store put: value must be an object")
+			}
+			var err error
+			if value, err = numbersMap(value); err != nil {
+				return nil, err
+			}
+		}
+		ttl := time.Duration(w.TTLMs * float64(time.Millisecond))
+		if w.NoExpiry {
+			ttl = engine.NoExpiry
+		}
+		return engine.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl}, nil
+	case "search":
+		filter, err := numbersMap(w.Filter)
+		if err != nil {
+			return nil, err
+		}
+		return engine.SearchOp{Prefix: w.Prefix, Filter: filter, Limit: w.Limit, Offset: w.Offset, Refresh: refresh(w.Refresh)}, nil
+	case "list":
+		return engine.ListNamespacesOp{Prefix: w.Prefix, Suffix: w.Suffix, MaxDepth: w.MaxDepth, Limit: w.Limit, Offset: w.Offset}, nil
+	}
+	return nil, errArg("store op %q (want get, put, search or list)", w.Op)
+}
+
+func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		Ops []wStoreOp `json:"ops"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	ops := make([]engine.StoreOp, len(r.Ops))
+	for i, w := range r.Ops {
+		op, err := w.engine()
+		if err != nil {
+			return nil, nil, err
+		}
+		ops[i] = op
+	}
+	res, err := h.db.Store().Batch(ctx, ops...)
+	if err != nil {
+		return nil, nil, err
+	}
+	results := make([]any, len(res))
+	for i, r := range res {
+		switch ops[i].(type) {
+		case engine.GetOp:
+			results[i] = map[string]any{"item": r.Item}
+		case engine.SearchOp:
+			items := r.Items
+			if items == nil {
+				items = []engine.Item{}
+			}
+			results[i] = map[string]any{"items": items}
+		case engine.ListNamespacesOp:
+			ns := r.Namespaces
+			if ns == nil {
+				ns = [][]string{}
+			}
+			results[i] = map[string]any{"namespaces": ns}
+		default:
+			results[i] = map[string]any{}
+		}
+	}
+	return map[string]any{"results": results}, nil, nil
+}
+
+func opStoreSweep(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
+	n, err := h.db.Store().Sweep(ctx)
+	return map[string]int64{"deleted": n}, nil, err
+}
+
+type wNewRun struct {
+	RunID             string         `json:"run_id"`
+	ThreadID          string         `json:"thread_id"`
+	AssistantID       string         `json:"assistant_id"`
+	UserID            string         `json:"user_id"`
+	Status            string         `json:"status"`
+	ModelName         string         `json:"model_name"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	Metadata          map[string]any `json:"metadata"`
+	Kwargs            map[string]any `json:"kwargs"`
+	IdempotencyKey    string         `json:"idempotency_key"`
+}
+
+func opRunsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r wNewRun
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	md, err := numbersMap(r.Metadata)
+	if err != nil {
+		return nil, nil, err
+	}
+	kw, err := numbersMap(r.Kwargs)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := h.db.Runs().Create(ctx, engine.NewRun{
+		RunID: r.RunID, ThreadID: r.ThreadID, AssistantID: r.AssistantID, UserID: r.UserID, Status: r.Status,
+		ModelName: r.ModelName, MultitaskStrategy: r.MultitaskStrategy, Metadata: md, Kwargs: kw, IdempotencyKey: r.IdempotencyKey,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return map[string]any{"run": c.Run, "new": c.New, "interrupted": c.Interrupted}, nil, nil
+}
+
+type wRunRef struct {
+	RunID    string `json:"run_id"`
+	ThreadID string `json:"thread_id"`
+	Status   string `json:"status"`
+	Error    string `json:"error"`
+}
+
+func opRunsGet(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r wRunRef
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	run, err := h.db.Runs().Get(ctx, r.RunID)
+	return map[string]any{"run": run}, nil, err
+}
+
+func opRunsList(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r wRunRef
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	runs := []engine.Run{}
+	for run, err := range h.db.Runs().List(ctx, r.ThreadID) {
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append(runs, run)
+	}
+	return map[string]any{"runs": runs}, nil, nil
+}
+
+func opRunsSetStatus(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r wRunRef
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Runs().SetStatus(ctx, r.RunID, r.Status, r.Error)
+}
+
+func opRunsComplete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		wRunRef
+		Totals engine.RunTotals `json:"totals"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Runs().Complete(ctx, r.RunID, r.Status, r.Error, r.Totals)
+}
+
+func opRunsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r wRunRef
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Runs().Delete(ctx, r.RunID)
+}
+
+func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		ThreadID      string `json:"thread_id"`
+		IncludeActive bool   `json:"include_active"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	u, err := h.db.Runs().TokenUsage(ctx, r.ThreadID, r.IncludeActive)
+	return map[string]any{"usage": u}, nil, err
+}
+
+func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		Events []engine.Event `json:"events"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	for i := range r.Events {
+		c, err := numbers(r.Events[i].Content)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.Events[i].Content = c
+		if r.Events[i].Metadata, err = numbersMap(r.Events[i].Metadata); err != nil {
+			return nil, nil, err
+		}
+	}
+	evs, err := h.db.Events().PutBatch(ctx, r.Events)
+	return map[string]any{"events": evs}, nil, err
+}
+
+func opEventsListMessages(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		ThreadID  string `json:"thread_id"`
+		Limit     int    `json:"limit"`
+		BeforeSeq *int64 `json:"before_seq"`
+		AfterSeq  *int64 `json:"after_seq"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	evs, err := h.db.Events().ListMessages(ctx, r.ThreadID, engine.MessageQuery{Limit: r.Limit, BeforeSeq: r.BeforeSeq, AfterSeq: r.AfterSeq})
+	return map[string]any{"events": nonNilEvents(evs)}, nil, err
+}
+
+func opEventsListRunEvents(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		ThreadID string   `json:"thread_id"`
+		RunID    string   `json:"run_id"`
+		Types    []string `json:"types"`
+		TaskID   string   `json:"task_id"`
+		AfterSeq int64    `json:"after_seq"`
+		Limit    int      `json:"limit"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	evs, err := h.db.Events().ListRunEvents(ctx, r.ThreadID, r.RunID, engine.RunEventQuery{Types: r.Types, TaskID: r.TaskID, AfterSeq: r.AfterSeq, Limit: r.Limit})
+	return map[string]any{"events": nonNilEvents(evs)}, nil, err
+}
+
+func nonNilEvents(evs []engine.Event) []engine.Event {
+	if evs == nil {
+		return []engine.Event{}
+	}
+	return evs
+}
+
+type wThreadRef struct {
+	ThreadID string `json:"thread_id"`
+	RunID    string `json:"run_id"`
+}
+
+func opEventsCount(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r wThreadRef
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	n, err := h.db.Events().CountMessages(ctx, r.ThreadID)
+	return map[string]int64{"count": n}, nil, err
+}
+
+func opEventsDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r wThreadRef
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	n, err := h.db.Events().DeleteThread(ctx, r.ThreadID)
+	return map[string]int64{"deleted": n}, nil, err
+}
+
+func opEventsDeleteRun(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r wThreadRef
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	n, err := h.db.Events().DeleteRun(ctx, r.ThreadID, r.RunID)
+	return map[string]int64{"deleted": n}, nil, err
+}
+
+// wOwner scopes a thread call: a user id, or any_owner for admin tools.
+type wOwner struct {
+	Owner    string `json:"owner"`
+	AnyOwner bool   `json:"any_owner"`
+}
+
+func (w wOwner) engine() engine.Owner {
+	if w.AnyOwner {
+		return engine.AnyOwner
+	}
+	return engine.User(w.Owner)
+}
+
+func opThreadsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		wOwner
+		ThreadID    string         `json:"thread_id"`
+		AssistantID string         `json:"assistant_id"`
+		DisplayName string         `json:"display_name"`
+		Status      string         `json:"status"`
+		Metadata    map[string]any `json:"metadata"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	md, err := numbersMap(r.Metadata)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := h.db.Threads().Create(ctx, r.engine(), engine.NewThread{
+		ThreadID: r.ThreadID, AssistantID: r.AssistantID, DisplayName: r.DisplayName, Status: r.Status, Metadata: md,
+	})
+	return map[string]any{"thread": t}, nil, err
+}
+
+func opThreadsGet(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		wOwner
+		ThreadID string `json:"thread_id"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	t, err := h.db.Threads().Get(ctx, r.engine(), r.ThreadID)
+	return map[string]any{"thread": t}, nil, err
+}
+
+func opThreadsSearch(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		wOwner
+		Metadata map[string]any `json:"metadata"`
+		Status   string         `json:"status"`
+		Limit    int            `json:"limit"`
+		Offset   int            `json:"offset"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	md, err := numbersMap(r.Metadata)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, err := h.db.Threads().Search(ctx, r.engine(), engine.ThreadQuery{Metadata: md, Status: r.Status, Limit: r.Limit, Offset: r.Offset})
+	if ts == nil {
+		ts = []engine.Thread{}
+	}
+	return map[string]any{"threads": ts}, nil, err
+}
+
+// opThreadsUpdate sets the display name and/or status, and/or merges a
+// metadata patch (touch: also bump updated_at).
+func opThreadsUpdate(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		wOwner
+		ThreadID    string         `json:"thread_id"`
+		DisplayName *string        `json:"display_name"`
+		Status      string         `json:"status"`
+		Metadata    map[string]any `json:"metadata"`
+		Touch       bool           `json:"touch"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	t := h.db.Threads()
+	if r.DisplayName != nil {
+		if err := t.SetDisplayName(ctx, r.engine(), r.ThreadID, *r.DisplayName); err != nil {
+			return nil, nil, err
+		}
+	}
+	if r.Status != "" {
+		if err := t.SetStatus(ctx, r.engine(), r.ThreadID, r.Status); err != nil {
+			return nil, nil, err
+		}
+	}
+	if r.Metadata != nil {
+		md, err := numbersMap(r.Metadata)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := t.MergeMetadata(ctx, r.engine(), r.ThreadID, md, r.Touch); err != nil {
+			return nil, nil, err
+		}
+	}
+	return struct{}{}, nil, nil
+}
+
+func opThreadsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+	var r struct {
+		wOwner
+		ThreadID string `json:"thread_id"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Threads().Delete(ctx, r.engine(), r.ThreadID)
+}
