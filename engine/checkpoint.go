@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/ncruces/go-sqlite3"
@@ -89,14 +90,29 @@ func validateThread(cfg Config) error {
 	if cfg.ThreadID == "" {
 		return fmt.Errorf("%w: missing thread_id", ErrInvalidArgument)
 	}
+	return validateKeys(cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
+}
+
+// validateKeys refuses keys that are not UTF-8: reads pass keys to SQLite
+// as JSON text (json_each), which cannot carry such bytes, so a value stored
+// under one could never be read back.
+func validateKeys(keys ...string) error {
+	for _, k := range keys {
+		if !utf8.ValidString(k) {
+			return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidArgument, k)
+		}
+	}
 	return nil
 }
 
 // validateChannel refuses names that could not round-trip as keys: empty,
-// or holding control characters.
+// not UTF-8, or holding control characters.
 func validateChannel(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty channel name", ErrInvalidArgument)
+	}
+	if err := validateKeys(name); err != nil {
+		return err
 	}
 	if strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return fmt.Errorf("%w: channel name %q holds control characters", ErrInvalidArgument, name)
@@ -158,6 +174,9 @@ func preparePut(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]s
 	if cp.ID == "" {
 		return nil, fmt.Errorf("%w: checkpoint without id", ErrInvalidArgument)
 	}
+	if err := validateKeys(cp.ID); err != nil {
+		return nil, err
+	}
 	if cfg.CheckpointID != "" && cp.ID <= cfg.CheckpointID {
 		return nil, fmt.Errorf("%w: checkpoint id %q does not sort after its parent %q", ErrInvalidArgument, cp.ID, cfg.CheckpointID)
 	}
@@ -174,8 +193,11 @@ func preparePut(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]s
 			}
 		}
 	}
-	for ch := range cp.ChannelVersions {
+	for ch, v := range cp.ChannelVersions {
 		if err := validateChannel(ch); err != nil {
+			return nil, err
+		}
+		if err := validateKeys(v); err != nil {
 			return nil, err
 		}
 	}

@@ -133,7 +133,8 @@ func (db *DB) dial(ctx context.Context, uri string, flags sqlite3.OpenFlag) (*co
 	if err := sc.BusyTimeout(db.opts.BusyTimeout); err != nil {
 		return nil, err
 	}
-	for _, p := range []string{"PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL"} {
+	// Validated to be SyncNormal or SyncFull, which are pragma values.
+	for _, p := range []string{"PRAGMA foreign_keys=ON", "PRAGMA synchronous=" + db.opts.Synchronous} {
 		if err := c.exec(p); err != nil {
 			return nil, err
 		}

@@ -329,6 +329,18 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	for env, child := range map[string]func(string) error{
+		crashChildEnv: crashChild,
+		concChildEnv:  concChild,
+	} {
+		if arg := os.Getenv(env); arg != "" {
+			if err := child(arg); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+	}
 	if *update {
 		if err := makeV1Fixture(); err != nil {
 			fmt.Fprintln(os.Stderr, "make fixture:", err)

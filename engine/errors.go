@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -37,19 +38,25 @@ var (
 )
 
 // wrapErr turns SQLite errors into the engine's: an interrupt caused by a
-// done context matches ctx.Err(), corruption matches ErrCorrupt. Other errors
+// done context matches ctx.Err(), and so does a BUSY once the context is
+// done (the busy handler stops waiting for a lock when the context ends, and
+// SQLite then reports BUSY); corruption matches ErrCorrupt. Other errors
 // pass through with what SQLite said.
 func wrapErr(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if ctx != nil && ctx.Err() != nil && (errors.Is(err, sqlite3.INTERRUPT) || errors.Is(err, ctx.Err())) {
+	if ctx != nil && ctx.Err() != nil && (errors.Is(err, sqlite3.INTERRUPT) || errors.Is(err, sqlite3.BUSY) || errors.Is(err, ctx.Err())) {
 		if errors.Is(err, ctx.Err()) {
 			return err
 		}
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
-	if errors.Is(err, sqlite3.CORRUPT) || errors.Is(err, sqlite3.NOTADB) {
+	// IOERR_DATA is a page whose checksum does not match (a file made with
+	// SQLite's checksum VFS shim format); a damaged schema-format byte in the
+	// header is a plain ERROR with this text.
+	if errors.Is(err, sqlite3.CORRUPT) || errors.Is(err, sqlite3.NOTADB) || errors.Is(err, sqlite3.IOERR_DATA) ||
+		errors.Is(err, sqlite3.ERROR) && strings.Contains(err.Error(), "unsupported file format") {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return err

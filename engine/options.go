@@ -21,10 +21,28 @@ const (
 // Memory is the path that opens a fresh private in-memory database.
 const Memory = ":memory:"
 
+// Synchronous settings: how often the file is forced to stable storage. The
+// file is in WAL mode, so neither setting can leave it inconsistent: after a
+// crash or a power cut it always holds a prefix of the committed
+// transactions, each whole or absent.
+const (
+	// SyncNormal syncs the write-ahead log only when it is copied into the
+	// main file (a checkpoint). A commit that returned survives the crash or
+	// kill of the process; on power loss or an OS crash the last commits
+	// since the previous checkpoint may be lost, never half applied.
+	SyncNormal = "normal"
+	// SyncFull also syncs the write-ahead log at every commit: a commit that
+	// returned survives power loss, at the cost of one fsync per write.
+	SyncFull = "full"
+)
+
 // Options govern every surface of one database handle. Start from
 // DefaultOptions and change what you need: Open validates every field and
 // refuses a value out of range instead of clamping it.
 type Options struct {
+	// Synchronous is SyncNormal (default) or SyncFull: what a commit that
+	// returned survives (see their documentation).
+	Synchronous string
 	// BusyTimeout is how long a call waits for another process's lock before
 	// failing with SQLite's BUSY error. Default 30s; must be >= 0.
 	BusyTimeout time.Duration
@@ -90,6 +108,7 @@ type Options struct {
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
+		Synchronous:       SyncNormal,
 		BusyTimeout:       30 * time.Second,
 		ReadConns:         4,
 		Mode:              ModeFull,
@@ -116,6 +135,8 @@ func defaultRunOwner() string {
 
 func (o Options) validate() error {
 	switch {
+	case o.Synchronous != SyncNormal && o.Synchronous != SyncFull:
+		return fmt.Errorf("%w: Synchronous %q is not %q or %q", ErrInvalidOption, o.Synchronous, SyncNormal, SyncFull)
 	case o.BusyTimeout < 0:
 		return fmt.Errorf("%w: BusyTimeout %v is negative", ErrInvalidOption, o.BusyTimeout)
 	case o.ReadConns < 1 || o.ReadConns > 64:
