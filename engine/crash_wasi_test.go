@@ -79,7 +79,7 @@ func TestCrashKillWASI(t *testing.T) {
 	}
 	// A WASI child takes a second or more to start and ~50ms a step: kill
 	// it within 1.5s of READY.
-	crashRounds(t, files, relScale(10, 4, 200), func(rng *rand.Rand) (time.Duration, bool) {
+	crashRounds(t, files, relScale(20, 4, 200), func(rng *rand.Rand) (time.Duration, bool) {
 		return time.Duration(rng.IntN(1500)) * time.Millisecond, true
 	})
 	t.Logf("%d stale dot-locks left by killed WASI processes were removed", staleLocks)

@@ -69,9 +69,11 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		if o.ReadOnly {
 			return nil, fmt.Errorf("%w: ReadOnly makes no sense for a fresh in-memory database", ErrInvalidOption)
 		}
-		db.memName = "/agentstate-" + rand.Text()
+		// memdb names its databases without the slash that makes a URI
+		// path shared between connections.
+		db.memName = "agentstate-" + rand.Text()
 		memdb.Create(db.memName, nil)
-		uri = "file:" + db.memName + "?vfs=memdb"
+		uri = "file:/" + db.memName + "?vfs=memdb"
 		flags |= sqlite3.OPEN_URI
 	}
 	if err := db.open(ctx, uri, flags); err != nil {

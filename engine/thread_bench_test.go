@@ -39,30 +39,33 @@ func BenchmarkCommit(b *testing.B) {
 	}
 }
 
-// BenchmarkHeadState reads the head of an 800-message thread: warm (state
-// cache) and cold (history walk and fold on every read).
+// BenchmarkHeadState reads the head of delta threads of growing length:
+// warm (state cache) it must stay flat; cold (history walk and fold on
+// every read) it grows with the list it decodes, not with the history.
 func BenchmarkHeadState(b *testing.B) {
-	for _, cache := range []int64{64 << 20, 0} {
-		b.Run(fmt.Sprintf("cache=%v", cache > 0), func(b *testing.B) {
-			o := DefaultOptions()
-			o.Mode, o.HistoryCacheBytes = ModeDelta, cache
-			db, err := Open(bg, filepath.Join(b.TempDir(), "h.db"), &o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			for i := range 800 {
-				m := codec.Message{ID: fmt.Sprintf("m%07d", i), Type: codec.AI, Content: "some words of text"}
-				if _, err := db.Commit(bg, "t", Step{Tasks: []TaskWrites{{TaskID: "x", Writes: []ChannelWrite{{Channel: MessagesChannel, Value: m}}}}}); err != nil {
+	for _, n := range []int{100, 1000} {
+		for _, cache := range []int64{64 << 20, 0} {
+			b.Run(fmt.Sprintf("messages=%d/cache=%v", n, cache > 0), func(b *testing.B) {
+				o := DefaultOptions()
+				o.Mode, o.HistoryCacheBytes = ModeDelta, cache
+				db, err := Open(bg, filepath.Join(b.TempDir(), "h.db"), &o)
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			b.ResetTimer()
-			for range b.N {
-				if _, err := db.State(bg, Config{ThreadID: "t"}); err != nil {
-					b.Fatal(err)
+				defer db.Close()
+				for i := range n {
+					m := codec.Message{ID: fmt.Sprintf("m%07d", i), Type: codec.AI, Content: "some words of text"}
+					if _, err := db.Commit(bg, "t", Step{Tasks: []TaskWrites{{TaskID: "x", Writes: []ChannelWrite{{Channel: MessagesChannel, Value: m}}}}}); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+				b.ResetTimer()
+				for range b.N {
+					if _, err := db.State(bg, Config{ThreadID: "t"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

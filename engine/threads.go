@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
+
+	"github.com/agentstate/agentstate/codec"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -381,4 +385,50 @@ func (t Threads) Delete(ctx context.Context, owner Owner, threadID string) error
 		}
 		return nil
 	})
+}
+
+// TitleChannel is the state channel whose value SyncTitle copies into a
+// thread's display name.
+const TitleChannel = "title"
+
+// SyncTitle sets the thread's display name to the value of the "title"
+// channel of its latest root checkpoint, as DeerFlow does at the end of a
+// run. The value may be the thread API's (msgpack) or LangGraph's ("json"
+// serde); a thread without a title, or with a title that is not a non-empty
+// string, keeps its name and reports changed == false.
+func (t Threads) SyncTitle(ctx context.Context, owner Owner, threadID string) (title string, changed bool, err error) {
+	if err := t.check(owner, threadID); err != nil {
+		return "", false, err
+	}
+	if _, err := t.Get(ctx, owner, threadID); err != nil {
+		return "", false, err
+	}
+	tup, err := t.db.GetTuple(ctx, Config{ThreadID: threadID})
+	if errors.Is(err, ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	b, ok := tup.Checkpoint.ChannelValues[TitleChannel]
+	if !ok {
+		return "", false, nil
+	}
+	var v any
+	switch b.Type {
+	case codec.TypeMsgpack:
+		err = b.Decode(&v)
+	case "json":
+		err = json.Unmarshal(b.Data, &v)
+	default:
+		return "", false, nil
+	}
+	s, isString := v.(string)
+	if err != nil || !isString || s == "" {
+		return "", false, nil
+	}
+	if err := t.SetDisplayName(ctx, owner, threadID, cutRunes(s, maxTextLong)); err != nil {
+		return "", false, err
+	}
+	return s, true, nil
 }
