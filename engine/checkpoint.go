@@ -474,12 +474,13 @@ func (db *DB) GetTuple(ctx context.Context, cfg Config) (Tuple, error) {
 // channel values and pending writes with one query each for all rows, so a
 // page of any size costs three queries.
 func loadTuples(c *conn, q string, args []any) ([]Tuple, error) {
-	return loadTuplesWith(c, q, args, true)
+	return loadTuplesWith(c, q, args, true, true)
 }
 
-// loadTuplesWith is loadTuples that can leave pending writes out, for
-// callers that do not need them.
-func loadTuplesWith(c *conn, q string, args []any, pending bool) ([]Tuple, error) {
+// loadTuplesWith is loadTuples that can leave channel values (then
+// ChannelValues is nil) and pending writes out, for callers that may not
+// need them.
+func loadTuplesWith(c *conn, q string, args []any, values, pending bool) ([]Tuple, error) {
 	var tuples []Tuple
 	err := c.query(q, args, func(st *sqlite3.Stmt) error {
 		t, err := scanCheckpoint(st)
@@ -492,8 +493,14 @@ func loadTuplesWith(c *conn, q string, args []any, pending bool) ([]Tuple, error
 	if err != nil || len(tuples) == 0 {
 		return tuples, err
 	}
-	if err := loadValues(c, tuples); err != nil {
-		return nil, err
+	if values {
+		if err := loadValues(c, tuples); err != nil {
+			return nil, err
+		}
+	} else {
+		for i := range tuples {
+			tuples[i].Checkpoint.ChannelValues = nil
+		}
 	}
 	if pending {
 		if err := loadPendingWrites(c, tuples); err != nil {

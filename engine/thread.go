@@ -73,7 +73,9 @@ type Step struct {
 	Metadata Metadata
 }
 
-// State is the materialized state of a checkpoint.
+// State is the materialized state of a checkpoint. Values may share memory
+// with the engine's cache of recent states: treat them as read-only (append
+// freely, but copy a message before changing it in place).
 type State struct {
 	Config       Config         `json:"config"`
 	ParentConfig *Config        `json:"parent_config,omitempty"`
@@ -239,7 +241,8 @@ func (db *DB) resolveParent(c *conn, thread, id string) (*Tuple, error) {
 	if id != "" {
 		q, args = sqlGetByID, append(args, id)
 	}
-	ts, err := loadTuplesWith(c, q, args, false)
+	// Values are loaded only if the state cache cannot answer (materialize).
+	ts, err := loadTuplesWith(c, q, args, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -409,6 +412,14 @@ func (db *DB) materialize(c *conn, t Tuple) (map[string]any, error) {
 	if v, ok := db.states.get(k); ok {
 		return v, nil
 	}
+	if t.Checkpoint.ChannelValues == nil {
+		ts := []Tuple{t}
+		ts[0].Checkpoint.ChannelValues = map[string]codec.Blob{}
+		if err := loadValues(c, ts); err != nil {
+			return nil, err
+		}
+		t = ts[0]
+	}
 	values := map[string]any{}
 	for name, ch := range db.opts.Schema {
 		if _, ok := t.Checkpoint.ChannelVersions[name]; !ok {
@@ -515,13 +526,15 @@ func (db *DB) stateOf(c *conn, t Tuple) (State, error) {
 	}, nil
 }
 
-// cloneValues copies the cached state's map and top-level lists, so a
-// caller appending to or reordering a message list cannot change the cache.
+// cloneValues copies the cached state's map and clips its lists, so that
+// a caller adding channels or appending messages gets copies and cannot
+// change the cache, while a warm read stays O(channels), not O(messages).
+// The values inside are shared: State documents them as read-only.
 func cloneValues(v map[string]any) map[string]any {
 	out := make(map[string]any, len(v))
 	for k, x := range v {
 		if ms, ok := x.([]codec.Message); ok {
-			x = slices.Clone(ms)
+			x = slices.Clip(ms)
 		}
 		out[k] = x
 	}
