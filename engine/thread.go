@@ -512,7 +512,9 @@ func (db *DB) stateOf(c *conn, t Tuple) (State, error) {
 		return State{}, err
 	}
 	stored := []string{}
-	err = c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY channel`,
+	// No ORDER BY: sorting by channel would make SQLite scan the thread's
+	// values in primary-key order instead of seeking by checkpoint.
+	err = c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
 		[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st *sqlite3.Stmt) error {
 			stored = append(stored, st.ColumnText(0))
 			return nil
@@ -520,6 +522,7 @@ func (db *DB) stateOf(c *conn, t Tuple) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	slices.Sort(stored)
 	return State{
 		Config: t.Config, ParentConfig: t.ParentConfig, Values: cloneValues(values), Metadata: t.Metadata,
 		CreatedAt: t.Checkpoint.TS, Stored: stored,
