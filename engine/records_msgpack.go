@@ -42,88 +42,13 @@ type mpScalar struct {
 	raw  []byte // the whole encoded value
 }
 
-// mpHead reads the header of the value at b[pos]. It returns the position of
-// the first byte after the header, the payload length for str/bin/ext (0
-// otherwise), and the number of nested values for arrays (n) and maps (2n).
+// mpHead reads the header of the value at b[pos] (see codec.Head).
 func mpHead(b []byte, pos int) (next, payload, items int, err error) {
-	if pos < 0 || pos >= len(b) {
-		return 0, 0, 0, errMsgpack
-	}
-	c := b[pos]
-	pos++
-	uintN := func(size int) (int, error) {
-		if size > len(b)-pos {
-			return 0, errMsgpack
-		}
-		var v uint64
-		switch size {
-		case 1:
-			v = uint64(b[pos])
-		case 2:
-			v = uint64(binary.BigEndian.Uint16(b[pos:]))
-		case 4:
-			v = uint64(binary.BigEndian.Uint32(b[pos:]))
-		}
-		pos += size
-		if v > uint64(len(b)) {
-			return 0, errMsgpack
-		}
-		return int(v), nil
-	}
-	switch {
-	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-	case c >= 0x80 && c <= 0x8f:
-		items = 2 * int(c&0x0f)
-	case c >= 0x90 && c <= 0x9f:
-		items = int(c & 0x0f)
-	case c >= 0xa0 && c <= 0xbf:
-		payload = int(c & 0x1f)
-	case c == 0xc4 || c == 0xd9:
-		payload, err = uintN(1)
-	case c == 0xc5 || c == 0xda:
-		payload, err = uintN(2)
-	case c == 0xc6 || c == 0xdb:
-		payload, err = uintN(4)
-	case c == 0xc7:
-		payload, err = uintN(1)
-		payload++
-	case c == 0xc8:
-		payload, err = uintN(2)
-		payload++
-	case c == 0xc9:
-		payload, err = uintN(4)
-		payload++
-	case c == 0xca || c == 0xce || c == 0xd2:
-		payload = 4
-	case c == 0xcb || c == 0xcf || c == 0xd3:
-		payload = 8
-	case c == 0xcc || c == 0xd0:
-		payload = 1
-	case c == 0xcd || c == 0xd1:
-		payload = 2
-	case c >= 0xd4 && c <= 0xd8:
-		payload = 1 + 1<<(c-0xd4)
-	case c == 0xdc:
-		items, err = uintN(2)
-	case c == 0xdd:
-		items, err = uintN(4)
-	case c == 0xde:
-		items, err = uintN(2)
-		items *= 2
-	case c == 0xdf:
-		items, err = uintN(4)
-		items *= 2
-	default:
-		return 0, 0, 0, errMsgpack // 0xc1, never used
-	}
+	next, payload, items, err = codec.Head(b, pos)
 	if err != nil {
-		return 0, 0, 0, err
-	}
-	if payload > len(b)-pos || items > len(b)-pos {
-		// Every nested value takes at least one byte.
 		return 0, 0, 0, errMsgpack
 	}
-	return pos, payload, items, nil
+	return next, payload, items, nil
 }
 
 // mpSkip returns the position just after the value at b[pos].
