@@ -35,11 +35,7 @@ type sample struct {
 	bytes int64
 }
 
-const (
-	benchHumanBytes = 200
-	benchAIBytes    = 800
-	benchThread     = "bench"
-)
+const benchThread = "bench"
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "bench [--turns N] [--mode full|delta|both] [--every K] [--retain] [--db FILE] [--json] [--plot FILE.svg]", stderr)
@@ -124,17 +120,14 @@ func benchOne(ctx context.Context, path, mode string, every, turns int, retain, 
 	var spent time.Duration
 	for i := range turns {
 		start := time.Now()
-		for _, m := range []codec.Message{
-			{ID: fmt.Sprintf("human-%05d", i), Type: codec.Human, Content: sentence(uint64(2*i), benchHumanBytes)},
-			{ID: fmt.Sprintf("ai-%05d", i), Type: codec.AI, Content: sentence(uint64(2*i+1), benchAIBytes)},
-		} {
+		for _, m := range engine.BenchTurn(i) {
 			step := engine.Step{Tasks: []engine.TaskWrites{{TaskID: m.Type, Writes: []engine.ChannelWrite{{Channel: engine.MessagesChannel, Value: m}}}}}
 			if _, err := db.Commit(ctx, benchThread, step); err != nil {
 				return r, err
 			}
 		}
 		spent += time.Since(start)
-		r.RawMessageBytes += benchHumanBytes + benchAIBytes
+		r.RawMessageBytes += engine.BenchHumanBytes + engine.BenchAIBytes
 		if sampleSizes && ((i+1)%sampleEvery == 0 || i == turns-1) {
 			in, err := db.Info(ctx)
 			if err != nil {
