@@ -183,3 +183,10 @@ func TestCompressedRoundTrip(t *testing.T) {
 		t.Fatalf("small value compressed (envelope %#x)", small[0])
 	}
 }
+
+func TestUUIDText(t *testing.T) {
+	b := [16]byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}
+	if got, want := UUIDText(b), "01234567-89ab-cdef-fedc-ba9876543210"; got != want {
+		t.Fatalf("UUIDText = %q, want %q", got, want)
+	}
+}

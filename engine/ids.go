@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/agentstate/agentstate/codec"
 )
 
 // idGen makes the checkpoint ids of the thread API: UUIDv7 text (RFC 9562),
@@ -51,17 +53,7 @@ func formatUUIDv7(ms int64, seq int) string {
 	binary.BigEndian.PutUint64(b[0:8], uint64(ms)<<16|0x7000|uint64(seq&0xfff))
 	rand.Read(b[8:])
 	b[8] = b[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:36], b[10:16])
-	return string(s[:])
+	return codec.UUIDText(b)
 }
 
 // parseUUIDv7 reads the time and sequence of an id made by formatUUIDv7.
