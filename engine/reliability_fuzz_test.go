@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
@@ -36,6 +37,11 @@ func (f *fuzzDB) get(t testing.TB) *DB {
 		}
 		o := DefaultOptions()
 		o.ReconcileOnOpen = false
+		// The handle renews its runs' leases every RunLease/3 in the
+		// background; within a fuzz run that write would land between
+		// refused's two fingerprints and read as a refused call that
+		// changed the file.
+		o.RunLease = 24 * time.Hour
 		db, err := Open(context.Background(), Memory, &o)
 		if err != nil {
 			t.Fatal(err)
@@ -122,6 +128,8 @@ var fuzzCheckpointDB fuzzDB
 
 // FuzzCheckpointCalls puts a checkpoint, writes and a filter built from
 // hostile strings, and reads them back.
+//
+// fuzz budget: 1000 (each input runs SQL; .ci/run reads this line)
 func FuzzCheckpointCalls(f *testing.F) {
 	f.Add("thread-1", "", "0001", "", "messages", "source", "loop", []byte{0x01, 0xa1, 'x'})
 	f.Add("t' OR 1=1 --", "node:1|sub", "9999", "0001", "ch\"); DROP TABLE checkpoints; --", "a.b", "x') OR '1'='1", []byte{})
@@ -187,6 +195,8 @@ var fuzzThreadDB fuzzDB
 
 // FuzzThreadCalls drives the thread API and the records with hostile
 // thread ids, task ids, message ids, channel names and metadata.
+//
+// fuzz budget: 300 (each input runs about twenty transactions; .ci/run reads this line)
 func FuzzThreadCalls(f *testing.F) {
 	f.Add("thread-1", "agent", "m1", "hello", "messages", "topic", "x")
 	f.Add("t' OR 1=1 --", "", "", "\x00", "nope", "step", "1")
@@ -268,6 +278,8 @@ var fuzzStoredDB fuzzDB
 // event, a run, a store item), as a damaged or foreign file would hold
 // them, and reads them through every call: no panic, and only typed
 // errors (ErrCorrupt for what does not decode).
+//
+// fuzz budget: 300 (each input writes and reads a whole set of records; .ci/run reads this line)
 func FuzzStoredBytes(f *testing.F) {
 	good, _ := codec.Marshal(map[string]any{"a": int64(1)})
 	f.Add(good, good, good, good)
