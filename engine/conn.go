@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ncruces/go-sqlite3"
@@ -34,6 +35,12 @@ func (c *conn) prepare(q string, args ...any) (*sqlite3.Stmt, error) {
 		var tail string
 		var err error
 		st, tail, err = c.c.Prepare(q)
+		if errors.Is(err, sqlite3.ERROR) {
+			// Our SQL is constant and tested against the schema the
+			// migrations create: a table or column it cannot find means
+			// the file's schema text was damaged (or edited by hand).
+			return nil, fmt.Errorf("%w: the file's schema is not the one this build creates: %w", ErrCorrupt, err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -43,8 +43,8 @@ var (
 // SQLite then reports BUSY); corruption matches ErrCorrupt. Other errors
 // pass through with what SQLite said.
 func wrapErr(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.Is(err, ErrCorrupt) {
+		return err
 	}
 	if ctx != nil && ctx.Err() != nil && (errors.Is(err, sqlite3.INTERRUPT) || errors.Is(err, sqlite3.BUSY) || errors.Is(err, ctx.Err())) {
 		if errors.Is(err, ctx.Err()) {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -244,3 +245,37 @@ func hasColumn(w *conn, table, column string) (bool, error) {
 	})
 	return found, err
 }
+
+// schemaObject is one row of sqlite_master: a table, index or trigger.
+type schemaObject struct{ typ, sql string }
+
+// sqlSchemaObjects lists the file's own schema objects, not SQLite's.
+const sqlSchemaObjects = `SELECT type, name, coalesce(sql, '') FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\'`
+
+// readSchema returns the schema objects of c's database by name.
+func readSchema(c *conn) (map[string]schemaObject, error) {
+	objs := map[string]schemaObject{}
+	err := c.query(sqlSchemaObjects, nil, func(st *sqlite3.Stmt) error {
+		objs[st.ColumnText(1)] = schemaObject{typ: st.ColumnText(0), sql: st.ColumnText(2)}
+		return nil
+	})
+	return objs, err
+}
+
+// expectedSchema is the schema the migrations create, read off a private
+// in-memory database once per process. A file created fresh and a file
+// upgraded step by step get the same text: both ran the same statements.
+var expectedSchema = sync.OnceValues(func() (map[string]schemaObject, error) {
+	sc, err := sqlite3.Open(":memory:")
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(sc)
+	defer c.close()
+	for _, m := range migrations {
+		if err := applyMigration(c, m); err != nil {
+			return nil, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return readSchema(c)
+})

@@ -90,7 +90,8 @@ type VerifyReport struct {
 }
 
 // Verify checks a file without changing it: SQLite's integrity check, the
-// schema version and recorded modes, that every checkpoint and stored value
+// schema version, the tables and indexes against those this build creates,
+// the recorded modes, that every checkpoint and stored value
 // decodes, every parent exists, every write belongs to a checkpoint (and
 // every seal to one of its children), every stored channel value is named
 // by a checkpoint, and, for threads of the thread API, that every
@@ -237,6 +238,9 @@ func (v *verifier) schema() error {
 	if n != st.version {
 		v.addf("schema", "", "", "", "schema_history records %d migrations for schema version %d", n, st.version)
 	}
+	if err := v.catalogue(); err != nil {
+		return err
+	}
 	mode, every, found, err := fileMode(v.c)
 	switch {
 	case err != nil:
@@ -261,6 +265,36 @@ func (v *verifier) schema() error {
 		}
 		return nil
 	})
+}
+
+// catalogue compares the file's tables, indexes and triggers with those the
+// migrations create: a damaged byte in their SQL text (a column renamed) or
+// a hand-made change makes reads fail or misbehave, so each is a problem.
+func (v *verifier) catalogue() error {
+	want, err := expectedSchema()
+	if err != nil {
+		return fmt.Errorf("agentstate: internal: build the expected schema: %w", err)
+	}
+	got, err := readSchema(v.c)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
+		g, ok := got[name]
+		switch {
+		case !ok:
+			v.addf("schema", "", "", "", "%s %q is missing", w.typ, name)
+		case g != w:
+			v.addf("schema", "", "", "", "%s %q differs from the one this build creates: %q", w.typ, name, g.sql)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[name]; !ok {
+			v.addf("schema", "", "", "", "%s %q was not created by agentstate", got[name].typ, name)
+		}
+	}
+	return nil
 }
 
 // threads lists the threads to check: those of every checkpoint table,

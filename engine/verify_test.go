@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,6 +203,23 @@ func TestVerifyFindsDamage(t *testing.T) {
 		path, _ := opsFixture(t, ModeFull)
 		tamper(t, path, `UPDATE runs SET status = 'exploded'`)
 		wantProblem(t, verifyPath(t, path), "run", "unknown status")
+	})
+	t.Run("column renamed in the schema text", func(t *testing.T) {
+		// What a flipped byte in sqlite_master's SQL does: the file is
+		// sound to SQLite, but our statements name a column it lacks.
+		path, _ := opsFixture(t, ModeFull)
+		tamperSource(t, path, `PRAGMA writable_schema=ON; UPDATE sqlite_master SET sql = replace(sql, 'ttl_us', 'ttl_zz') WHERE name = 'store_items'`)
+		wantProblem(t, verifyPath(t, path), "schema", `table "store_items" differs`)
+		db := openRW(t, path)
+		defer db.Close()
+		if _, err := db.Store().Get(context.Background(), []string{"users", "alice"}, "prefs"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("read through the damaged table: %v, want ErrCorrupt", err)
+		}
+	})
+	t.Run("index added by hand", func(t *testing.T) {
+		path, _ := opsFixture(t, ModeFull)
+		tamperSource(t, path, `CREATE INDEX mine ON runs(model_name)`)
+		wantProblem(t, verifyPath(t, path), "schema", `index "mine" was not created by agentstate`)
 	})
 	t.Run("thread pin", func(t *testing.T) {
 		path, _ := opsFixture(t, ModeFull)
