@@ -72,22 +72,9 @@ func marshalTo(buf *bytes.Buffer, v any) error {
 // and shape mismatches return an error matching ErrCorrupt; an envelope from a
 // newer codec returns ErrUnsupported. It never panics.
 func Unmarshal(data []byte, v any) (err error) {
-	if len(data) == 0 {
-		return fmt.Errorf("%w: empty input", ErrCorrupt)
-	}
-	body := data[1:]
-	switch data[0] {
-	case FormatV1:
-	case FormatV1Deflate:
-		var err error
-		if body, err = inflate(body); err != nil {
-			return err
-		}
-	default:
-		if data[0] > FormatV1Deflate && data[0] < 0x10 {
-			return fmt.Errorf("%w: envelope %d (this build reads up to %d)", ErrUnsupported, data[0], FormatV1Deflate)
-		}
-		return fmt.Errorf("%w: unknown envelope byte 0x%02x", ErrCorrupt, data[0])
+	body, _, err := Body(data)
+	if err != nil {
+		return err
 	}
 	n, err := scan(body)
 	if err != nil {

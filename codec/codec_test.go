@@ -101,10 +101,14 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		data []byte
 		want error
 	}{
-		"empty":                {nil, ErrCorrupt},
-		"no envelope":          {good[1:], ErrCorrupt},
-		"newer envelope":       {append([]byte{0x03}, good[1:]...), ErrUnsupported},
-		"bad deflate":          {append([]byte{FormatV1Deflate}, good[1:]...), ErrCorrupt},
+		"empty":          {nil, ErrCorrupt},
+		"no envelope":    {good[1:], ErrCorrupt},
+		"newer envelope": {append([]byte{0x04}, good[1:]...), ErrUnsupported},
+		"zero envelope":  {append([]byte{0x00}, good[1:]...), ErrCorrupt},
+		"bad deflate":    {append([]byte{FormatV1Deflate}, good[1:]...), ErrCorrupt},
+		"bad zstd":       {append([]byte{FormatV1Zstd}, good[1:]...), ErrCorrupt},
+		// A zstd frame header that declares 2^40 bytes of content.
+		"zstd bomb":            {[]byte{FormatV1Zstd, 0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00}, ErrCorrupt},
 		"truncated":            {good[:len(good)/2], ErrCorrupt},
 		"trailing bytes":       {append(append([]byte{}, good...), 0xc0), ErrCorrupt},
 		"wrong shape":          {mustMarshal(t, map[string]any{"a": 1}), ErrCorrupt},
@@ -162,25 +166,54 @@ func TestCompressedRoundTrip(t *testing.T) {
 	for i := range 200 {
 		big = append(big, Message{ID: fmt.Sprintf("m%d", i), Type: AI, Content: strings.Repeat("the quick brown fox ", 10)})
 	}
-	data, err := MarshalCompressed(big, Small)
-	if err != nil {
-		t.Fatal(err)
-	}
 	plain := mustMarshal(t, big)
-	if data[0] != FormatV1Deflate || len(data) >= len(plain)/2 {
-		t.Fatalf("compressed %d bytes to %d (envelope %#x)", len(plain), len(data), data[0])
+	for _, effort := range []int{Fast, Small} {
+		data, err := MarshalCompressed(big, effort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data[0] != formats[effort] || len(data) >= len(plain)*3/4 {
+			t.Fatalf("effort %d: compressed %d bytes to %d (envelope %#x)", effort, len(plain), len(data), data[0])
+		}
+		out, err := DecodeMessages(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(big, out); diff != "" {
+			t.Fatalf("round trip (-in +out):\n%s", diff)
+		}
+		if data[0] != FormatV1Zstd {
+			continue
+		}
+		// zstd checks its frame: a flipped byte anywhere is an error, never
+		// another value.
+		for _, at := range []int{1, len(data) / 2, len(data) - 1} {
+			bad := bytes.Clone(data)
+			bad[at] ^= 0x20
+			if _, err := DecodeMessages(bad); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("effort %d: byte %d flipped: %v", effort, at, err)
+			}
+		}
 	}
-	out, err := DecodeMessages(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(big, out); diff != "" {
-		t.Fatalf("round trip (-in +out):\n%s", diff)
+	// Either format at either effort, as an import restores them.
+	for _, format := range []byte{FormatV1Deflate, FormatV1Zstd} {
+		for _, effort := range []int{Fast, Small} {
+			data, err := Compress(plain, format, effort)
+			if err != nil || data[0] != format {
+				t.Fatalf("Compress(%#x, %d): %v", format, effort, err)
+			}
+			if out, err := DecodeMessages(data); err != nil || !cmp.Equal(big, out) {
+				t.Fatalf("Compress(%#x, %d) reads back: %v", format, effort, err)
+			}
+		}
 	}
 	// Small values stay plain: they gain little.
 	small, _ := MarshalCompressed(big[:1], Small)
 	if small[0] != FormatV1 {
 		t.Fatalf("small value compressed (envelope %#x)", small[0])
+	}
+	if _, err := MarshalCompressed(big, 7); err == nil {
+		t.Fatal("unknown effort accepted")
 	}
 }
 

@@ -5,15 +5,25 @@ import (
 	"compress/flate"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // FormatV1Deflate is the envelope byte of a value written by
-// MarshalCompressed: raw DEFLATE (RFC 1951) of the msgpack bytes.
+// MarshalCompressed at effort Fast: raw DEFLATE (RFC 1951, Huffman-only)
+// of the msgpack bytes.
 const FormatV1Deflate byte = 0x02
 
+// FormatV1Zstd is the envelope byte of a value written by
+// MarshalCompressed at effort Small: one zstd frame (RFC 8878, with its
+// checksum) of the msgpack bytes. On message lists it is about 10% smaller
+// than DEFLATE at its fastest level, and inflates about five times faster.
+const FormatV1Zstd byte = 0x03
+
 // CompressMin is the encoded size below which MarshalCompressed does not
-// try to compress: small values gain little and cost a flate call.
+// try to compress: small values gain little and cost a compressor call.
 const CompressMin = 2048
 
 // maxInflated bounds what a compressed value may inflate to, so a hostile
@@ -22,28 +32,57 @@ const maxInflated = 1 << 30
 
 // Compression efforts for MarshalCompressed.
 const (
-	// Fast entropy-codes only (DEFLATE's Huffman-only mode): about three
-	// times faster than Small, and about two thirds of its gain on text.
-	Fast = flate.HuffmanOnly
-	// Small also finds repeated strings (DEFLATE's fastest LZ77 level).
-	Small = flate.BestSpeed
+	// Fast entropy-codes only (DEFLATE's Huffman-only mode), the cheapest
+	// to write: for values rewritten at every step (full mode).
+	Fast = 1
+	// Small is zstd at its default level: smaller, and much faster to
+	// read, for values written once in a while and read often (delta
+	// snapshots, which a cold read inflates).
+	Small = 2
 )
 
-var writers = map[int]*sync.Pool{Fast: newWriterPool(Fast), Small: newWriterPool(Small)}
+// formats are the envelopes MarshalCompressed writes at each effort.
+var formats = map[int]byte{Fast: FormatV1Deflate, Small: FormatV1Zstd}
 
-func newWriterPool(level int) *sync.Pool {
+var zstdLevels = map[int]zstd.EncoderLevel{Fast: zstd.SpeedFastest, Small: zstd.SpeedDefault}
+
+var flateLevels = map[int]int{Fast: flate.HuffmanOnly, Small: flate.BestSpeed}
+
+// flateWriters pools DEFLATE writers by effort: a new one allocates about
+// a megabyte of tables, more than compressing a snapshot costs.
+var flateWriters = map[int]*sync.Pool{Fast: newFlatePool(Fast), Small: newFlatePool(Small)}
+
+func newFlatePool(effort int) *sync.Pool {
 	return &sync.Pool{New: func() any {
-		w, _ := flate.NewWriter(nil, level)
+		w, _ := flate.NewWriter(nil, flateLevels[effort])
 		return w
 	}}
 }
 
+// The zstd encoders and the decoder are made on first use and shared:
+// EncodeAll and DecodeAll are safe for concurrent calls, each on its own
+// goroutine (none starts goroutines of its own).
+var (
+	encoders = map[int]func() (*zstd.Encoder, error){Fast: newEncoder(Fast), Small: newEncoder(Small)}
+	decoder  = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithDecoderMaxMemory(maxInflated), zstd.WithDecoderLowmem(true))
+	})
+)
+
+func newEncoder(effort int) func() (*zstd.Encoder, error) {
+	return sync.OnceValues(func() (*zstd.Encoder, error) {
+		return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstdLevels[effort]),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true))
+	})
+}
+
 // MarshalCompressed is Marshal for large values such as channel snapshots:
-// when the encoding is at least CompressMin bytes and DEFLATE at the given
-// effort (Fast or Small) saves at least an eighth of it, the result is the
-// compressed form, which Unmarshal reads like any other.
+// when the encoding is at least CompressMin bytes and compressing it at the
+// given effort (Fast or Small) saves at least an eighth of it, the result
+// is the compressed form, which Unmarshal reads like any other.
 func MarshalCompressed(v any, effort int) ([]byte, error) {
-	pool, ok := writers[effort]
+	format, ok := formats[effort]
 	if !ok {
 		return nil, fmt.Errorf("codec: unknown compression effort %d", effort)
 	}
@@ -56,34 +95,92 @@ func MarshalCompressed(v any, effort int) ([]byte, error) {
 	if len(plain) < CompressMin {
 		return bytes.Clone(plain), nil
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(plain) / 2)
-	buf.WriteByte(FormatV1Deflate)
-	w := pool.Get().(*flate.Writer)
-	defer pool.Put(w)
-	w.Reset(&buf)
-	if _, err := w.Write(plain[1:]); err != nil {
-		return nil, fmt.Errorf("codec: compress: %w", err)
+	out, err := Compress(plain, format, effort)
+	if err != nil {
+		return nil, err
 	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("codec: compress: %w", err)
-	}
-	if buf.Len() > len(plain)-len(plain)/8 {
+	if len(out) > len(plain)-len(plain)/8 {
 		return bytes.Clone(plain), nil
 	}
-	return buf.Bytes(), nil
+	return out, nil
 }
 
-// inflate returns the msgpack bytes inside a FormatV1Deflate envelope.
-func inflate(data []byte) ([]byte, error) {
-	r := flate.NewReader(bytes.NewReader(data))
-	defer r.Close()
-	out, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
+// Compress turns a plain envelope (FormatV1) into the compressed envelope
+// format (FormatV1Zstd or FormatV1Deflate) at effort, whatever its size:
+// an import restores a value in the format it was exported from.
+func Compress(plain []byte, format byte, effort int) ([]byte, error) {
+	if len(plain) == 0 || plain[0] != FormatV1 {
+		return nil, fmt.Errorf("codec: compress: not a plain envelope")
 	}
-	if len(out) > maxInflated {
-		return nil, fmt.Errorf("%w: value inflates past %d bytes", ErrCorrupt, maxInflated)
+	switch format {
+	case FormatV1Zstd:
+		newEnc, ok := encoders[effort]
+		if !ok {
+			return nil, fmt.Errorf("codec: unknown compression effort %d", effort)
+		}
+		enc, err := newEnc()
+		if err != nil {
+			return nil, fmt.Errorf("codec: compress: %w", err)
+		}
+		dst := make([]byte, 1, len(plain)/2)
+		dst[0] = FormatV1Zstd
+		return enc.EncodeAll(plain[1:], dst), nil
+	case FormatV1Deflate:
+		pool, ok := flateWriters[effort]
+		if !ok {
+			return nil, fmt.Errorf("codec: unknown compression effort %d", effort)
+		}
+		var buf bytes.Buffer
+		buf.Grow(len(plain) / 2)
+		buf.WriteByte(FormatV1Deflate)
+		w := pool.Get().(*flate.Writer)
+		defer pool.Put(w)
+		w.Reset(&buf)
+		if _, err := w.Write(plain[1:]); err != nil {
+			return nil, fmt.Errorf("codec: compress: %w", err)
+		}
+		if err := w.Close(); err != nil {
+			return nil, fmt.Errorf("codec: compress: %w", err)
+		}
+		return buf.Bytes(), nil
 	}
-	return out, nil
+	return nil, fmt.Errorf("codec: compress: unknown format 0x%02x", format)
+}
+
+// Body returns the msgpack bytes inside any envelope this build reads,
+// inflated if they were compressed, and the envelope byte. A damaged
+// compressed value (zstd checks its frame's checksum) matches ErrCorrupt;
+// an envelope of a newer codec, ErrUnsupported.
+func Body(data []byte) (body []byte, format byte, err error) {
+	if len(data) == 0 {
+		return nil, 0, fmt.Errorf("%w: empty input", ErrCorrupt)
+	}
+	switch format, body = data[0], data[1:]; format {
+	case FormatV1:
+		return body, format, nil
+	case FormatV1Zstd:
+		dec, err := decoder()
+		if err != nil {
+			return nil, 0, fmt.Errorf("codec: inflate: %w", err)
+		}
+		if body, err = dec.DecodeAll(body, nil); err != nil {
+			return nil, 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
+		}
+		return body, format, nil
+	case FormatV1Deflate:
+		r := flate.NewReader(bytes.NewReader(body))
+		defer r.Close()
+		out, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
+		}
+		if len(out) > maxInflated {
+			return nil, 0, fmt.Errorf("%w: value inflates past %d bytes", ErrCorrupt, maxInflated)
+		}
+		return out, format, nil
+	}
+	if format > FormatV1Zstd && format < 0x10 {
+		return nil, 0, fmt.Errorf("%w: envelope %d (this build reads up to %d)", ErrUnsupported, format, FormatV1Zstd)
+	}
+	return nil, 0, fmt.Errorf("%w: unknown envelope byte 0x%02x", ErrCorrupt, format)
 }

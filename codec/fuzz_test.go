@@ -17,8 +17,10 @@ func seedCorpus(f *testing.F) {
 	for i := range big {
 		big[i] = Message{ID: "x", Type: AI, Content: "some repeated text some repeated text"}
 	}
-	if b, err := MarshalCompressed(big, Small); err == nil {
-		f.Add(b)
+	for _, effort := range []int{Fast, Small} { // DEFLATE, zstd
+		if b, err := MarshalCompressed(big, effort); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Add([]byte{})
 	f.Add([]byte{FormatV1, 0xdd, 0xff, 0xff, 0xff, 0xff})

@@ -25,8 +25,9 @@ import (
 // then a trailer {"table":"end","rows":N}, so that a truncated dump is
 // refused. A row line holds "table" and the row's columns by name. A NULL
 // column is left out. Columns that hold the engine's own msgpack are
-// decoded to JSON (see mpjson.go for the lossless mapping); "deflate" lists
-// the columns that were stored compressed. A channel value or write holds
+// decoded to JSON (see mpjson.go for the lossless mapping); "zstd" lists
+// the columns that were stored compressed ("deflate" those compressed by
+// builds before zstd). A channel value or write holds
 // "value" (decoded JSON) when its type is the engine's, and "data" (base64
 // of the bytes) when it is a caller's (LangGraph serde output, say), next to
 // its "type". The same file exported, imported and exported again gives the
@@ -220,11 +221,18 @@ func writeJSONLine(w io.Writer, v any) error {
 	return err
 }
 
+// compressionKeys name, in a row line, the lists of columns that were
+// stored compressed, by envelope format.
+var compressionKeys = []struct {
+	key    string
+	format byte
+}{{"zstd", codec.FormatV1Zstd}, {"deflate", codec.FormatV1Deflate}}
+
 // exportRow writes one row as a JSON object.
 func exportRow(dst *bytes.Buffer, t *exportTable, st *sqlite3.Stmt) error {
 	dst.WriteString(`{"table":`)
 	writeJSONString(dst, t.name)
-	var deflated []string
+	compressed := map[byte][]string{}
 	typ := ""
 	for i, col := range t.cols {
 		if st.ColumnType(i) == sqlite3.NULL {
@@ -256,24 +264,26 @@ func exportRow(dst *bytes.Buffer, t *exportTable, st *sqlite3.Stmt) error {
 				dst.WriteByte('"')
 				continue
 			}
-			z, err := envelopeToJSON(dst, data)
+			format, err := envelopeToJSON(dst, data)
 			if err != nil {
 				return fmt.Errorf("%w: %s row %s: column %s: %w", ErrCorrupt, t.name, rowKey(t, st), col.name, err)
 			}
-			if z {
-				deflated = append(deflated, col.name)
+			if format != codec.FormatV1 {
+				compressed[format] = append(compressed[format], col.name)
 			}
 		}
 	}
-	if len(deflated) > 0 {
-		dst.WriteString(`,"deflate":[`)
-		for i, d := range deflated {
-			if i > 0 {
-				dst.WriteByte(',')
+	for _, c := range compressionKeys {
+		if cols := compressed[c.format]; len(cols) > 0 {
+			dst.WriteString(`,"` + c.key + `":[`)
+			for i, d := range cols {
+				if i > 0 {
+					dst.WriteByte(',')
+				}
+				writeJSONString(dst, d)
 			}
-			writeJSONString(dst, d)
+			dst.WriteByte(']')
 		}
-		dst.WriteByte(']')
 	}
 	dst.WriteByte('}')
 	return nil
@@ -453,21 +463,31 @@ func (db *DB) importRows(ctx context.Context, br *bufio.Reader, h exportHeader, 
 }
 
 // importArgs turns one row line into the INSERT's arguments.
-func importArgs(t *exportTable, fields map[string]json.RawMessage, level int) ([]any, string, error) {
-	known := map[string]bool{"table": true, "deflate": true}
-	var deflate []string
-	if raw, ok := fields["deflate"]; ok {
-		if err := json.Unmarshal(raw, &deflate); err != nil {
-			return nil, "", fmt.Errorf("deflate: %v", err)
+func importArgs(t *exportTable, fields map[string]json.RawMessage, effort int) ([]any, string, error) {
+	known := map[string]bool{"table": true}
+	formats := map[string]byte{} // column -> compressed envelope format
+	for _, c := range compressionKeys {
+		known[c.key] = true
+		raw, ok := fields[c.key]
+		if !ok {
+			continue
+		}
+		var cols []string
+		if err := json.Unmarshal(raw, &cols); err != nil {
+			return nil, "", fmt.Errorf("%s: %v", c.key, err)
+		}
+		for _, col := range cols {
+			if _, dup := formats[col]; dup {
+				return nil, "", fmt.Errorf("column %s is listed as compressed twice", col)
+			}
+			formats[col] = c.format
 		}
 	}
-	isDeflated := func(name string) bool {
-		for _, d := range deflate {
-			if d == name {
-				return true
-			}
+	formatOf := func(col string) byte {
+		if f, ok := formats[col]; ok {
+			return f
 		}
-		return false
+		return codec.FormatV1
 	}
 	args := make([]any, len(t.cols))
 	typ, thread := "", ""
@@ -523,7 +543,7 @@ func importArgs(t *exportTable, fields map[string]json.RawMessage, level int) ([
 			}
 			fallthrough
 		case colMsgpack:
-			b, err := jsonToEnvelope(raw, isDeflated(col.name), level)
+			b, err := jsonToEnvelope(raw, formatOf(col.name), effort)
 			if err != nil {
 				return nil, "", fmt.Errorf("column %s: %w", col.name, err)
 			}

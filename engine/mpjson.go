@@ -2,13 +2,11 @@ package engine
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -42,66 +40,20 @@ var mpTags = map[string]bool{"$bin": true, "$str": true, "$f32": true, "$float":
 var errMPJSON = errors.New("msgpack/json")
 
 // envelopeToJSON decodes one stored value (codec envelope) into JSON and
-// reports whether it was compressed.
-func envelopeToJSON(dst *bytes.Buffer, data []byte) (deflated bool, err error) {
-	if len(data) == 0 {
-		return false, fmt.Errorf("%w: empty value", codec.ErrCorrupt)
-	}
-	body := data[1:]
-	switch data[0] {
-	case codec.FormatV1:
-	case codec.FormatV1Deflate:
-		deflated = true
-		var err error
-		if body, err = inflateBody(body); err != nil {
-			return false, err
-		}
-	default:
-		return false, fmt.Errorf("%w: unknown envelope byte 0x%02x", codec.ErrCorrupt, data[0])
+// returns its envelope byte (which tells whether it was compressed, and how).
+func envelopeToJSON(dst *bytes.Buffer, data []byte) (format byte, err error) {
+	body, format, err := codec.Body(data)
+	if err != nil {
+		return 0, err
 	}
 	r := mpReader{b: body}
 	if err := r.value(dst, 0); err != nil {
-		return false, fmt.Errorf("%w: %w", codec.ErrCorrupt, err)
+		return 0, fmt.Errorf("%w: %w", codec.ErrCorrupt, err)
 	}
 	if r.pos != len(body) {
-		return false, fmt.Errorf("%w: %d trailing bytes", codec.ErrCorrupt, len(body)-r.pos)
+		return 0, fmt.Errorf("%w: %d trailing bytes", codec.ErrCorrupt, len(body)-r.pos)
 	}
-	return deflated, nil
-}
-
-// maxInflated bounds what a compressed value may inflate to (as codec does).
-const maxInflated = 1 << 30
-
-// inflateBody returns the msgpack inside a FormatV1Deflate envelope.
-func inflateBody(data []byte) ([]byte, error) {
-	r := flate.NewReader(bytes.NewReader(data))
-	defer r.Close()
-	out, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: inflate: %v", codec.ErrCorrupt, err)
-	}
-	if len(out) > maxInflated {
-		return nil, fmt.Errorf("%w: value inflates past %d bytes", codec.ErrCorrupt, maxInflated)
-	}
-	return out, nil
-}
-
-// deflateEnvelope turns a FormatV1 value into the FormatV1Deflate form
-// codec.MarshalCompressed writes at effort level.
-func deflateEnvelope(plain []byte, level int) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte(codec.FormatV1Deflate)
-	w, err := flate.NewWriter(&buf, level)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := w.Write(plain[1:]); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return format, nil
 }
 
 // mpReader walks msgpack bytes and writes JSON.
@@ -481,9 +433,10 @@ func writeNonFinite(dst *bytes.Buffer, f float64) {
 }
 
 // jsonToEnvelope encodes a JSON value written by envelopeToJSON back into a
-// stored value (compressed at level when deflate is set). It reads the JSON
-// in one pass (exports of large files are mostly this).
-func jsonToEnvelope(raw json.RawMessage, deflate bool, level int) ([]byte, error) {
+// stored value in envelope format (compressed at effort unless it is
+// codec.FormatV1). It reads the JSON in one pass (exports of large files
+// are mostly this).
+func jsonToEnvelope(raw json.RawMessage, format byte, effort int) ([]byte, error) {
 	p := jsonMP{in: raw, out: make([]byte, 1, len(raw)+16)}
 	p.out[0] = codec.FormatV1
 	p.ws()
@@ -494,8 +447,8 @@ func jsonToEnvelope(raw json.RawMessage, deflate bool, level int) ([]byte, error
 	if p.pos != len(p.in) {
 		return nil, fmt.Errorf("%w: trailing data after a value at offset %d", errMPJSON, p.pos)
 	}
-	if deflate {
-		return deflateEnvelope(p.out, level)
+	if format != codec.FormatV1 {
+		return codec.Compress(p.out, format, effort)
 	}
 	return p.out, nil
 }
