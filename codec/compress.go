@@ -81,7 +81,13 @@ func newEncoder(effort int) func() (*zstd.Encoder, error) {
 // when the encoding is at least CompressMin bytes and compressing it at the
 // given effort (Fast or Small) saves at least an eighth of it, the result
 // is the compressed form, which Unmarshal reads like any other.
+//
+// A message list at effort Small is cut into frames (see ChunkBytes).
 func MarshalCompressed(v any, effort int) ([]byte, error) {
+	return marshalCompressed(v, effort, nil)
+}
+
+func marshalCompressed(v any, effort int, frames *frameCache) ([]byte, error) {
 	format, ok := formats[effort]
 	if !ok {
 		return nil, fmt.Errorf("codec: unknown compression effort %d", effort)
@@ -95,7 +101,13 @@ func MarshalCompressed(v any, effort int) ([]byte, error) {
 	if len(plain) < CompressMin {
 		return bytes.Clone(plain), nil
 	}
-	out, err := Compress(plain, format, effort)
+	var out []byte
+	var err error
+	if _, list := v.([]Message); list && format == FormatV1Zstd {
+		out, err = chunkedZstd(plain, effort, frames)
+	} else {
+		out, err = Compress(plain, format, effort)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentstate/agentstate/codec"
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/vfs/memdb"
 )
@@ -25,8 +26,11 @@ type DB struct {
 	readers chan *conn
 	cache   *historyCache
 	states  *stateCache
-	ids     idGen
-	recs    recordsState // run ownership of this handle (records_common.go)
+	// compressor is made on first use, once the file's mode is known.
+	compressor     *codec.Compressor
+	compressorOnce sync.Once
+	ids            idGen
+	recs           recordsState // run ownership of this handle (records_common.go)
 
 	closeMu sync.RWMutex // held for reading by every call, for writing by Close
 	closed  bool

@@ -513,7 +513,7 @@ func (imp *lgImport) namespace(ns string, cps []*lgCheckpoint, tick func()) erro
 				d.counters[ch] = next
 			}
 			if store {
-				data, err := codec.MarshalCompressed(target, imp.db.compression())
+				data, err := imp.db.compress(target)
 				if err != nil {
 					return fmt.Errorf("checkpoint %q channel %q: %w", cp.id, ch, err)
 				}

@@ -59,9 +59,10 @@ type Options struct {
 	Mode string
 	// SnapshotEvery is K, the delta snapshot cadence. Default 10; must be >= 1.
 	SnapshotEvery int
-	// HistoryCacheBytes bounds the delta history cache. Default 64 MiB; 0
-	// disables it and the thread API's state cache, so that every read
-	// rebuilds from the file; must be >= 0.
+	// HistoryCacheBytes bounds the delta history cache, and an eighth of
+	// it the frames of compressed message-list chunks that delta snapshots
+	// reuse. Default 64 MiB; 0 disables both and the thread API's state
+	// cache, so that every read rebuilds from the file; must be >= 0.
 	HistoryCacheBytes int64
 	// Schema names the state channels of threads written through the
 	// thread API (Commit, State, ...) and how each reduces its writes.

@@ -239,7 +239,7 @@ func (db *DB) protectSurvivors(c *conn, thread string, rows []cpRow, drop map[cp
 				if err != nil {
 					return err
 				}
-				data, err := codec.MarshalCompressed(values[ch], db.compression())
+				data, err := db.compress(values[ch])
 				if err != nil {
 					return err
 				}

@@ -366,7 +366,7 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 			nv[name] = version
 		}
 		if store {
-			data, err := codec.MarshalCompressed(values[name], db.compression())
+			data, err := db.compress(values[name])
 			if err != nil {
 				return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, name, err)
 			}
@@ -678,6 +678,18 @@ func (db *DB) Compact(ctx context.Context, cfg Config, channel string, summary [
 // mode stores the whole list at every change, so it favours speed; delta
 // mode stores a snapshot every K updates, so it favours size.
 func (db *DB) compression() int { return compressionFor(db.opts.Mode) }
+
+// compress encodes a channel value to store, at the handle's effort. Its
+// compressor remembers the frames of message-list chunks in up to an
+// eighth of HistoryCacheBytes, so a delta snapshot of a long thread
+// compresses only its last chunk (codec.ChunkBytes).
+func (db *DB) compress(v any) ([]byte, error) {
+	db.compressorOnce.Do(func() {
+		// Both arguments were validated: NewCompressor cannot fail here.
+		db.compressor, _ = codec.NewCompressor(db.compression(), db.opts.HistoryCacheBytes/8)
+	})
+	return db.compressor.Marshal(v)
+}
 
 func compressionFor(mode string) int {
 	if mode == ModeFull {
