@@ -134,3 +134,24 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSnapshotRead decodes an 800-message snapshot stored as chunked
+// frames and, for comparison, as one frame.
+func BenchmarkSnapshotRead(b *testing.B) {
+	list := wordyMessages(rand.New(rand.NewPCG(7, 8)), 0, 800)
+	plain, _ := Marshal(list)
+	one, _ := Compress(plain, FormatV1Zstd, Small)
+	chunked, _ := MarshalCompressed(list, Small)
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"frames=one", one}, {"frames=chunked", chunked}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := DecodeMessages(c.data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
