@@ -6,21 +6,24 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+
+	"github.com/klauspost/compress/zstd"
 )
 
-// ChunkBytes is the plain size at which a compressed message list starts a
-// new zstd frame. A list is stored as its msgpack array header in a frame
-// of its own, then its messages in frames of about ChunkBytes, cut after
-// the message that reaches it. The cuts depend only on the messages before
-// them, so a list that only grew since its last snapshot shares every full
-// frame with it, and a Compressor that remembers frames compresses only the
-// newest one. zstd reads concatenated frames as one stream, so readers see
-// one value. Smaller frames would cost ratio (each starts with an empty
-// window): 128 KiB frames are 4% larger than one frame for the whole list.
+// ChunkBytes is the plain size at which a list compressed with zstd (a
+// msgpack array, such as a message list) starts a new frame. A list is
+// stored as its array header in a frame of its own, then its elements in
+// frames of about ChunkBytes, each cut after the element that reaches it.
+// The cuts depend only on the elements before them, so a list that only
+// grew since its last snapshot shares every full frame with it, and a
+// Compressor that remembers frames compresses only the newest one. zstd
+// reads concatenated frames as one stream, so readers see one value.
+// Smaller frames would cost ratio (each starts with an empty window):
+// 128 KiB frames are 4% larger than one frame for the whole list.
 const ChunkBytes = 128 << 10
 
 // Compressor is MarshalCompressed at a fixed effort that remembers the zstd
-// frames it made for full chunks of message lists (up to a byte budget,
+// frames it made for full chunks of lists (up to a byte budget,
 // least recently used first out), so that a delta snapshot of a long thread
 // costs the compression of its last chunk, not of the whole list. Its
 // output is the same bytes as MarshalCompressed's. It is safe for
@@ -47,20 +50,17 @@ func (c *Compressor) Marshal(v any) ([]byte, error) {
 	return marshalCompressed(v, c.effort, c.frames)
 }
 
-// chunkedZstd compresses plain (a FormatV1 envelope holding a msgpack array
-// of messages) as one frame for the array header and one per chunk.
-func chunkedZstd(plain []byte, effort int, frames *frameCache) ([]byte, error) {
-	body := plain[1:]
+// isArray reports whether a msgpack value starting with byte b is an array.
+func isArray(b byte) bool { return b&0xf0 == 0x90 || b == 0xdc || b == 0xdd }
+
+// chunkedZstd compresses body (a msgpack array) as one frame for the array
+// header and one per chunk of elements, after FormatV1Zstd.
+func chunkedZstd(enc *zstd.Encoder, body []byte, frames *frameCache) ([]byte, error) {
 	first, _, n, err := Head(body, 0)
 	if err != nil {
 		return nil, err
 	}
-	newEnc := encoders[effort]
-	enc, err := newEnc()
-	if err != nil {
-		return nil, fmt.Errorf("codec: compress: %w", err)
-	}
-	out := make([]byte, 1, len(plain)/2)
+	out := make([]byte, 1, len(body)/2)
 	out[0] = FormatV1Zstd
 	out = enc.EncodeAll(body[:first], out)
 	start, pos := first, first

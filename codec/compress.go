@@ -82,7 +82,7 @@ func newEncoder(effort int) func() (*zstd.Encoder, error) {
 // given effort (Fast or Small) saves at least an eighth of it, the result
 // is the compressed form, which Unmarshal reads like any other.
 //
-// A message list at effort Small is cut into frames (see ChunkBytes).
+// A list (a msgpack array) in zstd is cut into frames (see ChunkBytes).
 func MarshalCompressed(v any, effort int) ([]byte, error) {
 	return marshalCompressed(v, effort, nil)
 }
@@ -101,13 +101,7 @@ func marshalCompressed(v any, effort int, frames *frameCache) ([]byte, error) {
 	if len(plain) < CompressMin {
 		return bytes.Clone(plain), nil
 	}
-	var out []byte
-	var err error
-	if _, list := v.([]Message); list && format == FormatV1Zstd {
-		out, err = chunkedZstd(plain, effort, frames)
-	} else {
-		out, err = Compress(plain, format, effort)
-	}
+	out, err := compress(plain, format, effort, frames)
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +112,15 @@ func marshalCompressed(v any, effort int, frames *frameCache) ([]byte, error) {
 }
 
 // Compress turns a plain envelope (FormatV1) into the compressed envelope
-// format (FormatV1Zstd or FormatV1Deflate) at effort, whatever its size:
-// an import restores a value in the format it was exported from.
+// format (FormatV1Zstd or FormatV1Deflate) at effort, whatever its size,
+// as MarshalCompressed would: an import restores a value in the format it
+// was exported from.
 func Compress(plain []byte, format byte, effort int) ([]byte, error) {
-	if len(plain) == 0 || plain[0] != FormatV1 {
+	return compress(plain, format, effort, nil)
+}
+
+func compress(plain []byte, format byte, effort int, frames *frameCache) ([]byte, error) {
+	if len(plain) < 2 || plain[0] != FormatV1 {
 		return nil, fmt.Errorf("codec: compress: not a plain envelope")
 	}
 	switch format {
@@ -133,6 +132,9 @@ func Compress(plain []byte, format byte, effort int) ([]byte, error) {
 		enc, err := newEnc()
 		if err != nil {
 			return nil, fmt.Errorf("codec: compress: %w", err)
+		}
+		if isArray(plain[1]) {
+			return chunkedZstd(enc, plain[1:], frames)
 		}
 		dst := make([]byte, 1, len(plain)/2)
 		dst[0] = FormatV1Zstd
