@@ -109,7 +109,7 @@ func FuzzMsgpackReader(f *testing.F) {
 		if err != nil {
 			t.Fatalf("lookup on canonical bytes: %v", err)
 		}
-		want, wantFound := walkDecoded(m, path)
+		want, wantFound := lookupPath(m, path)
 		if found != wantFound {
 			t.Fatalf("path %q: found %v, decoded walk %v", dotted, found, wantFound)
 		}
@@ -123,20 +123,6 @@ func FuzzMsgpackReader(f *testing.F) {
 			}
 		}
 	})
-}
-
-func walkDecoded(m map[string]any, path []string) (any, bool) {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = mm[p]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 func FuzzEventTraceCut(f *testing.F) {

@@ -102,18 +102,18 @@ type RunTotals struct {
 // MultitaskStrategy is StrategyReject (default), StrategyInterrupt or
 // StrategyRollback.
 type NewRun struct {
-	RunID             string
-	ThreadID          string
-	AssistantID       string
-	UserID            string
-	Status            string
-	ModelName         string
-	MultitaskStrategy string
-	Metadata          map[string]any
-	Kwargs            map[string]any
+	RunID             string         `json:"run_id"`
+	ThreadID          string         `json:"thread_id"`
+	AssistantID       string         `json:"assistant_id"`
+	UserID            string         `json:"user_id"`
+	Status            string         `json:"status"`
+	ModelName         string         `json:"model_name"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	Metadata          map[string]any `json:"metadata"`
+	Kwargs            map[string]any `json:"kwargs"`
 	// IdempotencyKey, when set, makes a second create with the same key on
 	// the same thread return the first run instead of creating another.
-	IdempotencyKey string
+	IdempotencyKey string `json:"idempotency_key"`
 }
 
 // Created is the result of Runs.Create.

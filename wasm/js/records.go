@@ -153,36 +153,19 @@ func opStoreSweep(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, er
 	return map[string]int64{"deleted": n}, nil, err
 }
 
-type wNewRun struct {
-	RunID             string         `json:"run_id"`
-	ThreadID          string         `json:"thread_id"`
-	AssistantID       string         `json:"assistant_id"`
-	UserID            string         `json:"user_id"`
-	Status            string         `json:"status"`
-	ModelName         string         `json:"model_name"`
-	MultitaskStrategy string         `json:"multitask_strategy"`
-	Metadata          map[string]any `json:"metadata"`
-	Kwargs            map[string]any `json:"kwargs"`
-	IdempotencyKey    string         `json:"idempotency_key"`
-}
-
 func opRunsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
-	var r wNewRun
+	var r engine.NewRun
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	md, err := numbersMap(r.Metadata)
-	if err != nil {
+	var err error
+	if r.Metadata, err = numbersMap(r.Metadata); err != nil {
 		return nil, nil, err
 	}
-	kw, err := numbersMap(r.Kwargs)
-	if err != nil {
+	if r.Kwargs, err = numbersMap(r.Kwargs); err != nil {
 		return nil, nil, err
 	}
-	c, err := h.db.Runs().Create(ctx, engine.NewRun{
-		RunID: r.RunID, ThreadID: r.ThreadID, AssistantID: r.AssistantID, UserID: r.UserID, Status: r.Status,
-		ModelName: r.ModelName, MultitaskStrategy: r.MultitaskStrategy, Metadata: md, Kwargs: kw, IdempotencyKey: r.IdempotencyKey,
-	})
+	c, err := h.db.Runs().Create(ctx, r)
 	if err != nil {
 		return nil, nil, err
 	}
