@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
@@ -318,7 +319,7 @@ func TestListRefusesHostileFilterKeys(t *testing.T) {
 	before, _ := db.Info(bg)
 	for _, key := range []string{
 		`x') OR '1'='1`, `a"]'); DROP TABLE checkpoints; --`, `$.source`, `source..x`, ``, `.source`, `source.`,
-		`a b`, "a\x00b", `source[0]`, `*`,
+		`a b`, "a\x00b", `source[0]`, `*`, strings.Repeat("k", 65) + ".x", strings.Repeat("k.", 128) + "k",
 	} {
 		for _, err := range db.List(bg, ListOptions{Filter: map[string]any{key: "loop"}}) {
 			if !errors.Is(err, ErrInvalidArgument) {
@@ -334,6 +335,31 @@ func TestListRefusesHostileFilterKeys(t *testing.T) {
 	// A hostile value is only a value.
 	if got := collect(t, db, ListOptions{Filter: map[string]any{"source": `x') OR '1'='1`}}); len(got) != 0 {
 		t.Fatalf("hostile value matched %d rows", len(got))
+	}
+}
+
+// TestFilterMatchesNumbersByValue: 1 equals 1.0, integers compare
+// exactly (2^53+1 is not 2^53, which float64 cannot tell apart), and a
+// number never equals a boolean or a string.
+func TestFilterMatchesNumbersByValue(t *testing.T) {
+	md := map[string]any{"n": int64(1<<53 + 1), "one": int64(1), "flag": true, "s": "1", "nested": map[string]any{"f": 2.5}}
+	for _, tc := range []struct {
+		path []string
+		v    any
+		want bool
+	}{
+		{[]string{"one"}, 1.0, true},
+		{[]string{"n"}, int64(1<<53 + 1), true},
+		{[]string{"n"}, int64(1 << 53), false},
+		{[]string{"one"}, true, false},
+		{[]string{"s"}, int64(1), false},
+		{[]string{"flag"}, true, true},
+		{[]string{"nested", "f"}, 2.5, true},
+		{[]string{"missing"}, nil, false},
+	} {
+		if got := matchTerms(md, []filterTerm{{Path: tc.path, Value: tc.v}}); got != tc.want {
+			t.Errorf("%v = %v: matched %v, want %v", tc.path, tc.v, got, tc.want)
+		}
 	}
 }
 
