@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -276,26 +277,8 @@ func TestTwoProcessesCreateOnce(t *testing.T) {
 	for round := range 3 {
 		path := filepath.Join(t.TempDir(), fmt.Sprintf("race%d.db", round))
 		start := time.Now().Add(300 * time.Millisecond).UnixNano()
-		var cmds []*exec.Cmd
-		var outs []*bytes.Buffer
-		for range 2 {
-			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), "AGENTSTATE_OPEN_CHILD="+path, fmt.Sprintf("AGENTSTATE_OPEN_AT=%d", start))
-			out := &bytes.Buffer{}
-			cmd.Stdout, cmd.Stderr = out, out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds, outs = append(cmds, cmd), append(outs, out)
-		}
-		for i, cmd := range cmds {
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("child %d: %v\n%s", i, err, outs[i])
-			}
-			if !strings.Contains(outs[i].String(), "opened at version") {
-				t.Fatalf("child %d did not run:\n%s", i, outs[i])
-			}
-		}
+		arg := fmt.Sprintf("%s|%d", path, start)
+		runChildren(t, openChildEnv, []string{arg, arg}, "opened at version")
 		db := openTest(t, path, nil)
 		want := make([]int64, SchemaVersion)
 		for i := range want {
@@ -307,10 +290,43 @@ func TestTwoProcessesCreateOnce(t *testing.T) {
 	}
 }
 
-// openChild is the body of a child process of TestTwoProcessesCreateOnce.
-func openChild(path string) error {
-	var at int64
-	fmt.Sscan(os.Getenv("AGENTSTATE_OPEN_AT"), &at)
+const openChildEnv = "AGENTSTATE_OPEN_CHILD"
+
+// runChildren runs this test binary once per arg, each a child process
+// that TestMain hands to the function registered for env (env=arg), and
+// waits for all: each must exit 0 and print done.
+func runChildren(t *testing.T, env string, args []string, done string) {
+	t.Helper()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for _, arg := range args {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), env+"="+arg)
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v\n%s", i, err, outs[i])
+		}
+		if !strings.Contains(outs[i].String(), done) {
+			t.Fatalf("child %d did not run:\n%s", i, outs[i])
+		}
+	}
+}
+
+// openChild is the body of a child process of TestTwoProcessesCreateOnce:
+// arg is "path|unix-nanos to open at".
+func openChild(arg string) error {
+	path, atText, _ := strings.Cut(arg, "|")
+	at, err := strconv.ParseInt(atText, 10, 64)
+	if err != nil {
+		return fmt.Errorf("bad %s %q", openChildEnv, arg)
+	}
 	time.Sleep(time.Until(time.Unix(0, at)))
 	db, err := Open(context.Background(), path, nil)
 	if err != nil {
@@ -327,23 +343,11 @@ func openChild(path string) error {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if path := os.Getenv("AGENTSTATE_OPEN_CHILD"); path != "" {
-		if err := openChild(path); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	if arg := os.Getenv(eventsChildEnv); arg != "" {
-		if err := eventsChild(arg); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
 	for env, child := range map[string]func(string) error{
-		crashChildEnv: crashChild,
-		concChildEnv:  concChild,
+		openChildEnv:   openChild,
+		eventsChildEnv: eventsChild,
+		crashChildEnv:  crashChild,
+		concChildEnv:   concChild,
 	} {
 		if arg := os.Getenv(env); arg != "" {
 			if err := child(arg); err != nil {

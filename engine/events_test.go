@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -395,26 +392,11 @@ func TestEventSeqTwoProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "procs.db")
 	openTest(t, path, nil).Close() // create the schema once, up front
 	start := time.Now().Add(300 * time.Millisecond).UnixNano()
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
+	var args []string
 	for p := range eventsProcs {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", eventsChildEnv, path, p, start))
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, out)
+		args = append(args, fmt.Sprintf("%s|%d|%d", path, p, start))
 	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v\n%s", i, err, outs[i])
-		}
-		if !strings.Contains(outs[i].String(), "events child done") {
-			t.Fatalf("child %d did not run:\n%s", i, outs[i])
-		}
-	}
+	runChildren(t, eventsChildEnv, args, "events child done")
 	db := openTest(t, path, nil)
 	switches, prev := 0, ""
 	checkSeqs(t, db, "shared", eventsProcs*eventsGoroutine*eventsEach, func(ev Event) (string, int64) {
