@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -393,7 +394,7 @@ func order(v mpScalar, want any) (int, bool) {
 	case int64:
 		switch v.kind {
 		case mpInt:
-			return cmpInt(v.i, w), true
+			return cmp.Compare(v.i, w), true
 		case mpUint:
 			return 1, true
 		case mpFloat:
@@ -407,7 +408,7 @@ func order(v mpScalar, want any) (int, bool) {
 		case mpInt:
 			return -1, true
 		case mpUint:
-			return cmpUint(v.u, w), true
+			return cmp.Compare(v.u, w), true
 		case mpFloat:
 			return cmpFloat(v.f, float64(w))
 		}
@@ -429,26 +430,6 @@ func orderFloat(v mpScalar, w float64) (int, bool) {
 		return cmpFloat(v.f, w)
 	}
 	return 0, false
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func cmpFloat(a, b float64) (int, bool) {
