@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // Config names a checkpoint: a thread, a namespace inside it ("" is the root
@@ -260,12 +259,12 @@ func (p *put) run(c *conn) error {
 	if cfg.CheckpointID == "" || p.noSeal {
 		return nil
 	}
-	return c.query(sqlSealWrites, []any{cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, func(st *sqlite3.Stmt) error {
+	return c.query(sqlSealWrites, []any{cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, func(st row) error {
 		if p.wantSealed {
 			p.sealed = append(p.sealed, PendingWrite{
-				TaskID: st.ColumnText(0), Idx: st.ColumnInt(1), Channel: st.ColumnText(2),
-				Value:    codec.Blob{Type: st.ColumnText(3), Data: copyBytes(st.ColumnRawBlob(4))},
-				TaskPath: st.ColumnText(5),
+				TaskID: st.Text(0), Idx: int(st.Int64(1)), Channel: st.Text(2),
+				Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
+				TaskPath: st.Text(5),
 			})
 		}
 		return nil
@@ -289,15 +288,16 @@ func (db *DB) afterPut(p *put) {
 // of stored values, so two different values under one version would make a
 // later read return the wrong one.
 func putBlob(c *conn, thread, ns, ch, version, cpID string, b codec.Blob) error {
-	if err := c.exec(sqlInsertBlob, thread, ns, ch, version, cpID, b.Type, nonNil(b.Data)); err != nil {
+	changed, err := c.execN(sqlInsertBlob, thread, ns, ch, version, cpID, b.Type, nonNil(b.Data))
+	if err != nil {
 		return err
 	}
-	if c.c.Changes() == 1 {
+	if changed == 1 {
 		return nil
 	}
 	var same bool
-	_, err := c.queryRow(sqlBlobData, []any{thread, ns, ch, version}, func(st *sqlite3.Stmt) error {
-		same = st.ColumnText(0) == b.Type && string(st.ColumnRawBlob(1)) == string(b.Data)
+	_, err = c.queryRow(sqlBlobData, []any{thread, ns, ch, version}, func(st row) error {
+		same = st.Text(0) == b.Type && string(st.Blob(1)) == string(b.Data)
 		return nil
 	})
 	if err != nil {
@@ -316,8 +316,8 @@ const sqlBlobOwner = `SELECT checkpoint_id FROM blobs WHERE thread_id=? AND chec
 // this checkpoint's (a fork reusing its sibling's version numbers).
 func checkVersionUnused(c *conn, thread, ns, ch, version, cpID string) error {
 	var owner string
-	found, err := c.queryRow(sqlBlobOwner, []any{thread, ns, ch, version}, func(st *sqlite3.Stmt) error {
-		owner = st.ColumnText(0)
+	found, err := c.queryRow(sqlBlobOwner, []any{thread, ns, ch, version}, func(st row) error {
+		owner = st.Text(0)
 		return nil
 	})
 	if err != nil || !found || owner == cpID {
@@ -482,7 +482,7 @@ func loadTuples(c *conn, q string, args []any) ([]Tuple, error) {
 // need them.
 func loadTuplesWith(c *conn, q string, args []any, values, pending bool) ([]Tuple, error) {
 	var tuples []Tuple
-	err := c.query(q, args, func(st *sqlite3.Stmt) error {
+	err := c.query(q, args, func(st row) error {
 		t, err := scanCheckpoint(st)
 		if err != nil {
 			return err
@@ -510,17 +510,17 @@ func loadTuplesWith(c *conn, q string, args []any, values, pending bool) ([]Tupl
 	return tuples, nil
 }
 
-func scanCheckpoint(st *sqlite3.Stmt) (Tuple, error) {
-	t := Tuple{Config: Config{ThreadID: st.ColumnText(0), CheckpointNS: st.ColumnText(1), CheckpointID: st.ColumnText(2)}}
-	if st.ColumnType(3) != sqlite3.NULL {
-		t.ParentConfig = &Config{ThreadID: t.Config.ThreadID, CheckpointNS: t.Config.CheckpointNS, CheckpointID: st.ColumnText(3)}
+func scanCheckpoint(st row) (Tuple, error) {
+	t := Tuple{Config: Config{ThreadID: st.Text(0), CheckpointNS: st.Text(1), CheckpointID: st.Text(2)}}
+	if !st.Null(3) {
+		t.ParentConfig = &Config{ThreadID: t.Config.ThreadID, CheckpointNS: t.Config.CheckpointNS, CheckpointID: st.Text(3)}
 	}
 	var sc storedCheckpoint
-	if err := codec.Unmarshal(st.ColumnRawBlob(4), &sc); err != nil {
+	if err := codec.Unmarshal(st.Blob(4), &sc); err != nil {
 		return t, fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, t.Config.CheckpointID, t.Config.ThreadID, err)
 	}
 	var md map[string]any
-	if err := codec.Unmarshal(st.ColumnRawBlob(5), &md); err != nil {
+	if err := codec.Unmarshal(st.Blob(5), &md); err != nil {
 		return t, fmt.Errorf("%w: metadata of checkpoint %q of thread %q: %w", ErrCorrupt, t.Config.CheckpointID, t.Config.ThreadID, err)
 	}
 	if md == nil {
@@ -568,9 +568,9 @@ func loadValues(c *conn, tuples []Tuple) error {
 	if err != nil {
 		return err
 	}
-	return c.query(sqlPageValues, []any{arg}, func(st *sqlite3.Stmt) error {
-		i := owner[st.ColumnInt(0)]
-		tuples[i].Checkpoint.ChannelValues[st.ColumnText(1)] = codec.Blob{Type: st.ColumnText(2), Data: copyBytes(st.ColumnRawBlob(3))}
+	return c.query(sqlPageValues, []any{arg}, func(st row) error {
+		i := owner[int(st.Int64(0))]
+		tuples[i].Checkpoint.ChannelValues[st.Text(1)] = codec.Blob{Type: st.Text(2), Data: copyBytes(st.Blob(3))}
 		return nil
 	})
 }
@@ -588,12 +588,12 @@ func loadPendingWrites(c *conn, tuples []Tuple) error {
 	if err != nil {
 		return err
 	}
-	return c.query(sqlPageWrites, []any{arg}, func(st *sqlite3.Stmt) error {
-		i := st.ColumnInt(0)
+	return c.query(sqlPageWrites, []any{arg}, func(st row) error {
+		i := int(st.Int64(0))
 		tuples[i].PendingWrites = append(tuples[i].PendingWrites, PendingWrite{
-			TaskID: st.ColumnText(1), Channel: st.ColumnText(2),
-			Value:    codec.Blob{Type: st.ColumnText(3), Data: copyBytes(st.ColumnRawBlob(4))},
-			TaskPath: st.ColumnText(5), Idx: st.ColumnInt(6),
+			TaskID: st.Text(1), Channel: st.Text(2),
+			Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
+			TaskPath: st.Text(5), Idx: int(st.Int64(6)),
 		})
 		return nil
 	})

@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 const (
@@ -47,10 +46,10 @@ const sqlThreadRows = `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_id, 
 
 func threadRows(c *conn, thread string) ([]cpRow, error) {
 	var rows []cpRow
-	err := c.query(sqlThreadRows, []any{thread}, func(st *sqlite3.Stmt) error {
-		r := cpRow{cpKey: cpKey{thread, st.ColumnText(0), st.ColumnText(1)}, parent: st.ColumnText(2)}
+	err := c.query(sqlThreadRows, []any{thread}, func(st row) error {
+		r := cpRow{cpKey: cpKey{thread, st.Text(0), st.Text(1)}, parent: st.Text(2)}
 		var sc storedCheckpoint
-		if err := codec.Unmarshal(st.ColumnRawBlob(3), &sc); err != nil {
+		if err := codec.Unmarshal(st.Blob(3), &sc); err != nil {
 			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, r.id, thread, err)
 		}
 		r.versions = sc.ChannelVersions
@@ -101,8 +100,8 @@ func dropCheckpoints(c *conn, thread string, rows []cpRow, drop map[cpKey]bool, 
 		}
 	}
 	var dead [][3]string
-	err := c.query(sqlBlobKeys, []any{thread}, func(st *sqlite3.Stmt) error {
-		k := [3]string{st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)}
+	err := c.query(sqlBlobKeys, []any{thread}, func(st row) error {
+		k := [3]string{st.Text(0), st.Text(1), st.Text(2)}
 		if !live[k] {
 			dead = append(dead, k)
 		}
@@ -135,8 +134,8 @@ func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	err := db.write(ctx, func(c *conn) error {
 		threads := map[string]bool{}
 		for r := range runs {
-			err := c.query(sqlRunThreads, []any{r}, func(st *sqlite3.Stmt) error {
-				threads[st.ColumnText(0)] = true
+			err := c.query(sqlRunThreads, []any{r}, func(st row) error {
+				threads[st.Text(0)] = true
 				return nil
 			})
 			if err != nil {
@@ -150,9 +149,9 @@ func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string) error {
 				return err
 			}
 			drop := map[cpKey]bool{}
-			err = c.query(`SELECT checkpoint_ns, checkpoint_id, run_id FROM checkpoints WHERE thread_id=? AND run_id IS NOT NULL`, []any{th}, func(st *sqlite3.Stmt) error {
-				if runs[st.ColumnText(2)] {
-					drop[cpKey{th, st.ColumnText(0), st.ColumnText(1)}] = true
+			err = c.query(`SELECT checkpoint_ns, checkpoint_id, run_id FROM checkpoints WHERE thread_id=? AND run_id IS NOT NULL`, []any{th}, func(st row) error {
+				if runs[st.Text(2)] {
+					drop[cpKey{th, st.Text(0), st.Text(1)}] = true
 				}
 				return nil
 			})
@@ -336,8 +335,8 @@ func keepLatest(c *conn, thread string, rows []cpRow) (map[cpKey]bool, error) {
 }
 
 func markChain(c *conn, k cpKey, ch string, keep map[cpKey]bool) error {
-	return c.query(sqlWalk, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
-		keep[cpKey{k.thread, k.ns, st.ColumnText(0)}] = true
+	return c.query(sqlWalk, []any{ch, k.thread, k.ns, k.id}, func(st row) error {
+		keep[cpKey{k.thread, k.ns, st.Text(0)}] = true
 		return nil
 	})
 }

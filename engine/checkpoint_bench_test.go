@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/internal/driver/sqlite"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -83,8 +84,20 @@ func BenchmarkStepRawSQL(b *testing.B) {
 		stmts = append(stmts, st)
 	}
 	exec := func(st *sqlite3.Stmt, args ...any) {
-		if err := bind(st, args); err != nil {
-			b.Fatal(err)
+		st.ClearBindings()
+		for i, a := range args {
+			var err error
+			switch v := a.(type) {
+			case nil:
+				err = st.BindNull(i + 1)
+			case string:
+				err = st.BindText(i+1, v)
+			case []byte:
+				err = st.BindBlob(i+1, v)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 		if err := st.Exec(); err != nil {
 			b.Fatal(err)
@@ -117,7 +130,7 @@ func BenchmarkStepRawSQL(b *testing.B) {
 func (db *DB) acquireRaw() (*sqlite3.Conn, error) {
 	c := <-db.writer
 	db.onClose(func() { db.writer <- c })
-	return c.c, nil
+	return c.d.(*sqlite.Conn).Raw(), nil
 }
 
 func buildThread(b *testing.B, db *DB, thread string, n int, every int) Config {

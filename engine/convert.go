@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // ConvertReport says what a conversion changed.
@@ -149,8 +148,8 @@ func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, 
 	}
 	found := false
 	err := c.query(`SELECT data FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by = ? AND channel = ?`,
-		[]any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID, child, name}, func(st *sqlite3.Stmt) error {
-			u, err := ch.DecodeUpdate(st.ColumnRawBlob(0))
+		[]any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID, child, name}, func(st row) error {
+			u, err := ch.DecodeUpdate(st.Blob(0))
 			if err != nil {
 				return fmt.Errorf("%w: write to %q: %w", ErrCorrupt, name, err)
 			}
@@ -185,8 +184,8 @@ func ConvertFile(ctx context.Context, path string, opts *Options, mode string, e
 	err = db.write(ctx, func(c *conn) error {
 		rep = ConvertReport{}
 		var threads []string
-		err := c.query(`SELECT thread_id FROM thread_modes ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
-			threads = append(threads, st.ColumnText(0))
+		err := c.query(`SELECT thread_id FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
+			threads = append(threads, st.Text(0))
 			return nil
 		})
 		if err != nil {

@@ -2,15 +2,13 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
-	"github.com/ncruces/go-sqlite3/vfs/memdb"
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // DB is one open agentstate file: every surface (checkpoints, store, runs,
@@ -18,9 +16,9 @@ import (
 // goroutines; writes are serialised on one connection, reads run in parallel
 // on a small pool. Close releases it.
 type DB struct {
-	path    string
-	memName string // non-empty for in-memory databases
-	opts    Options
+	path string
+	b    backend
+	opts Options
 
 	writer  chan *conn
 	readers chan *conn
@@ -38,11 +36,6 @@ type DB struct {
 
 	stopHooks []func() // run by Close before the connections close, in reverse
 }
-
-// openHooks run at the end of Open on read-write handles, in order: surfaces
-// use them for start-up work (reconciliation, background sweepers). A hook
-// that starts a goroutine registers its stop function with db.onClose.
-var openHooks []func(ctx context.Context, db *DB) error
 
 // onClose registers fn to run when the DB closes, before its connections do.
 func (db *DB) onClose(fn func()) { db.stopHooks = append(db.stopHooks, fn) }
@@ -63,43 +56,30 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty path (use engine.Memory for an in-memory database)", ErrInvalidArgument)
 	}
-	db := &DB{path: path, opts: o, cache: newHistoryCache(o.HistoryCacheBytes), states: newStateCache(stateCacheSize(o))}
-	uri := path
-	flags := sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE
-	if o.ReadOnly {
-		flags = sqlite3.OPEN_READONLY
+	if path == Memory && o.ReadOnly {
+		return nil, fmt.Errorf("%w: ReadOnly makes no sense for a fresh in-memory database", ErrInvalidOption)
 	}
-	if path == Memory {
-		if o.ReadOnly {
-			return nil, fmt.Errorf("%w: ReadOnly makes no sense for a fresh in-memory database", ErrInvalidOption)
-		}
-		// memdb names its databases without the slash that makes a URI
-		// path shared between connections.
-		db.memName = "agentstate-" + rand.Text()
-		memdb.Create(db.memName, nil)
-		uri = "file:/" + db.memName + "?vfs=memdb"
-		flags |= sqlite3.OPEN_URI
+	b, err := openBackend(path, o, sqlFuncs())
+	if err != nil {
+		return nil, err
 	}
-	if err := db.open(ctx, uri, flags); err != nil {
+	db := &DB{path: path, b: b, opts: o, cache: newHistoryCache(o.HistoryCacheBytes), states: newStateCache(stateCacheSize(o))}
+	if err := db.open(ctx); err != nil {
 		db.closeConns()
-		if db.memName != "" {
-			memdb.Delete(db.memName)
-		}
+		b.close()
 		return nil, err
 	}
 	if !o.ReadOnly {
-		for _, hook := range openHooks {
-			if err := hook(ctx, db); err != nil {
-				db.Close()
-				return nil, fmt.Errorf("agentstate: open %s: %w", path, err)
-			}
+		if err := db.startRecords(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("agentstate: open %s: %w", path, err)
 		}
 	}
 	return db, nil
 }
 
-func (db *DB) open(ctx context.Context, uri string, flags sqlite3.OpenFlag) error {
-	w, err := db.dial(ctx, uri, flags)
+func (db *DB) open(ctx context.Context) error {
+	w, err := db.dial(ctx, true)
 	if err != nil {
 		return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
 	}
@@ -113,41 +93,27 @@ func (db *DB) open(ctx context.Context, uri string, flags sqlite3.OpenFlag) erro
 	}
 	db.readers = make(chan *conn, db.opts.ReadConns)
 	for range db.opts.ReadConns {
-		r, err := db.dial(ctx, uri, flags&^sqlite3.OPEN_CREATE)
+		r, err := db.dial(ctx, false)
 		if err != nil {
 			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
-		}
-		if err := r.exec("PRAGMA query_only=ON"); err != nil {
-			return fmt.Errorf("agentstate: open %s: %w", db.path, err)
 		}
 		db.readers <- r
 	}
 	return nil
 }
 
-// dial opens one connection with the per-connection settings.
-func (db *DB) dial(ctx context.Context, uri string, flags sqlite3.OpenFlag) (*conn, error) {
+// dial opens one connection: the writer (which may create the database) or
+// a reader.
+func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sc, err := sqlite3.OpenFlags(uri, flags)
+	d, err := db.b.dial(write)
 	if err != nil {
 		return nil, err
 	}
-	c := newConn(sc)
+	c := &conn{d: d}
 	db.all = append(db.all, c)
-	if err := sc.BusyTimeout(db.opts.BusyTimeout); err != nil {
-		return nil, err
-	}
-	// Validated to be SyncNormal or SyncFull, which are pragma values.
-	for _, p := range []string{"PRAGMA foreign_keys=ON", "PRAGMA synchronous=" + db.opts.Synchronous} {
-		if err := c.exec(p); err != nil {
-			return nil, err
-		}
-	}
-	if err := registerFunctions(sc); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -170,9 +136,7 @@ func (db *DB) Close() error {
 	}
 	db.closed = true
 	err := db.closeConns()
-	if db.memName != "" {
-		memdb.Delete(db.memName)
-	}
+	db.b.close()
 	return err
 }
 
@@ -228,15 +192,15 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 		return err
 	}
 	defer release()
-	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
+	if err := c.d.Begin(driver.TxWrite); err != nil {
 		return wrapErr(ctx, err)
 	}
 	if err := fn(c); err != nil {
-		rollback(c)
-		return wrapErr(ctx, err)
+		c.d.Rollback()
+		return wrapErr(ctx, schemaErr(err))
 	}
-	if err := c.exec("COMMIT"); err != nil {
-		rollback(c)
+	if err := c.d.Commit(); err != nil {
+		c.d.Rollback()
 		return wrapErr(ctx, err)
 	}
 	return nil
@@ -250,36 +214,27 @@ func (db *DB) read(ctx context.Context, fn func(c *conn) error) error {
 		return err
 	}
 	defer release()
-	if err := c.exec("BEGIN"); err != nil {
+	if err := c.d.Begin(driver.TxRead); err != nil {
 		return wrapErr(ctx, err)
 	}
 	err = fn(c)
-	if cerr := c.exec("COMMIT"); cerr != nil && err == nil {
+	if cerr := c.d.Commit(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err != nil {
-		rollback(c)
+		c.d.Rollback()
 	}
-	return wrapErr(ctx, err)
+	return wrapErr(ctx, schemaErr(err))
 }
 
-func rollback(c *conn) {
-	if !c.c.GetAutocommit() {
-		// Rollback must run even when the call's context is done.
-		restore := c.withCtx(context.Background())
-		c.exec("ROLLBACK")
-		restore()
-	}
-}
-
-// retryBusy retries fn while SQLite reports BUSY without waiting on the busy
-// handler (as it does for some schema and journal-mode changes), up to the
-// busy timeout.
+// retryBusy retries fn while the database reports BUSY without waiting on
+// its busy handler (SQLite does for some schema and journal-mode changes),
+// up to the busy timeout.
 func (db *DB) retryBusy(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(db.opts.BusyTimeout)
 	for {
 		err := fn()
-		if err == nil || !errors.Is(err, sqlite3.BUSY) || time.Now().After(deadline) {
+		if err == nil || !errors.Is(err, driver.ErrBusy) || time.Now().After(deadline) {
 			return err
 		}
 		select {

@@ -47,7 +47,7 @@ func TestOpenCreatesCurrentSchema(t *testing.T) {
 	}
 	var mode string
 	db.read(context.Background(), func(c *conn) error {
-		_, err := c.queryRow("PRAGMA journal_mode", nil, func(st *sqlite3.Stmt) error { mode = st.ColumnText(0); return nil })
+		_, err := c.queryRow("PRAGMA journal_mode", nil, func(st row) error { mode = st.Text(0); return nil })
 		return err
 	})
 	if mode != "wal" {
@@ -59,8 +59,8 @@ func history(t testing.TB, db *DB) []int64 {
 	t.Helper()
 	var vs []int64
 	err := db.read(context.Background(), func(c *conn) error {
-		return c.query("SELECT version FROM schema_history ORDER BY version", nil, func(st *sqlite3.Stmt) error {
-			vs = append(vs, st.ColumnInt64(0))
+		return c.query("SELECT version FROM schema_history ORDER BY version", nil, func(st row) error {
+			vs = append(vs, st.Int64(0))
 			return nil
 		})
 	})
@@ -111,8 +111,8 @@ func TestUpgradeFromV1Fixture(t *testing.T) {
 		if ok, err := hasColumn(c, "writes", "task_path"); err != nil || !ok {
 			return fmt.Errorf("task_path column missing after upgrade (err %v)", err)
 		}
-		return c.query("SELECT thread_id, checkpoint_id, task_path FROM writes", nil, func(st *sqlite3.Stmt) error {
-			rows = append(rows, st.ColumnText(0)+"/"+st.ColumnText(1)+"/"+st.ColumnText(2))
+		return c.query("SELECT thread_id, checkpoint_id, task_path FROM writes", nil, func(st row) error {
+			rows = append(rows, st.Text(0)+"/"+st.Text(1)+"/"+st.Text(2))
 			return nil
 		})
 	})
@@ -145,10 +145,14 @@ func TestUpgradeFromV1Fixture(t *testing.T) {
 // a file at schema version 1 holding one pending write.
 func makeV1Fixture() error {
 	os.Remove(v1Fixture)
-	db := &DB{path: v1Fixture, opts: DefaultOptions()}
+	b, err := openBackend(v1Fixture, DefaultOptions(), sqlFuncs())
+	if err != nil {
+		return err
+	}
+	db := &DB{path: v1Fixture, b: b, opts: DefaultOptions()}
 	defer db.closeConns()
 	ctx := context.Background()
-	w, err := db.dial(ctx, v1Fixture, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE)
+	w, err := db.dial(ctx, true)
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/ncruces/go-sqlite3"
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // Sentinel errors. Every error the engine returns for bad input or a bad file
@@ -37,26 +36,22 @@ var (
 	ErrReadOnly = errors.New("agentstate: database opened read-only")
 )
 
-// wrapErr turns SQLite errors into the engine's: an interrupt caused by a
-// done context matches ctx.Err(), and so does a BUSY once the context is
-// done (the busy handler stops waiting for a lock when the context ends, and
-// SQLite then reports BUSY); corruption matches ErrCorrupt. Other errors
-// pass through with what SQLite said.
+// wrapErr turns the driver's errors into the engine's: an interrupt caused
+// by a done context matches ctx.Err(), and so does a BUSY once the context
+// is done (the busy handler stops waiting for a lock when the context ends,
+// and the database then reports BUSY); damage matches ErrCorrupt. Other
+// errors pass through with what the database said.
 func wrapErr(ctx context.Context, err error) error {
 	if err == nil || errors.Is(err, ErrCorrupt) {
 		return err
 	}
-	if ctx != nil && ctx.Err() != nil && (errors.Is(err, sqlite3.INTERRUPT) || errors.Is(err, sqlite3.BUSY) || errors.Is(err, ctx.Err())) {
+	if ctx != nil && ctx.Err() != nil && (errors.Is(err, driver.ErrInterrupted) || errors.Is(err, driver.ErrBusy) || errors.Is(err, ctx.Err())) {
 		if errors.Is(err, ctx.Err()) {
 			return err
 		}
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
-	// IOERR_DATA is a page whose checksum does not match (a file made with
-	// SQLite's checksum VFS shim format); a damaged schema-format byte in the
-	// header is a plain ERROR with this text.
-	if errors.Is(err, sqlite3.CORRUPT) || errors.Is(err, sqlite3.NOTADB) || errors.Is(err, sqlite3.IOERR_DATA) ||
-		errors.Is(err, sqlite3.ERROR) && strings.Contains(err.Error(), "unsupported file format") {
+	if errors.Is(err, driver.ErrCorrupt) {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return err

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // Events is the per-thread event stream of a DB (SPEC 4, DeerFlow's
@@ -162,7 +161,7 @@ func (e Events) PutIfAbsent(ctx context.Context, ev Event) (Event, bool, error) 
 	var existing Event
 	var found bool
 	err = e.db.write(ctx, func(c *conn) error {
-		found, err = c.queryRow(sqlEventFind, []any{ev.ThreadID, ev.RunID, ev.EventType}, func(st *sqlite3.Stmt) error {
+		found, err = c.queryRow(sqlEventFind, []any{ev.ThreadID, ev.RunID, ev.EventType}, func(st row) error {
 			existing, err = scanEvent(st)
 			return err
 		})
@@ -282,8 +281,8 @@ func withCut(md map[string]any, original int) map[string]any {
 func (e Events) insert(c *conn, rows []eventRow) error {
 	thread := rows[0].ev.ThreadID
 	var last int64
-	if _, err := c.queryRow(sqlEventSeq, []any{thread, len(rows)}, func(st *sqlite3.Stmt) error {
-		last = st.ColumnInt64(0)
+	if _, err := c.queryRow(sqlEventSeq, []any{thread, len(rows)}, func(st row) error {
+		last = st.Int64(0)
 		return nil
 	}); err != nil {
 		return err
@@ -302,22 +301,22 @@ func (e Events) insert(c *conn, rows []eventRow) error {
 	return nil
 }
 
-func scanEvent(st *sqlite3.Stmt) (Event, error) {
+func scanEvent(st row) (Event, error) {
 	ev := Event{
-		ThreadID:  st.ColumnText(0),
-		Seq:       st.ColumnInt64(1),
-		RunID:     st.ColumnText(2),
-		EventType: st.ColumnText(3),
-		Category:  st.ColumnText(4),
-		CreatedAt: fromUS(st.ColumnInt64(7)),
+		ThreadID:  st.Text(0),
+		Seq:       st.Int64(1),
+		RunID:     st.Text(2),
+		EventType: st.Text(3),
+		Category:  st.Text(4),
+		CreatedAt: fromUS(st.Int64(7)),
 	}
-	if b := st.ColumnRawBlob(5); b != nil {
+	if b := st.Blob(5); b != nil {
 		if err := codec.Unmarshal(b, &ev.Content); err != nil {
 			return ev, fmt.Errorf("%w: content of event %d of thread %q: %w", ErrCorrupt, ev.Seq, ev.ThreadID, err)
 		}
 	}
 	var err error
-	ev.Metadata, err = decodeMap("event metadata", st.ColumnRawBlob(6))
+	ev.Metadata, err = decodeMap("event metadata", st.Blob(6))
 	return ev, err
 }
 
@@ -385,7 +384,7 @@ func (e Events) ListRunEvents(ctx context.Context, threadID, runID string, q Run
 func (e Events) list(ctx context.Context, sql string, args []any, limit int) ([]Event, error) {
 	out := make([]Event, 0, min(limit, 64))
 	err := e.db.read(ctx, func(c *conn) error {
-		return c.query(sql, args, func(st *sqlite3.Stmt) error {
+		return c.query(sql, args, func(st row) error {
 			ev, err := scanEvent(st)
 			out = append(out, ev)
 			return err
@@ -418,10 +417,11 @@ func (e Events) DeleteThread(ctx context.Context, threadID string) (int64, error
 	}
 	var n int64
 	err := e.db.write(ctx, func(c *conn) error {
-		if err := c.exec(sqlEventsDeleteThread, threadID); err != nil {
+		changed, err := c.execN(sqlEventsDeleteThread, threadID)
+		if err != nil {
 			return err
 		}
-		n = c.c.Changes()
+		n = changed
 		return c.exec(sqlEventSeqDelete, threadID)
 	})
 	return n, err
@@ -438,10 +438,11 @@ func (e Events) DeleteRun(ctx context.Context, threadID, runID string) (int64, e
 	}
 	var n int64
 	err := e.db.write(ctx, func(c *conn) error {
-		if err := c.exec(sqlEventsDeleteRun, threadID, runID); err != nil {
+		changed, err := c.execN(sqlEventsDeleteRun, threadID, runID)
+		if err != nil {
 			return err
 		}
-		n = c.c.Changes()
+		n = changed
 		return nil
 	})
 	return n, err

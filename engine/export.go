@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // The export format (JSON lines). The first line is a header:
@@ -181,7 +181,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, o ExportOptions) (ExportR
 		}
 		var line bytes.Buffer
 		for _, t := range exportTables {
-			err := c.query(t.sel, []any{o.ThreadID}, func(st *sqlite3.Stmt) error {
+			err := c.query(t.sel, []any{o.ThreadID}, func(st row) error {
 				line.Reset()
 				if err := exportRow(&line, &t, st); err != nil {
 					return err
@@ -229,13 +229,13 @@ var compressionKeys = []struct {
 }{{"zstd", codec.FormatV1Zstd}, {"deflate", codec.FormatV1Deflate}}
 
 // exportRow writes one row as a JSON object.
-func exportRow(dst *bytes.Buffer, t *exportTable, st *sqlite3.Stmt) error {
+func exportRow(dst *bytes.Buffer, t *exportTable, st row) error {
 	dst.WriteString(`{"table":`)
 	writeJSONString(dst, t.name)
 	compressed := map[byte][]string{}
 	typ := ""
 	for i, col := range t.cols {
-		if st.ColumnType(i) == sqlite3.NULL {
+		if st.Null(i) {
 			continue
 		}
 		key := col.name
@@ -249,15 +249,15 @@ func exportRow(dst *bytes.Buffer, t *exportTable, st *sqlite3.Stmt) error {
 		dst.WriteByte(':')
 		switch col.kind {
 		case colText, colTextNull:
-			s := st.ColumnText(i)
+			s := st.Text(i)
 			if col.name == "type" {
 				typ = s
 			}
 			writeJSONString(dst, s)
 		case colInt, colIntNull:
-			dst.WriteString(strconv.FormatInt(st.ColumnInt64(i), 10))
+			dst.WriteString(strconv.FormatInt(st.Int64(i), 10))
 		case colMsgpack, colTyped:
-			data := st.ColumnRawBlob(i)
+			data := st.Blob(i)
 			if col.kind == colTyped && typ != codec.TypeMsgpack {
 				dst.WriteByte('"')
 				dst.WriteString(base64.StdEncoding.EncodeToString(data))
@@ -290,11 +290,11 @@ func exportRow(dst *bytes.Buffer, t *exportTable, st *sqlite3.Stmt) error {
 }
 
 // rowKey names a row by its text key columns, for error messages.
-func rowKey(t *exportTable, st *sqlite3.Stmt) string {
+func rowKey(t *exportTable, st row) string {
 	var parts []string
 	for i, col := range t.cols {
 		if col.kind == colText && len(parts) < 4 {
-			parts = append(parts, fmt.Sprintf("%s=%q", col.name, st.ColumnText(i)))
+			parts = append(parts, fmt.Sprintf("%s=%q", col.name, st.Text(i)))
 		}
 	}
 	return strings.Join(parts, " ")
@@ -431,7 +431,7 @@ func (db *DB) importRows(ctx context.Context, br *bufio.Reader, h exportHeader, 
 				return fmt.Errorf("%w: line %d (%s): %w", ErrBadExport, lineNo, table, err)
 			}
 			if err := c.exec(t.ins, args...); err != nil {
-				if errors.Is(err, sqlite3.CONSTRAINT) {
+				if errors.Is(err, driver.ErrConstraint) {
 					return fmt.Errorf("%w: line %d (%s): %v", ErrConflict, lineNo, table, err)
 				}
 				return fmt.Errorf("line %d (%s): %w", lineNo, table, err)

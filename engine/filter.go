@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // filterTerm is one condition of an encoded filter: a path into the
@@ -43,26 +43,19 @@ func encodeFilter(f map[string]any) ([]byte, error) {
 	return b, nil
 }
 
-func init() {
-	sqlFunctions["agentstate_meta_match"] = sqlFunction{nArg: 2, fn: metaMatchFunc}
-	sqlFunctions["agentstate_version"] = sqlFunction{nArg: 2, fn: versionFunc}
-}
-
 // metaMatchFunc(metadata, filter) is 1 when every term of the encoded filter
 // equals the metadata value at its path, 0 otherwise (also for metadata
 // that does not decode: it matches nothing rather than failing the query).
-func metaMatchFunc(ctx sqlite3.Context, arg ...sqlite3.Value) {
+func metaMatchFunc(_ *any, arg []driver.Value) (any, error) {
 	var terms []filterTerm
-	if err := codec.Unmarshal(arg[1].RawBlob(), &terms); err != nil {
-		ctx.ResultError(fmt.Errorf("agentstate: bad filter: %w", err))
-		return
+	if err := codec.Unmarshal(arg[1].Blob(), &terms); err != nil {
+		return nil, fmt.Errorf("agentstate: bad filter: %w", err)
 	}
 	var md map[string]any
-	if err := codec.Unmarshal(arg[0].RawBlob(), &md); err != nil {
-		ctx.ResultBool(false)
-		return
+	if err := codec.Unmarshal(arg[0].Blob(), &md); err != nil {
+		return false, nil
 	}
-	ctx.ResultBool(matchTerms(md, terms))
+	return matchTerms(md, terms), nil
 }
 
 func matchTerms(md map[string]any, terms []filterTerm) bool {
@@ -92,20 +85,18 @@ func lookupPath(m map[string]any, path []string) (any, bool) {
 // versionFunc(checkpoint, channel) is the version of channel recorded in a
 // stored checkpoint, or NULL. The history walk uses it to decide whether an
 // ancestor holds a value for the channel.
-func versionFunc(ctx sqlite3.Context, arg ...sqlite3.Value) {
+func versionFunc(_ *any, arg []driver.Value) (any, error) {
 	var sc struct {
 		ChannelVersions map[string]string `msgpack:"cv"`
 	}
-	if err := codec.Unmarshal(arg[0].RawBlob(), &sc); err != nil {
-		ctx.ResultNull()
-		return
+	if err := codec.Unmarshal(arg[0].Blob(), &sc); err != nil {
+		return nil, nil
 	}
 	v, ok := sc.ChannelVersions[arg[1].Text()]
 	if !ok {
-		ctx.ResultNull()
-		return
+		return nil, nil
 	}
-	ctx.ResultText(v)
+	return v, nil
 }
 
 // jsonArg encodes a list of keys as one JSON text parameter for json_each.

@@ -1,22 +1,15 @@
 package engine
 
-import "github.com/ncruces/go-sqlite3"
+import "github.com/agentstate/agentstate/engine/internal/driver"
 
-// sqlFunctions are the Go functions registered on every connection, by SQL
-// name. Surfaces add theirs in an init function of their own file; each must
-// be deterministic and must treat its arguments as untrusted bytes.
-var sqlFunctions = map[string]sqlFunction{}
-
-type sqlFunction struct {
-	nArg int
-	fn   sqlite3.ScalarFunction
-}
-
-func registerFunctions(c *sqlite3.Conn) error {
-	for name, f := range sqlFunctions {
-		if err := c.CreateFunction(name, f.nArg, sqlite3.DETERMINISTIC|sqlite3.INNOCUOUS, f.fn); err != nil {
-			return err
-		}
+// sqlFuncs are the Go functions the engine's SQL calls, registered on every
+// connection of a driver that runs Go inside SQL. Each is deterministic and
+// treats its arguments as untrusted bytes.
+func sqlFuncs() []driver.Func {
+	return []driver.Func{
+		{Name: "agentstate_meta_match", NArg: 2, Call: metaMatchFunc},
+		{Name: "agentstate_version", NArg: 2, Call: versionFunc},
+		{Name: "agentstate_store_match", NArg: 2, Call: matchFunc(compileStoreFilter)},
+		{Name: "agentstate_thread_match", NArg: 2, Call: matchFunc(compileMetadataFilter)},
 	}
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // The history walk (SPEC 2.3): from the target's parent up the parent links,
@@ -83,8 +82,8 @@ func (db *DB) DeltaChannelHistory(ctx context.Context, cfg Config, channels []st
 	var entries []*histEntry
 	err := db.read(ctx, func(c *conn) error {
 		if id == "" {
-			found, err := c.queryRow(sqlGetLatest, []any{cfg.ThreadID, cfg.CheckpointNS}, func(st *sqlite3.Stmt) error {
-				id = st.ColumnText(2)
+			found, err := c.queryRow(sqlGetLatest, []any{cfg.ThreadID, cfg.CheckpointNS}, func(st row) error {
+				id = st.Text(2)
 				return nil
 			})
 			if err != nil {
@@ -121,10 +120,10 @@ func (db *DB) DeltaChannelHistory(ctx context.Context, cfg Config, channels []st
 // walk rebuilds one channel's history at checkpoint k from the file.
 func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 	e := &histEntry{cp: k, channel: ch, hist: History{Writes: []PendingWrite{}}}
-	found, err := c.queryRow(sqlHolds, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
-		e.version = st.ColumnText(0)
-		if st.ColumnType(1) != sqlite3.NULL {
-			e.holds = &codec.Blob{Type: st.ColumnText(1), Data: copyBytes(st.ColumnRawBlob(2))}
+	found, err := c.queryRow(sqlHolds, []any{ch, k.thread, k.ns, k.id}, func(st row) error {
+		e.version = st.Text(0)
+		if !st.Null(1) {
+			e.holds = &codec.Blob{Type: st.Text(1), Data: copyBytes(st.Blob(2))}
 		}
 		return nil
 	})
@@ -135,10 +134,10 @@ func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 		return nil, fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, k.id, k.thread, k.ns)
 	}
 	var pairs [][2]string
-	err = c.query(sqlWalk, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
-		pairs = append(pairs, [2]string{st.ColumnText(0), st.ColumnText(1)})
-		if st.ColumnBool(4) {
-			e.hist.Seed = &codec.Blob{Type: st.ColumnText(2), Data: copyBytes(st.ColumnRawBlob(3))}
+	err = c.query(sqlWalk, []any{ch, k.thread, k.ns, k.id}, func(st row) error {
+		pairs = append(pairs, [2]string{st.Text(0), st.Text(1)})
+		if st.Int64(4) != 0 {
+			e.hist.Seed = &codec.Blob{Type: st.Text(2), Data: copyBytes(st.Blob(3))}
 		}
 		return nil
 	})
@@ -150,11 +149,11 @@ func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 		if err != nil {
 			return nil, err
 		}
-		err = c.query(sqlWalkWrites, []any{arg, k.thread, k.ns, ch}, func(st *sqlite3.Stmt) error {
+		err = c.query(sqlWalkWrites, []any{arg, k.thread, k.ns, ch}, func(st row) error {
 			e.hist.Writes = append(e.hist.Writes, PendingWrite{
-				TaskID: st.ColumnText(1), Idx: st.ColumnInt(2), Channel: ch,
-				Value:    codec.Blob{Type: st.ColumnText(3), Data: copyBytes(st.ColumnRawBlob(4))},
-				TaskPath: st.ColumnText(5),
+				TaskID: st.Text(1), Idx: int(st.Int64(2)), Channel: ch,
+				Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
+				TaskPath: st.Text(5),
 			})
 			return nil
 		})

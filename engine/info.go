@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"os"
-
-	"github.com/ncruces/go-sqlite3"
 )
 
 // Info describes the file behind a DB.
@@ -47,7 +45,7 @@ func (db *DB) Info(ctx context.Context) (Info, error) {
 		}
 		var tables []string
 		err = c.query("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name", nil,
-			func(st *sqlite3.Stmt) error { tables = append(tables, st.ColumnText(0)); return nil })
+			func(st row) error { tables = append(tables, st.Text(0)); return nil })
 		if err != nil {
 			return err
 		}
@@ -65,7 +63,7 @@ func (db *DB) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	if db.memName == "" {
+	if !db.b.memory() {
 		if fi, err := os.Stat(db.path); err == nil {
 			in.FileBytes = fi.Size()
 		}
@@ -81,7 +79,7 @@ func (db *DB) Info(ctx context.Context) (Info, error) {
 // CheckpointWAL copies the write-ahead log into the main file and truncates
 // it, so the file's size on disk is the database's size.
 func (db *DB) CheckpointWAL(ctx context.Context) error {
-	if db.memName != "" {
+	if db.b.memory() {
 		return nil
 	}
 	return db.exclusive(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")

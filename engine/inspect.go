@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // Read-only views for operators (the CLI's state, history, threads and
@@ -91,8 +90,8 @@ func (db *DB) ReadState(ctx context.Context, cfg Config) (StateView, error) {
 			out.Values[ch] = decodeForDisplay(b)
 		}
 		return c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY channel`,
-			[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st *sqlite3.Stmt) error {
-				out.Stored = append(out.Stored, st.ColumnText(0))
+			[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st row) error {
+				out.Stored = append(out.Stored, st.Text(0))
 				return nil
 			})
 	})
@@ -245,14 +244,14 @@ func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
 	}
 	var page []LogEntry
 	versions := map[string]map[string]string{}
-	err = c.query(sqlLogPage, []any{thread, ns, before, n}, func(st *sqlite3.Stmt) error {
-		e := LogEntry{CheckpointID: st.ColumnText(0), CheckpointNS: ns, ParentID: st.ColumnText(1), Changed: []string{}, Stored: []string{}, Step: -1}
+	err = c.query(sqlLogPage, []any{thread, ns, before, n}, func(st row) error {
+		e := LogEntry{CheckpointID: st.Text(0), CheckpointNS: ns, ParentID: st.Text(1), Changed: []string{}, Stored: []string{}, Step: -1}
 		var sc storedCheckpoint
-		if err := codec.Unmarshal(st.ColumnRawBlob(2), &sc); err != nil {
+		if err := codec.Unmarshal(st.Blob(2), &sc); err != nil {
 			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, e.CheckpointID, thread, err)
 		}
 		var md map[string]any
-		if err := codec.Unmarshal(st.ColumnRawBlob(3), &md); err != nil {
+		if err := codec.Unmarshal(st.Blob(3), &md); err != nil {
 			return fmt.Errorf("%w: metadata of checkpoint %q of thread %q: %w", ErrCorrupt, e.CheckpointID, thread, err)
 		}
 		e.CreatedAt = sc.TS
@@ -274,12 +273,12 @@ func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
 	}
 	if len(missing) > 0 {
 		arg, _ := jsonArg(missing)
-		err := c.query(sqlLogVersions, []any{thread, ns, arg}, func(st *sqlite3.Stmt) error {
+		err := c.query(sqlLogVersions, []any{thread, ns, arg}, func(st row) error {
 			var sc storedCheckpoint
-			if err := codec.Unmarshal(st.ColumnRawBlob(1), &sc); err != nil {
-				return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, st.ColumnText(0), thread, err)
+			if err := codec.Unmarshal(st.Blob(1), &sc); err != nil {
+				return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, st.Text(0), thread, err)
 			}
-			versions[st.ColumnText(0)] = sc.ChannelVersions
+			versions[st.Text(0)] = sc.ChannelVersions
 			return nil
 		})
 		if err != nil {
@@ -297,17 +296,17 @@ func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
 		}
 	}
 	arg, _ := jsonArg(ids)
-	err = c.query(sqlLogStored, []any{thread, ns, arg}, func(st *sqlite3.Stmt) error {
-		i := idx[st.ColumnText(0)]
-		page[i].Stored = append(page[i].Stored, st.ColumnText(1))
+	err = c.query(sqlLogStored, []any{thread, ns, arg}, func(st row) error {
+		i := idx[st.Text(0)]
+		page[i].Stored = append(page[i].Stored, st.Text(1))
 		page[i].Snapshot = mode == ModeDelta
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = c.query(sqlLogWrites, []any{thread, ns, arg}, func(st *sqlite3.Stmt) error {
-		page[idx[st.ColumnText(0)]].PendingWrites = st.ColumnInt(1)
+	err = c.query(sqlLogWrites, []any{thread, ns, arg}, func(st row) error {
+		page[idx[st.Text(0)]].PendingWrites = int(st.Int64(1))
 		return nil
 	})
 	return page, err
@@ -385,9 +384,9 @@ func (db *DB) ListThreads(ctx context.Context, o ThreadListOptions) ([]ThreadSum
 	}
 	out := []ThreadSummary{}
 	err = db.read(ctx, func(c *conn) error {
-		err := c.query(sqlThreadSummaries, []any{only, limit, o.Offset}, func(st *sqlite3.Stmt) error {
-			out = append(out, ThreadSummary{ThreadID: st.ColumnText(0), Mode: st.ColumnText(1), Checkpoints: st.ColumnInt64(2),
-				Head: st.ColumnText(3), Runs: st.ColumnInt64(4), Events: st.ColumnInt64(5)})
+		err := c.query(sqlThreadSummaries, []any{only, limit, o.Offset}, func(st row) error {
+			out = append(out, ThreadSummary{ThreadID: st.Text(0), Mode: st.Text(1), Checkpoints: st.Int64(2),
+				Head: st.Text(3), Runs: st.Int64(4), Events: st.Int64(5)})
 			return nil
 		})
 		if err != nil || len(out) == 0 {
@@ -400,7 +399,7 @@ func (db *DB) ListThreads(ctx context.Context, o ThreadListOptions) ([]ThreadSum
 			at[s.ThreadID] = i
 		}
 		arg, _ := jsonArg(ids)
-		return c.query(sqlThreadRecords, []any{arg}, func(st *sqlite3.Stmt) error {
+		return c.query(sqlThreadRecords, []any{arg}, func(st row) error {
 			t, err := scanThread(st)
 			if err != nil {
 				return err
@@ -438,7 +437,7 @@ func (db *DB) ThreadEvents(ctx context.Context, thread string, afterSeq int64, l
 	}
 	out := []Event{}
 	err = db.read(ctx, func(c *conn) error {
-		return c.query(sqlThreadEvents, []any{thread, afterSeq, limit}, func(st *sqlite3.Stmt) error {
+		return c.query(sqlThreadEvents, []any{thread, afterSeq, limit}, func(st row) error {
 			ev, err := scanEvent(st)
 			if err != nil {
 				return err

@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
+	"github.com/agentstate/agentstate/engine/internal/driver/sqlite"
 )
 
 // Import of LangGraph.js SqliteSaver files (@langchain/langgraph-checkpoint-sqlite).
@@ -86,11 +86,11 @@ type LangGraphReport struct {
 // lgSource is an open LangGraph file.
 type lgSource struct {
 	path string
-	c    *sqlite3.Conn
+	c    *sqlite.Conn
 }
 
 func openLangGraph(path string) (*lgSource, error) {
-	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
+	c, err := sqlite.Open(path, sqlite.Options{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 	}
@@ -100,8 +100,8 @@ func openLangGraph(path string) (*lgSource, error) {
 		{"writes", "thread_id checkpoint_ns checkpoint_id task_id idx channel type value"},
 	} {
 		have := map[string]bool{}
-		err := s.query(`SELECT name FROM pragma_table_info(?)`, []any{want.table}, func(st *sqlite3.Stmt) error {
-			have[st.ColumnText(0)] = true
+		err := s.query(`SELECT name FROM pragma_table_info(?)`, []any{want.table}, func(st row) error {
+			have[st.Text(0)] = true
 			return nil
 		})
 		if err != nil {
@@ -120,21 +120,8 @@ func openLangGraph(path string) (*lgSource, error) {
 
 func (s *lgSource) close() error { return s.c.Close() }
 
-func (s *lgSource) query(q string, args []any, fn func(st *sqlite3.Stmt) error) error {
-	st, _, err := s.c.Prepare(q)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := bind(st, args); err != nil {
-		return err
-	}
-	for st.Step() {
-		if err := fn(st); err != nil {
-			return err
-		}
-	}
-	return st.Err()
+func (s *lgSource) query(q string, args []any, fn func(st row) error) error {
+	return s.c.Query(q, args, fn)
 }
 
 // lgCheckpoint is one source checkpoint, decoded.
@@ -163,8 +150,8 @@ type lgWrite struct {
 
 func (s *lgSource) threads() ([]string, error) {
 	var out []string
-	err := s.query(`SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
-		out = append(out, st.ColumnText(0))
+	err := s.query(`SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`, nil, func(st row) error {
+		out = append(out, st.Text(0))
 		return nil
 	})
 	return out, err
@@ -172,8 +159,8 @@ func (s *lgSource) threads() ([]string, error) {
 
 func (s *lgSource) count() (int, error) {
 	n := 0
-	err := s.query(`SELECT count(*) FROM checkpoints`, nil, func(st *sqlite3.Stmt) error {
-		n = st.ColumnInt(0)
+	err := s.query(`SELECT count(*) FROM checkpoints`, nil, func(st row) error {
+		n = int(st.Int64(0))
 		return nil
 	})
 	return n, err
@@ -195,13 +182,13 @@ func (db *DB) messageChannels() map[string]bool {
 func (s *lgSource) checkpoints(thread string, msgChannels map[string]bool, drops map[string]int) ([]*lgCheckpoint, error) {
 	var out []*lgCheckpoint
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
-		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread}, func(st *sqlite3.Stmt) error {
-		cp := &lgCheckpoint{ns: st.ColumnText(0), id: st.ColumnText(1), parent: st.ColumnText(2)}
+		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread}, func(st row) error {
+		cp := &lgCheckpoint{ns: st.Text(0), id: st.Text(1), parent: st.Text(2)}
 		where := fmt.Sprintf("%s: thread %q checkpoint %q", s.path, thread, cp.id)
-		if typ := st.ColumnText(3); typ != "json" && typ != "" {
+		if typ := st.Text(3); typ != "json" && typ != "" {
 			return fmt.Errorf("%w: %s is serialised as %q; only LangGraph.js's \"json\" serde is covered (Python's msgpack serde is not)", ErrUnsupportedSource, where, typ)
 		}
-		raw, err := decodeJSONValue(st.ColumnRawBlob(4))
+		raw, err := decodeJSONValue(st.Blob(4))
 		if err != nil {
 			return fmt.Errorf("%w: %s: checkpoint is not JSON: %v", ErrUnsupportedSource, where, err)
 		}
@@ -254,7 +241,7 @@ func (s *lgSource) checkpoints(thread string, msgChannels map[string]bool, drops
 				cp.values[ch] = v
 			}
 		}
-		md, err := decodeJSONValue(st.ColumnRawBlob(5))
+		md, err := decodeJSONValue(st.Blob(5))
 		if err != nil {
 			return fmt.Errorf("%w: %s: metadata is not JSON: %v", ErrUnsupportedSource, where, err)
 		}
@@ -286,12 +273,12 @@ func versionString(v any) string {
 func (s *lgSource) writes(thread string, msgChannels map[string]bool, drops map[string]int) (map[nsKey][]*lgWrite, error) {
 	out := map[nsKey][]*lgWrite{}
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value FROM writes
-		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, task_id, idx`, []any{thread}, func(st *sqlite3.Stmt) error {
-		k := nsKey{st.ColumnText(0), st.ColumnText(1)}
-		w := &lgWrite{task: st.ColumnText(2), idx: st.ColumnInt(3), channel: st.ColumnText(4)}
+		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, task_id, idx`, []any{thread}, func(st row) error {
+		k := nsKey{st.Text(0), st.Text(1)}
+		w := &lgWrite{task: st.Text(2), idx: int(st.Int64(3)), channel: st.Text(4)}
 		where := fmt.Sprintf("%s: thread %q checkpoint %q: write of task %q idx %d to %q", s.path, thread, k.id, w.task, w.idx, w.channel)
-		data := st.ColumnRawBlob(6)
-		switch typ := st.ColumnText(5); typ {
+		data := st.Blob(6)
+		switch typ := st.Text(5); typ {
 		case "bytes":
 			if msgChannels[w.channel] {
 				return fmt.Errorf("%w: %s: raw bytes written to a message channel", ErrUnsupportedSource, where)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ncruces/go-sqlite3"
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 const (
@@ -21,7 +21,7 @@ const (
 
 func metaGet(c *conn, key string) (string, bool, error) {
 	var v string
-	found, err := c.queryRow(sqlMetaGet, []any{key}, func(st *sqlite3.Stmt) error { v = st.ColumnText(0); return nil })
+	found, err := c.queryRow(sqlMetaGet, []any{key}, func(st row) error { v = st.Text(0); return nil })
 	return v, found, err
 }
 
@@ -70,7 +70,7 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 		return nil
 	}
 	return db.retryBusy(ctx, func() error {
-		if err := w.exec("BEGIN IMMEDIATE"); err != nil {
+		if err := w.d.Begin(driver.TxWrite); err != nil {
 			return err
 		}
 		// Another process may have recorded a mode since we looked.
@@ -82,10 +82,10 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 			err = setFileMode(w, db.opts.Mode, db.opts.SnapshotEvery)
 		}
 		if err != nil {
-			rollback(w)
+			w.d.Rollback()
 			return err
 		}
-		return w.exec("COMMIT")
+		return w.d.Commit()
 	})
 }
 
@@ -113,8 +113,8 @@ func everyHint(mode string, every int) string {
 // threadMode is the mode a thread was written in; found is false for a
 // thread the thread API never wrote (LangGraph threads, new threads).
 func threadMode(c *conn, thread string) (mode string, every int, found bool, err error) {
-	found, err = c.queryRow(sqlThreadMode, []any{thread}, func(st *sqlite3.Stmt) error {
-		mode, every = st.ColumnText(0), st.ColumnInt(1)
+	found, err = c.queryRow(sqlThreadMode, []any{thread}, func(st row) error {
+		mode, every = st.Text(0), int(st.Int64(1))
 		return nil
 	})
 	return mode, every, found, err

@@ -110,15 +110,11 @@ type recordsState struct {
 
 func (db *DB) records() *recordsState { return &db.recs }
 
-func init() {
-	openHooks = append(openHooks, openRecords)
-}
-
-// openRecords runs at the end of Open on read-write handles: it gives the
+// startRecords runs at the end of Open on read-write handles: it gives the
 // handle its run owner id, reconciles orphaned runs (unless disabled) and
 // starts the background loop that renews this handle's run leases and, when
 // configured, sweeps expired store items. The loop stops on Close.
-func openRecords(ctx context.Context, db *DB) error {
+func (db *DB) startRecords(ctx context.Context) error {
 	db.recs.ownerID = db.opts.RunOwner + "#" + rand.Text()[:12]
 	if db.opts.ReconcileOnOpen {
 		if _, err := db.Runs().Reconcile(ctx); err != nil {

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // Value filters of the store (search) and of threads (metadata search).
@@ -151,36 +151,29 @@ func normaliseFilter(f map[string]any) (map[string]any, []byte, error) {
 	return norm, b, nil
 }
 
-func init() {
-	sqlFunctions["agentstate_store_match"] = sqlFunction{nArg: 2, fn: matchFunc(compileStoreFilter)}
-	sqlFunctions["agentstate_thread_match"] = sqlFunction{nArg: 2, fn: matchFunc(compileMetadataFilter)}
-}
-
 // matchFunc makes the SQL function f(value, filter): 1 when the stored value
 // meets the filter, given as the caller's filter map in codec bytes. The
 // filter is compiled once per statement (SQLite keeps it as auxiliary data
 // of the constant argument); a filter that does not compile fails the query,
 // a value that does not decode matches nothing.
-func matchFunc(compile func(map[string]any) (*recFilter, error)) sqlite3.ScalarFunction {
-	return func(ctx sqlite3.Context, arg ...sqlite3.Value) {
-		f, _ := ctx.GetAuxData(1).(*recFilter)
+func matchFunc(compile func(map[string]any) (*recFilter, error)) func(*any, []driver.Value) (any, error) {
+	return func(aux *any, arg []driver.Value) (any, error) {
+		f, _ := (*aux).(*recFilter)
 		if f == nil {
 			var m map[string]any
-			if err := codec.Unmarshal(arg[1].RawBlob(), &m); err != nil {
-				ctx.ResultError(fmt.Errorf("agentstate: bad filter: %w", err))
-				return
+			if err := codec.Unmarshal(arg[1].Blob(), &m); err != nil {
+				return nil, fmt.Errorf("agentstate: bad filter: %w", err)
 			}
 			var err error
 			if f, err = compile(m); err != nil {
-				ctx.ResultError(err)
-				return
+				return nil, err
 			}
 			if f == nil {
 				f = &recFilter{}
 			}
-			ctx.SetAuxData(1, f)
+			*aux = f
 		}
-		ctx.ResultBool(f.match(arg[0].RawBlob()))
+		return f.match(arg[0].Blob()), nil
 	}
 }
 

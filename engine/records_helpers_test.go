@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // recClock is a fake clock for TTL and lease tests: time moves only when
@@ -61,10 +60,10 @@ func dumpRecords(t testing.TB, db *DB) map[string][]string {
 		for _, table := range []string{"store_items", "runs", "events", "event_seqs", "threads", "sqlite_master"} {
 			rows := []string{}
 			// Table names are constants of this test.
-			err := c.query("SELECT * FROM "+table, nil, func(st *sqlite3.Stmt) error {
+			err := c.query("SELECT * FROM "+table, nil, func(st row) error {
 				s := ""
-				for i := range st.ColumnCount() {
-					s += fmt.Sprintf("%q|", st.ColumnRawText(i))
+				for i := range st.Columns() {
+					s += fmt.Sprintf("%q|", st.Blob(i))
 				}
 				rows = append(rows, s)
 				return nil

@@ -58,8 +58,8 @@ func fingerprint(t testing.TB, db *DB) string {
 	h := sha256.New()
 	err := db.read(context.Background(), func(c *conn) error {
 		var tables []string
-		if err := c.query(`SELECT name FROM sqlite_master WHERE type='table' ORDER BY name`, nil, func(st *sqlite3.Stmt) error {
-			tables = append(tables, st.ColumnText(0))
+		if err := c.query(`SELECT name FROM sqlite_master WHERE type='table' ORDER BY name`, nil, func(st row) error {
+			tables = append(tables, st.Text(0))
 			return nil
 		}); err != nil {
 			return err
@@ -67,9 +67,9 @@ func fingerprint(t testing.TB, db *DB) string {
 		for _, tb := range tables {
 			fmt.Fprintf(h, "[%s]", tb)
 			// Table names come from sqlite_master.
-			if err := c.query(`SELECT * FROM "`+tb+`" ORDER BY 1, 2, 3`, nil, func(st *sqlite3.Stmt) error {
-				for i := range st.ColumnCount() {
-					fmt.Fprintf(h, "%d:%q|", st.ColumnType(i), st.ColumnRawBlob(i))
+			if err := c.query(`SELECT * FROM "`+tb+`" ORDER BY 1, 2, 3`, nil, func(st row) error {
+				for i := range st.Columns() {
+					fmt.Fprintf(h, "%t:%q|", st.Null(i), st.Blob(i))
 				}
 				h.Write([]byte{'\n'})
 				return nil

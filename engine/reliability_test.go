@@ -15,7 +15,6 @@ import (
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/google/go-cmp/cmp"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // Shared pieces of the reliability tests (crash_test.go, powerloss_test.go,
@@ -353,8 +352,8 @@ func relVerifyCheap(ctx context.Context, db *DB, cheap bool) []string {
 	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	var threads []string
 	err := db.read(ctx, func(c *conn) error {
-		if err := c.query("PRAGMA integrity_check", nil, func(st *sqlite3.Stmt) error {
-			if s := st.ColumnText(0); s != "ok" {
+		if err := c.query("PRAGMA integrity_check", nil, func(st row) error {
+			if s := st.Text(0); s != "ok" {
 				add("integrity_check: %s", s)
 			}
 			return nil
@@ -376,15 +375,15 @@ func relVerifyCheap(ctx context.Context, db *DB, cheap bool) []string {
 			{`SELECT thread_id, count(*), group_concat(run_id) FROM runs WHERE status IN ('pending', 'running') GROUP BY thread_id HAVING count(*) > 1`,
 				"thread %s has %s active runs: %s"},
 		} {
-			if err := c.query(q.sql, nil, func(st *sqlite3.Stmt) error {
-				add(q.what, st.ColumnText(0), st.ColumnText(1), st.ColumnText(2))
+			if err := c.query(q.sql, nil, func(st row) error {
+				add(q.what, st.Text(0), st.Text(1), st.Text(2))
 				return nil
 			}); err != nil {
 				return err
 			}
 		}
-		return c.query(`SELECT thread_id FROM thread_modes ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
-			threads = append(threads, st.ColumnText(0))
+		return c.query(`SELECT thread_id FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
+			threads = append(threads, st.Text(0))
 			return nil
 		})
 	})

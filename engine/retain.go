@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // RetainOptions select what Retain removes. With the zero value it only
@@ -72,8 +71,8 @@ func (db *DB) Retain(ctx context.Context, o RetainOptions) (RetainReport, error)
 
 func allThreads(c *conn) ([]string, error) {
 	var out []string
-	err := c.query(`SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
-		out = append(out, st.ColumnText(0))
+	err := c.query(`SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`, nil, func(st row) error {
+		out = append(out, st.Text(0))
 		return nil
 	})
 	return out, err
@@ -161,10 +160,11 @@ func dropJSON(drop map[cpKey]bool) string {
 func deleteSealedBy(c *conn, thread string, drop map[cpKey]bool) (int, error) {
 	n := 0
 	for k := range drop {
-		if err := c.exec(`DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND consumed_by = ?`, thread, k.ns, k.id); err != nil {
+		changed, err := c.execN(`DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND consumed_by = ?`, thread, k.ns, k.id)
+		if err != nil {
 			return n, err
 		}
-		n += int(c.c.Changes())
+		n += int(changed)
 	}
 	return n, nil
 }
@@ -249,8 +249,8 @@ func (db *DB) protectSurvivors(c *conn, thread string, rows []cpRow, drop map[cp
 				continue
 			}
 			// Spare the chain up to the seed.
-			err = c.query(sqlWalk, []any{ch, thread, r.ns, r.id}, func(st *sqlite3.Stmt) error {
-				delete(drop, cpKey{thread, r.ns, st.ColumnText(0)})
+			err = c.query(sqlWalk, []any{ch, thread, r.ns, r.id}, func(st row) error {
+				delete(drop, cpKey{thread, r.ns, st.Text(0)})
 				return nil
 			})
 			if err != nil {
@@ -286,22 +286,22 @@ func (db *DB) thinSnapshots(c *conn, thread, ns string) (RetainReport, error) {
 	parentOf := map[string]string{}
 	hasChild := map[string]bool{}
 	err := c.query(`SELECT checkpoint_id, coalesce(parent_id, '') FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`, []any{thread, ns},
-		func(st *sqlite3.Stmt) error {
-			parentOf[st.ColumnText(0)] = st.ColumnText(1)
-			hasChild[st.ColumnText(1)] = true
+		func(st row) error {
+			parentOf[st.Text(0)] = st.Text(1)
+			hasChild[st.Text(1)] = true
 			return nil
 		})
 	if err != nil {
 		return rep, err
 	}
 	var blobs []snapBlob
-	err = c.query(sqlSnapshots, []any{thread, ns}, func(st *sqlite3.Stmt) error {
-		b := snapBlob{channel: st.ColumnText(0), version: st.ColumnText(1), owner: st.ColumnText(2), size: st.ColumnInt64(3), step: -1}
+	err = c.query(sqlSnapshots, []any{thread, ns}, func(st row) error {
+		b := snapBlob{channel: st.Text(0), version: st.Text(1), owner: st.Text(2), size: st.Int64(3), step: -1}
 		if _, ok := db.opts.Schema[b.channel]; !ok {
 			return nil
 		}
 		var md map[string]any
-		if err := codec.Unmarshal(st.ColumnRawBlob(4), &md); err == nil {
+		if err := codec.Unmarshal(st.Blob(4), &md); err == nil {
 			b.step = metadataStep(md)
 		}
 		blobs = append(blobs, b)
@@ -325,9 +325,9 @@ func (db *DB) thinSnapshots(c *conn, thread, ns string) (RetainReport, error) {
 		for ch := range db.opts.Schema {
 			k := cpKey{thread, ns, id}
 			holds := false
-			_, err := c.queryRow(sqlHolds, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
-				if holds = st.ColumnType(1) != sqlite3.NULL; holds {
-					keep[[2]string{ch, st.ColumnText(0)}] = true
+			_, err := c.queryRow(sqlHolds, []any{ch, k.thread, k.ns, k.id}, func(st row) error {
+				if holds = !st.Null(1); holds {
+					keep[[2]string{ch, st.Text(0)}] = true
 				}
 				return nil
 			})
@@ -337,8 +337,8 @@ func (db *DB) thinSnapshots(c *conn, thread, ns string) (RetainReport, error) {
 				}
 				continue
 			}
-			err = c.query(sqlWalkSeed, []any{ch, k.thread, k.ns, k.id}, func(st *sqlite3.Stmt) error {
-				keep[[2]string{ch, st.ColumnText(0)}] = true
+			err = c.query(sqlWalkSeed, []any{ch, k.thread, k.ns, k.id}, func(st row) error {
+				keep[[2]string{ch, st.Text(0)}] = true
 				return nil
 			})
 			if err != nil {

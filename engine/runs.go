@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // Runs is the run-record surface of a DB (SPEC 4, DeerFlow's RunStore): one
@@ -263,7 +263,7 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 	var out Created
 	err = r.db.write(ctx, func(c *conn) error {
 		out = Created{}
-		found, err := c.queryRow(sqlRunGet, []any{nr.RunID}, func(st *sqlite3.Stmt) error {
+		found, err := c.queryRow(sqlRunGet, []any{nr.RunID}, func(st row) error {
 			out.Run, err = scanRun(st)
 			return err
 		})
@@ -277,7 +277,7 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 			return nil
 		}
 		if key != nil {
-			found, err := c.queryRow(sqlRunByKey, []any{nr.ThreadID, key}, func(st *sqlite3.Stmt) error {
+			found, err := c.queryRow(sqlRunByKey, []any{nr.ThreadID, key}, func(st row) error {
 				out.Run, err = scanRun(st)
 				return err
 			})
@@ -287,8 +287,8 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 		}
 		now := r.db.nowUS()
 		var active, activeStatus string
-		if _, err := c.queryRow(sqlRunActive, []any{nr.ThreadID}, func(st *sqlite3.Stmt) error {
-			active, activeStatus = st.ColumnText(0), st.ColumnText(1)
+		if _, err := c.queryRow(sqlRunActive, []any{nr.ThreadID}, func(st row) error {
+			active, activeStatus = st.Text(0), st.Text(1)
 			return nil
 		}); err != nil {
 			return err
@@ -307,7 +307,7 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 		lease := now + r.db.opts.RunLease.Microseconds()
 		err = c.exec(sqlRunInsert, nr.RunID, nr.ThreadID, nr.AssistantID, nr.UserID, nr.Status, nr.ModelName,
 			nr.MultitaskStrategy, md, kw, now, now, key, owner, lease)
-		if errors.Is(err, sqlite3.CONSTRAINT_UNIQUE) {
+		if errors.Is(err, driver.ErrUnique) {
 			// The checks above run under the write lock, so this is the
 			// index doing its job against a writer that bypassed them.
 			return fmt.Errorf("%w: run %q on thread %q: %v", ErrConflict, nr.RunID, nr.ThreadID, err)
@@ -388,41 +388,41 @@ func decodeMap(what string, b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-func scanRun(st *sqlite3.Stmt) (Run, error) {
+func scanRun(st row) (Run, error) {
 	run := Run{
-		RunID:             st.ColumnText(0),
-		ThreadID:          st.ColumnText(1),
-		AssistantID:       st.ColumnText(2),
-		UserID:            st.ColumnText(3),
-		Status:            st.ColumnText(4),
-		ModelName:         st.ColumnText(5),
-		MultitaskStrategy: st.ColumnText(6),
-		Error:             st.ColumnText(9),
-		CreatedAt:         fromUS(st.ColumnInt64(10)),
-		UpdatedAt:         fromUS(st.ColumnInt64(11)),
-		IdempotencyKey:    st.ColumnText(23),
-		Owner:             st.ColumnText(24),
+		RunID:             st.Text(0),
+		ThreadID:          st.Text(1),
+		AssistantID:       st.Text(2),
+		UserID:            st.Text(3),
+		Status:            st.Text(4),
+		ModelName:         st.Text(5),
+		MultitaskStrategy: st.Text(6),
+		Error:             st.Text(9),
+		CreatedAt:         fromUS(st.Int64(10)),
+		UpdatedAt:         fromUS(st.Int64(11)),
+		IdempotencyKey:    st.Text(23),
+		Owner:             st.Text(24),
 		RunTotals: RunTotals{
-			TotalInputTokens:  st.ColumnInt64(12),
-			TotalOutputTokens: st.ColumnInt64(13),
-			TotalTokens:       st.ColumnInt64(14),
-			LLMCallCount:      st.ColumnInt64(15),
-			LeadAgentTokens:   st.ColumnInt64(16),
-			SubagentTokens:    st.ColumnInt64(17),
-			MiddlewareTokens:  st.ColumnInt64(18),
-			MessageCount:      st.ColumnInt64(20),
-			FirstHumanMessage: st.ColumnText(21),
-			LastAIMessage:     st.ColumnText(22),
+			TotalInputTokens:  st.Int64(12),
+			TotalOutputTokens: st.Int64(13),
+			TotalTokens:       st.Int64(14),
+			LLMCallCount:      st.Int64(15),
+			LeadAgentTokens:   st.Int64(16),
+			SubagentTokens:    st.Int64(17),
+			MiddlewareTokens:  st.Int64(18),
+			MessageCount:      st.Int64(20),
+			FirstHumanMessage: st.Text(21),
+			LastAIMessage:     st.Text(22),
 		},
 	}
 	var err error
-	if run.Metadata, err = decodeMap("run metadata", st.ColumnRawBlob(7)); err != nil {
+	if run.Metadata, err = decodeMap("run metadata", st.Blob(7)); err != nil {
 		return run, err
 	}
-	if run.Kwargs, err = decodeMap("run kwargs", st.ColumnRawBlob(8)); err != nil {
+	if run.Kwargs, err = decodeMap("run kwargs", st.Blob(8)); err != nil {
 		return run, err
 	}
-	if b := st.ColumnRawBlob(19); b != nil {
+	if b := st.Blob(19); b != nil {
 		if err := codec.Unmarshal(b, &run.TokenUsageByModel); err != nil {
 			return run, fmt.Errorf("%w: token usage of run %q: %w", ErrCorrupt, run.RunID, err)
 		}
@@ -438,7 +438,7 @@ func (r Runs) Get(ctx context.Context, runID string) (Run, error) {
 	var run Run
 	var found bool
 	err := r.db.read(ctx, func(c *conn) (err error) {
-		found, err = c.queryRow(sqlRunGet, []any{runID}, func(st *sqlite3.Stmt) error {
+		found, err = c.queryRow(sqlRunGet, []any{runID}, func(st row) error {
 			run, err = scanRun(st)
 			return err
 		})
@@ -469,13 +469,13 @@ func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[Run, error] {
 		for {
 			page := make([]Run, 0, runPage)
 			err := r.db.read(ctx, func(c *conn) error {
-				return c.query(sqlRunPage, []any{threadID, afterCreated, afterRowid, runPage}, func(st *sqlite3.Stmt) error {
+				return c.query(sqlRunPage, []any{threadID, afterCreated, afterRowid, runPage}, func(st row) error {
 					run, err := scanRun(st)
 					if err != nil {
 						return err
 					}
 					page = append(page, run)
-					afterCreated, afterRowid = st.ColumnInt64(25), st.ColumnInt64(26)
+					afterCreated, afterRowid = st.Int64(25), st.Int64(26)
 					return nil
 				})
 			})
@@ -522,8 +522,8 @@ func (r Runs) SetStatus(ctx context.Context, runID, status, errText string) erro
 // transition reads the run's status and checks the move to status.
 func (r Runs) transition(c *conn, runID, status string) (string, error) {
 	var from string
-	found, err := c.queryRow(sqlRunStatus, []any{runID}, func(st *sqlite3.Stmt) error {
-		from = st.ColumnText(0)
+	found, err := c.queryRow(sqlRunStatus, []any{runID}, func(st row) error {
+		from = st.Text(0)
 		return nil
 	})
 	if err != nil {
@@ -597,10 +597,11 @@ func (r Runs) Delete(ctx context.Context, runID string) error {
 		return err
 	}
 	return r.db.write(ctx, func(c *conn) error {
-		if err := c.exec(sqlRunDelete, runID); err != nil {
+		changed, err := c.execN(sqlRunDelete, runID)
+		if err != nil {
 			return err
 		}
-		if c.c.Changes() == 0 {
+		if changed == 0 {
 			return fmt.Errorf("%w: run %s", ErrNotFound, quoteCut(runID))
 		}
 		return nil
@@ -615,10 +616,11 @@ func (r Runs) Delete(ctx context.Context, runID string) error {
 func (r Runs) Reconcile(ctx context.Context) (int64, error) {
 	var n int64
 	err := r.db.write(ctx, func(c *conn) error {
-		if err := c.exec(sqlRunReconcile, OrphanReason, r.db.nowUS(), r.Owner()); err != nil {
+		changed, err := c.execN(sqlRunReconcile, OrphanReason, r.db.nowUS(), r.Owner())
+		if err != nil {
 			return err
 		}
-		n = c.c.Changes()
+		n = changed
 		return nil
 	})
 	return n, err
@@ -643,10 +645,11 @@ func (r Runs) RenewLeases(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	err = r.db.write(ctx, func(c *conn) error {
-		if err := c.exec(sqlRunRenew, r.db.nowUS()+r.db.opts.RunLease.Microseconds(), owner); err != nil {
+		changed, err := c.execN(sqlRunRenew, r.db.nowUS()+r.db.opts.RunLease.Microseconds(), owner)
+		if err != nil {
 			return err
 		}
-		n = c.c.Changes()
+		n = changed
 		return nil
 	})
 	return n, err
@@ -703,24 +706,24 @@ func (r Runs) TokenUsage(ctx context.Context, threadID string, includeActive boo
 	u := TokenUsage{ByModel: map[string]ModelUsage{}}
 	byModel := map[string]ModelTokens{}
 	err := r.db.read(ctx, func(c *conn) error {
-		return c.query(q, []any{threadID}, func(st *sqlite3.Stmt) error {
+		return c.query(q, []any{threadID}, func(st row) error {
 			u.Runs++
-			in, out, total := st.ColumnInt64(1), st.ColumnInt64(2), st.ColumnInt64(3)
+			in, out, total := st.Int64(1), st.Int64(2), st.Int64(3)
 			u.TotalInputTokens += in
 			u.TotalOutputTokens += out
 			u.TotalTokens += total
-			u.LLMCallCount += st.ColumnInt64(4)
-			u.ByCaller.LeadAgent += st.ColumnInt64(5)
-			u.ByCaller.Subagent += st.ColumnInt64(6)
-			u.ByCaller.Middleware += st.ColumnInt64(7)
+			u.LLMCallCount += st.Int64(4)
+			u.ByCaller.LeadAgent += st.Int64(5)
+			u.ByCaller.Subagent += st.Int64(6)
+			u.ByCaller.Middleware += st.Int64(7)
 			clear(byModel)
-			if b := st.ColumnRawBlob(8); b != nil {
+			if b := st.Blob(8); b != nil {
 				if err := mpModelTokens(b, byModel); err != nil {
 					return fmt.Errorf("%w: token usage by model of a run of thread %q", ErrCorrupt, threadID)
 				}
 			}
 			if len(byModel) == 0 {
-				model := st.ColumnText(0)
+				model := st.Text(0)
 				if model == "" {
 					model = UnknownModel
 				}

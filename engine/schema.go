@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ncruces/go-sqlite3"
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // ApplicationID is written to the SQLite header of every agentstate file
@@ -72,12 +72,12 @@ type fileState struct {
 // readFileState reads the header fields and the catalogue in one read
 // transaction, so that they cannot straddle another process's migration.
 func readFileState(c *conn) (s fileState, err error) {
-	if c.c.GetAutocommit() {
-		if err := c.exec("BEGIN"); err != nil {
+	if !c.d.InTx() {
+		if err := c.d.Begin(driver.TxRead); err != nil {
 			return s, err
 		}
 		defer func() {
-			if cerr := c.exec("COMMIT"); err == nil {
+			if cerr := c.d.Commit(); err == nil {
 				err = cerr
 			}
 		}()
@@ -135,7 +135,7 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 		}
 	}
 	journal := "WAL"
-	if db.memName != "" {
+	if db.b.memory() {
 		journal = "MEMORY"
 	}
 	err = db.retryBusy(ctx, func() error { return w.exec("PRAGMA journal_mode=" + journal) })
@@ -156,12 +156,12 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 // migrateStep applies the next migration missing below target, if any, in
 // one transaction; done reports that the file had reached target already.
 func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, err error) {
-	if err := db.retryBusy(ctx, func() error { return w.exec("BEGIN IMMEDIATE") }); err != nil {
+	if err := db.retryBusy(ctx, func() error { return w.d.Begin(driver.TxWrite) }); err != nil {
 		return false, wrapErr(ctx, err)
 	}
 	defer func() {
 		if err != nil {
-			rollback(w)
+			w.d.Rollback()
 		}
 	}()
 	st, err := readFileState(w)
@@ -172,7 +172,7 @@ func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, 
 		return false, err
 	}
 	if st.version >= int64(target) {
-		return true, wrapErr(ctx, w.exec("COMMIT"))
+		return true, wrapErr(ctx, w.d.Commit())
 	}
 	m := migrations[st.version]
 	if err := applyMigration(w, m); err != nil {
@@ -189,7 +189,7 @@ func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, 
 	if err := w.exec(fmt.Sprintf("PRAGMA user_version=%d", m.version)); err != nil {
 		return false, err
 	}
-	if err := w.exec("COMMIT"); err != nil {
+	if err := w.d.Commit(); err != nil {
 		return false, wrapErr(ctx, err)
 	}
 	return false, nil
@@ -197,48 +197,24 @@ func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, 
 
 var addColumnRE = regexp.MustCompile(`(?is)^(?:\s+|--[^\n]*\n|/\*.*?\*/)*ALTER\s+TABLE\s+"?(\w+)"?\s+ADD\s+(?:COLUMN\s+)?"?(\w+)"?`)
 
-// applyMigration runs every statement of m, split by SQLite's own parser.
-// An ALTER TABLE ... ADD COLUMN whose column already exists is skipped (SQLite
-// refuses it while preparing, so the check comes first), which makes every
-// migration idempotent; CREATE ... IF NOT EXISTS covers the rest.
+// applyMigration runs every statement of m. An ALTER TABLE ... ADD COLUMN
+// whose column already exists is skipped (SQLite refuses it while
+// preparing, so the check comes first), which makes every migration
+// idempotent; CREATE ... IF NOT EXISTS covers the rest.
 func applyMigration(w *conn, m migration) error {
-	rest := m.sql
-	for strings.TrimSpace(rest) != "" {
-		if sm := addColumnRE.FindStringSubmatchIndex(rest); sm != nil {
-			exists, err := hasColumn(w, rest[sm[2]:sm[3]], rest[sm[4]:sm[5]])
-			if err != nil {
-				return err
-			}
-			if exists {
-				end := strings.IndexByte(rest[sm[1]:], ';')
-				if end < 0 {
-					return nil
-				}
-				rest = rest[sm[1]+end+1:]
-				continue
-			}
+	return schemaErr(w.d.ExecScript(m.sql, func(stmt string) (bool, error) {
+		sm := addColumnRE.FindStringSubmatch(stmt)
+		if sm == nil {
+			return false, nil
 		}
-		st, tail, err := w.c.Prepare(rest)
-		if err != nil {
-			return err
-		}
-		if st == nil {
-			return nil // only comments and whitespace were left
-		}
-		err = st.Exec()
-		st.Close()
-		if err != nil {
-			return err
-		}
-		rest = tail
-	}
-	return nil
+		return hasColumn(w, sm[1], sm[2])
+	}))
 }
 
 func hasColumn(w *conn, table, column string) (bool, error) {
 	found := false
-	err := w.query("SELECT name FROM pragma_table_info(?)", []any{table}, func(st *sqlite3.Stmt) error {
-		if strings.EqualFold(st.ColumnText(0), column) {
+	err := w.query("SELECT name FROM pragma_table_info(?)", []any{table}, func(st row) error {
+		if strings.EqualFold(st.Text(0), column) {
 			found = true
 		}
 		return nil
@@ -255,8 +231,8 @@ const sqlSchemaObjects = `SELECT type, name, coalesce(sql, '') FROM sqlite_maste
 // readSchema returns the schema objects of c's database by name.
 func readSchema(c *conn) (map[string]schemaObject, error) {
 	objs := map[string]schemaObject{}
-	err := c.query(sqlSchemaObjects, nil, func(st *sqlite3.Stmt) error {
-		objs[st.ColumnText(1)] = schemaObject{typ: st.ColumnText(0), sql: st.ColumnText(2)}
+	err := c.query(sqlSchemaObjects, nil, func(st row) error {
+		objs[st.Text(1)] = schemaObject{typ: st.Text(0), sql: st.Text(2)}
 		return nil
 	})
 	return objs, err
@@ -266,11 +242,11 @@ func readSchema(c *conn) (map[string]schemaObject, error) {
 // in-memory database once per process. A file created fresh and a file
 // upgraded step by step get the same text: both ran the same statements.
 var expectedSchema = sync.OnceValues(func() (map[string]schemaObject, error) {
-	sc, err := sqlite3.Open(":memory:")
+	d, err := scratchConn()
 	if err != nil {
 		return nil, err
 	}
-	c := newConn(sc)
+	c := &conn{d: d}
 	defer c.close()
 	for _, m := range migrations {
 		if err := applyMigration(c, m); err != nil {

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-
-	"github.com/ncruces/go-sqlite3"
 )
 
 // SurfaceStats is the size of one surface: its rows and the bytes of what
@@ -91,8 +89,8 @@ func (db *DB) Stats(ctx context.Context, largest int) (Stats, error) {
 	err = db.read(ctx, func(c *conn) error {
 		for _, q := range statsSurfaces {
 			ss := SurfaceStats{Name: q.name}
-			_, err := c.queryRow(q.sql, nil, func(st *sqlite3.Stmt) error {
-				ss.Rows, ss.Bytes = st.ColumnInt64(0), st.ColumnInt64(1)
+			_, err := c.queryRow(q.sql, nil, func(st row) error {
+				ss.Rows, ss.Bytes = st.Int64(0), st.Int64(1)
 				return nil
 			})
 			if err != nil {
@@ -103,9 +101,9 @@ func (db *DB) Stats(ctx context.Context, largest int) (Stats, error) {
 		if largest == 0 {
 			return nil
 		}
-		return c.query(sqlLargestThreads, []any{largest}, func(st *sqlite3.Stmt) error {
+		return c.query(sqlLargestThreads, []any{largest}, func(st row) error {
 			s.LargestThreads = append(s.LargestThreads, ThreadSize{
-				ThreadID: st.ColumnText(0), Mode: st.ColumnText(1), Checkpoints: st.ColumnInt64(2), Bytes: st.ColumnInt64(3),
+				ThreadID: st.Text(0), Mode: st.Text(1), Checkpoints: st.Int64(2), Bytes: st.Int64(3),
 			})
 			return nil
 		})
@@ -123,8 +121,8 @@ func (db *DB) Stats(ctx context.Context, largest int) (Stats, error) {
 func dataBytes(c *conn) (int64, error) {
 	var total int64
 	for _, q := range statsSurfaces {
-		_, err := c.queryRow(q.sql, nil, func(st *sqlite3.Stmt) error {
-			total += st.ColumnInt64(1)
+		_, err := c.queryRow(q.sql, nil, func(st row) error {
+			total += st.Int64(1)
 			return nil
 		})
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"unicode"
 
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // Store is the long-lived key/value surface of a DB, with LangGraph
@@ -245,10 +244,11 @@ func (s Store) Batch(ctx context.Context, ops ...StoreOp) ([]StoreResult, error)
 func (s Store) Sweep(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.write(ctx, func(c *conn) error {
-		if err := c.exec(sqlStoreSweep, s.db.nowUS()); err != nil {
+		changed, err := c.execN(sqlStoreSweep, s.db.nowUS())
+		if err != nil {
 			return err
 		}
-		n = c.c.Changes()
+		n = changed
 		return nil
 	})
 	return n, err
@@ -409,7 +409,7 @@ func (s Store) run(c *conn, p *storePlanned, now int64, res *StoreResult, refres
 	switch o := p.op.(type) {
 	case GetOp:
 		var it *Item
-		_, err := c.queryRow(sqlStoreGet, []any{p.ns, o.Key, now}, func(st *sqlite3.Stmt) error {
+		_, err := c.queryRow(sqlStoreGet, []any{p.ns, o.Key, now}, func(st row) error {
 			item, err := scanItem(st)
 			it = &item
 			return err
@@ -492,8 +492,8 @@ func (s Store) search(c *conn, p *storePlanned, offset int, now int64) ([]Item, 
 	if filter != nil {
 		skip = offset
 	}
-	err := c.query(q, args, func(st *sqlite3.Stmt) error {
-		if filter != nil && !filter.match(st.ColumnRawBlob(2)) {
+	err := c.query(q, args, func(st row) error {
+		if filter != nil && !filter.match(st.Blob(2)) {
 			return nil
 		}
 		if skip > 0 {
@@ -521,21 +521,21 @@ func b2i(b bool) int {
 }
 
 // scanItem reads a row of storeCols.
-func scanItem(st *sqlite3.Stmt) (Item, error) {
+func scanItem(st row) (Item, error) {
 	it := Item{
-		Namespace: strings.Split(st.ColumnText(0), "."),
-		Key:       st.ColumnText(1),
-		CreatedAt: fromUS(st.ColumnInt64(3)),
-		UpdatedAt: fromUS(st.ColumnInt64(4)),
+		Namespace: strings.Split(st.Text(0), "."),
+		Key:       st.Text(1),
+		CreatedAt: fromUS(st.Int64(3)),
+		UpdatedAt: fromUS(st.Int64(4)),
 	}
-	if err := codec.Unmarshal(st.ColumnRawBlob(2), &it.Value); err != nil {
+	if err := codec.Unmarshal(st.Blob(2), &it.Value); err != nil {
 		return it, fmt.Errorf("%w: store item %s: %w", ErrCorrupt, quoteCut(it.Key), err)
 	}
 	if it.Value == nil {
 		it.Value = map[string]any{}
 	}
-	if st.ColumnType(6) != sqlite3.NULL {
-		it.ExpiresAt = fromUS(st.ColumnInt64(6))
+	if !st.Null(6) {
+		it.ExpiresAt = fromUS(st.Int64(6))
 	}
 	return it, nil
 }
@@ -545,8 +545,8 @@ func scanItem(st *sqlite3.Stmt) (Item, error) {
 func refreshTTL(c *conn, refs []storeRef, now int64) error {
 	for _, r := range refs {
 		ns := strings.Join(r.item.Namespace, ".")
-		_, err := c.queryRow(sqlStoreRefresh, []any{now, ns, r.item.Key}, func(st *sqlite3.Stmt) error {
-			r.item.ExpiresAt = fromUS(st.ColumnInt64(0))
+		_, err := c.queryRow(sqlStoreRefresh, []any{now, ns, r.item.Key}, func(st row) error {
+			r.item.ExpiresAt = fromUS(st.Int64(0))
 			return nil
 		})
 		if err != nil {
@@ -646,8 +646,8 @@ func listNamespaces(c *conn, p *storePlanned, o ListNamespacesOp, now int64) ([]
 	}
 	seen := map[string]bool{}
 	var out [][]string
-	err := c.query(q, args, func(st *sqlite3.Stmt) error {
-		ns := strings.Split(st.ColumnText(0), ".")
+	err := c.query(q, args, func(st row) error {
+		ns := strings.Split(st.Text(0), ".")
 		if !segmentsMatch(ns, p.prefix, false) || !segmentsMatch(ns, p.suffix, true) {
 			return nil
 		}

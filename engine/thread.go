@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // The thread API is for programs that are not LangGraph: a Go agent or an
@@ -305,17 +304,17 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 	// The writes this child will seal, grouped by channel, in apply order.
 	pending := map[string][]channels.TaskWrite{}
 	if !copyState {
-		err = c.query(sqlUnconsumed, []any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID}, func(st *sqlite3.Stmt) error {
-			name := st.ColumnText(2)
+		err = c.query(sqlUnconsumed, []any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID}, func(st row) error {
+			name := st.Text(2)
 			ch, ok := db.opts.Schema[name]
 			if !ok {
 				return nil // not state: special channels and LangGraph bookkeeping
 			}
-			v, err := ch.DecodeUpdate(st.ColumnRawBlob(3))
+			v, err := ch.DecodeUpdate(st.Blob(3))
 			if err != nil {
-				return fmt.Errorf("%w: write of task %q to %q: %w", ErrCorrupt, st.ColumnText(0), name, err)
+				return fmt.Errorf("%w: write of task %q to %q: %w", ErrCorrupt, st.Text(0), name, err)
 			}
-			pending[name] = append(pending[name], channels.TaskWrite{TaskID: st.ColumnText(0), Idx: st.ColumnInt(1), Value: v})
+			pending[name] = append(pending[name], channels.TaskWrite{TaskID: st.Text(0), Idx: int(st.Int64(1)), Value: v})
 			return nil
 		})
 		if err != nil {
@@ -515,8 +514,8 @@ func (db *DB) stateOf(c *conn, t Tuple) (State, error) {
 	// No ORDER BY: sorting by channel would make SQLite scan the thread's
 	// values in primary-key order instead of seeking by checkpoint.
 	err = c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
-		[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st *sqlite3.Stmt) error {
-			stored = append(stored, st.ColumnText(0))
+		[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st row) error {
+			stored = append(stored, st.Text(0))
 			return nil
 		})
 	if err != nil {

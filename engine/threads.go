@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
-
-	"github.com/ncruces/go-sqlite3"
 )
 
 // Threads is the thread-list surface of a DB (SPEC 4, DeerFlow's
@@ -176,11 +174,12 @@ func (t Threads) Create(ctx context.Context, owner Owner, nt NewThread) (Thread,
 	var now int64
 	err = t.db.write(ctx, func(c *conn) error {
 		now = t.db.nowUS()
-		if err := c.exec(sqlThreadInsert, nt.ThreadID, nt.AssistantID, owner.id, nt.DisplayName, nt.Status, md,
-			isPinned(stored), now, now); err != nil {
+		changed, err := c.execN(sqlThreadInsert, nt.ThreadID, nt.AssistantID, owner.id, nt.DisplayName, nt.Status, md,
+			isPinned(stored), now, now)
+		if err != nil {
 			return err
 		}
-		if c.c.Changes() == 0 {
+		if changed == 0 {
 			return fmt.Errorf("%w: thread id %s is already in use", ErrConflict, quoteCut(nt.ThreadID))
 		}
 		return nil
@@ -203,7 +202,7 @@ func (t Threads) Get(ctx context.Context, owner Owner, threadID string) (Thread,
 	var th Thread
 	var found bool
 	err := t.db.read(ctx, func(c *conn) (err error) {
-		found, err = c.queryRow(sqlThreadGet, ownerArgs(owner, threadID), func(st *sqlite3.Stmt) error {
+		found, err = c.queryRow(sqlThreadGet, ownerArgs(owner, threadID), func(st row) error {
 			th, err = scanThread(st)
 			return err
 		})
@@ -229,18 +228,18 @@ func notFoundThread(owner Owner, threadID string) error {
 	return fmt.Errorf("%w: thread %s for %v", ErrNotFound, quoteCut(threadID), owner)
 }
 
-func scanThread(st *sqlite3.Stmt) (Thread, error) {
+func scanThread(st row) (Thread, error) {
 	th := Thread{
-		ThreadID:    st.ColumnText(0),
-		AssistantID: st.ColumnText(1),
-		UserID:      st.ColumnText(2),
-		DisplayName: st.ColumnText(3),
-		Status:      st.ColumnText(4),
-		CreatedAt:   fromUS(st.ColumnInt64(6)),
-		UpdatedAt:   fromUS(st.ColumnInt64(7)),
+		ThreadID:    st.Text(0),
+		AssistantID: st.Text(1),
+		UserID:      st.Text(2),
+		DisplayName: st.Text(3),
+		Status:      st.Text(4),
+		CreatedAt:   fromUS(st.Int64(6)),
+		UpdatedAt:   fromUS(st.Int64(7)),
 	}
 	var err error
-	th.Metadata, err = decodeMap("thread metadata", st.ColumnRawBlob(5))
+	th.Metadata, err = decodeMap("thread metadata", st.Blob(5))
 	return th, err
 }
 
@@ -282,7 +281,7 @@ func (t Threads) Search(ctx context.Context, owner Owner, q ThreadQuery) ([]Thre
 	}[b2i(!owner.any)][b2i(filter != nil)]
 	out := make([]Thread, 0, min(limit, 64))
 	err = t.db.read(ctx, func(c *conn) error {
-		return c.query(sql, []any{status, owned, fb, limit, q.Offset}, func(st *sqlite3.Stmt) error {
+		return c.query(sql, []any{status, owned, fb, limit, q.Offset}, func(st row) error {
 			th, err := scanThread(st)
 			out = append(out, th)
 			return err
@@ -322,10 +321,11 @@ func (t Threads) SetStatus(ctx context.Context, owner Owner, threadID, status st
 
 func (t Threads) update(ctx context.Context, owner Owner, threadID, sql, value string) error {
 	return t.db.write(ctx, func(c *conn) error {
-		if err := c.exec(sql, threadID, owner.any, owner.id, value, t.db.nowUS()); err != nil {
+		changed, err := c.execN(sql, threadID, owner.any, owner.id, value, t.db.nowUS())
+		if err != nil {
 			return err
 		}
-		if c.c.Changes() == 0 {
+		if changed == 0 {
 			return notFoundThread(owner, threadID)
 		}
 		return nil
@@ -344,8 +344,8 @@ func (t Threads) MergeMetadata(ctx context.Context, owner Owner, threadID string
 	}
 	return t.db.write(ctx, func(c *conn) error {
 		var md map[string]any
-		found, err := c.queryRow(sqlThreadGet, ownerArgs(owner, threadID), func(st *sqlite3.Stmt) (err error) {
-			md, err = decodeMap("thread metadata", st.ColumnRawBlob(5))
+		found, err := c.queryRow(sqlThreadGet, ownerArgs(owner, threadID), func(st row) (err error) {
+			md, err = decodeMap("thread metadata", st.Blob(5))
 			return err
 		})
 		if err != nil {
@@ -377,10 +377,11 @@ func (t Threads) Delete(ctx context.Context, owner Owner, threadID string) error
 		return err
 	}
 	return t.db.write(ctx, func(c *conn) error {
-		if err := c.exec(sqlThreadDelete, ownerArgs(owner, threadID)...); err != nil {
+		changed, err := c.execN(sqlThreadDelete, ownerArgs(owner, threadID)...)
+		if err != nil {
 			return err
 		}
-		if c.c.Changes() == 0 {
+		if changed == 0 {
 			return notFoundThread(owner, threadID)
 		}
 		return nil

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // VerifyOptions select what Verify checks.
@@ -208,9 +207,9 @@ func (v *verifier) run(ctx context.Context) error {
 }
 
 func (v *verifier) integrity() error {
-	err := v.c.query("PRAGMA integrity_check", nil, func(st *sqlite3.Stmt) error {
+	err := v.c.query("PRAGMA integrity_check", nil, func(st row) error {
 		// SQLite prefixes the first line with the database's name.
-		for _, line := range strings.Split(st.ColumnText(0), "\n") {
+		for _, line := range strings.Split(st.Text(0), "\n") {
 			if line != "ok" && line != "" && !strings.HasPrefix(line, "*** in database ") {
 				v.addf("integrity", "", "", "", "%s", line)
 			}
@@ -250,8 +249,8 @@ func (v *verifier) schema() error {
 	case mode == ModeDelta && every < 1:
 		v.addf("mode", "", "", "", "the file records K=%d, must be >= 1", every)
 	}
-	return v.c.query(`SELECT thread_id, mode, every FROM thread_modes ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
-		th, m, k := st.ColumnText(0), st.ColumnText(1), st.ColumnInt(2)
+	return v.c.query(`SELECT thread_id, mode, every FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
+		th, m, k := st.Text(0), st.Text(1), int(st.Int64(2))
 		if v.o.ThreadID != "" && th != v.o.ThreadID {
 			return nil
 		}
@@ -307,8 +306,8 @@ func (v *verifier) threads(ctx context.Context) ([]string, error) {
 	for _, table := range []string{"checkpoints", "writes", "blobs"} {
 		err := v.phase(ctx, "checkpoint", "", func() error {
 			// The table name is one of three constants.
-			err := v.c.query(`SELECT DISTINCT thread_id FROM `+table, nil, func(st *sqlite3.Stmt) error {
-				seen[st.ColumnText(0)] = true
+			err := v.c.query(`SELECT DISTINCT thread_id FROM `+table, nil, func(st row) error {
+				seen[st.Text(0)] = true
 				return nil
 			})
 			if err != nil {
@@ -345,16 +344,16 @@ func (v *verifier) thread(th string) error {
 	cps := map[nsKey]*vcp{}
 	var order []*vcp
 	err := c.query(`SELECT checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE thread_id = ?`, []any{th},
-		func(st *sqlite3.Stmt) error {
-			cp := &vcp{ns: st.ColumnText(0), id: st.ColumnText(1), hasParent: st.ColumnType(2) != sqlite3.NULL, parent: st.ColumnText(2), ok: true}
+		func(st row) error {
+			cp := &vcp{ns: st.Text(0), id: st.Text(1), hasParent: !st.Null(2), parent: st.Text(2), ok: true}
 			var sc storedCheckpoint
-			if err := codec.Unmarshal(st.ColumnRawBlob(3), &sc); err != nil {
+			if err := codec.Unmarshal(st.Blob(3), &sc); err != nil {
 				v.addf("checkpoint", th, cp.ns, cp.id, "does not decode: %v", err)
 				cp.ok = false
 			}
 			cp.versions = sc.ChannelVersions
 			var md map[string]any
-			if err := codec.Unmarshal(st.ColumnRawBlob(4), &md); err != nil {
+			if err := codec.Unmarshal(st.Blob(4), &md); err != nil {
 				v.addf("checkpoint", th, cp.ns, cp.id, "metadata does not decode: %v", err)
 			}
 			cps[nsKey{cp.ns, cp.id}] = cp
@@ -385,10 +384,10 @@ func (v *verifier) thread(th string) error {
 	// Writes: each belongs to a checkpoint, each seal names a child of it.
 	var writes []*vwrite
 	err = c.query(`SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path FROM writes WHERE thread_id = ?`, []any{th},
-		func(st *sqlite3.Stmt) error {
-			w := &vwrite{ns: st.ColumnText(0), cp: st.ColumnText(1), task: st.ColumnText(2), idx: st.ColumnInt(3), channel: st.ColumnText(4),
-				typ: st.ColumnText(5), data: copyBytes(st.ColumnRawBlob(6)), sealed: st.ColumnType(7) != sqlite3.NULL, consumedBy: st.ColumnText(7),
-				taskPath: st.ColumnText(8)}
+		func(st row) error {
+			w := &vwrite{ns: st.Text(0), cp: st.Text(1), task: st.Text(2), idx: int(st.Int64(3)), channel: st.Text(4),
+				typ: st.Text(5), data: copyBytes(st.Blob(6)), sealed: !st.Null(7), consumedBy: st.Text(7),
+				taskPath: st.Text(8)}
 			writes = append(writes, w)
 			return nil
 		})
@@ -435,8 +434,8 @@ func (v *verifier) thread(th string) error {
 	}
 	type blobRef struct{ ns, ch, ver, owner, typ string }
 	var blobs []blobRef
-	err = c.query(`SELECT checkpoint_ns, channel, version, checkpoint_id, type FROM blobs WHERE thread_id = ?`, []any{th}, func(st *sqlite3.Stmt) error {
-		blobs = append(blobs, blobRef{st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), st.ColumnText(3), st.ColumnText(4)})
+	err = c.query(`SELECT checkpoint_ns, channel, version, checkpoint_id, type FROM blobs WHERE thread_id = ?`, []any{th}, func(st row) error {
+		blobs = append(blobs, blobRef{st.Text(0), st.Text(1), st.Text(2), st.Text(3), st.Text(4)})
 		return nil
 	})
 	if err != nil {
@@ -458,8 +457,8 @@ func (v *verifier) thread(th string) error {
 		if b.typ == codec.TypeMsgpack && !(ours && inSchema) {
 			// Values the replay below does not decode are decoded here.
 			var data []byte
-			if _, err := c.queryRow(sqlBlobData, []any{th, b.ns, b.ch, b.ver}, func(st *sqlite3.Stmt) error {
-				data = copyBytes(st.ColumnRawBlob(1))
+			if _, err := c.queryRow(sqlBlobData, []any{th, b.ns, b.ch, b.ver}, func(st row) error {
+				data = copyBytes(st.Blob(1))
 				return nil
 			}); err != nil {
 				return err
@@ -612,8 +611,8 @@ func (v *verifier) storedValue(th string, cp *vcp, name, ver string, has bool) (
 	}
 	var typ string
 	var data []byte
-	held, err = v.c.queryRow(sqlBlobData, []any{th, cp.ns, name, ver}, func(st *sqlite3.Stmt) error {
-		typ, data = st.ColumnText(0), copyBytes(st.ColumnRawBlob(1))
+	held, err = v.c.queryRow(sqlBlobData, []any{th, cp.ns, name, ver}, func(st row) error {
+		typ, data = st.Text(0), copyBytes(st.Blob(1))
 		return nil
 	})
 	if err != nil || !held {
@@ -694,9 +693,9 @@ var runStatuses = map[string]bool{RunPending: true, RunRunning: true, RunSuccess
 func (v *verifier) runs() error {
 	active := map[string]string{}
 	q := `SELECT run_id, thread_id, status, metadata, kwargs, token_usage_by_model, created_at, updated_at FROM runs WHERE ?1 = '' OR thread_id = ?1 ORDER BY run_id`
-	return v.c.query(q, []any{v.o.ThreadID}, func(st *sqlite3.Stmt) error {
+	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.Runs++
-		id, th, status := st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)
+		id, th, status := st.Text(0), st.Text(1), st.Text(2)
 		msg := func(format string, args ...any) {
 			v.addf("run", th, "", "", "run %q: "+format, append([]any{id}, args...)...)
 		}
@@ -710,14 +709,14 @@ func (v *verifier) runs() error {
 			active[th] = id
 		}
 		for i, col := range []string{"metadata", "kwargs", "token usage by model"} {
-			if b := st.ColumnRawBlob(3 + i); b != nil {
+			if b := st.Blob(3 + i); b != nil {
 				var x any
 				if err := codec.Unmarshal(b, &x); err != nil {
 					msg("%s does not decode: %v", col, err)
 				}
 			}
 		}
-		if st.ColumnInt64(7) < st.ColumnInt64(6) {
+		if st.Int64(7) < st.Int64(6) {
 			msg("updated before it was created")
 		}
 		return nil
@@ -726,8 +725,8 @@ func (v *verifier) runs() error {
 
 func (v *verifier) events() error {
 	last := map[string]int64{}
-	err := v.c.query(`SELECT thread_id, last_seq FROM event_seqs WHERE ?1 = '' OR thread_id = ?1`, []any{v.o.ThreadID}, func(st *sqlite3.Stmt) error {
-		last[st.ColumnText(0)] = st.ColumnInt64(1)
+	err := v.c.query(`SELECT thread_id, last_seq FROM event_seqs WHERE ?1 = '' OR thread_id = ?1`, []any{v.o.ThreadID}, func(st row) error {
+		last[st.Text(0)] = st.Int64(1)
 		return nil
 	})
 	if err != nil {
@@ -735,9 +734,9 @@ func (v *verifier) events() error {
 	}
 	q := `SELECT thread_id, seq, run_id, event_type, category, content, metadata FROM events WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id, seq`
 	prevThread, prevSeq := "", int64(0)
-	err = v.c.query(q, []any{v.o.ThreadID}, func(st *sqlite3.Stmt) error {
+	err = v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.Events++
-		th, seq := st.ColumnText(0), st.ColumnInt64(1)
+		th, seq := st.Text(0), st.Int64(1)
 		msg := func(format string, args ...any) {
 			v.addf("event", th, "", "", "event seq %d: "+format, append([]any{seq}, args...)...)
 		}
@@ -751,14 +750,14 @@ func (v *verifier) events() error {
 		if n, ok := last[th]; ok && seq > n {
 			msg("is beyond the thread's seq counter %d; the next event would reuse a seq", n)
 		}
-		if t := st.ColumnText(3); t == "" || len([]rune(t)) > 32 {
+		if t := st.Text(3); t == "" || len([]rune(t)) > 32 {
 			msg("event type %q must be 1..32 characters", t)
 		}
-		if cat := st.ColumnText(4); cat == "" || len([]rune(cat)) > 16 {
+		if cat := st.Text(4); cat == "" || len([]rune(cat)) > 16 {
 			msg("category %q must be 1..16 characters", cat)
 		}
 		for i, col := range []string{"content", "metadata"} {
-			if b := st.ColumnRawBlob(5 + i); b != nil {
+			if b := st.Blob(5 + i); b != nil {
 				var x any
 				if err := codec.Unmarshal(b, &x); err != nil {
 					msg("%s does not decode: %v", col, err)
@@ -774,21 +773,21 @@ var threadStatuses = map[string]bool{ThreadIdle: true, ThreadBusy: true, ThreadI
 
 func (v *verifier) threadRecords() error {
 	q := `SELECT thread_id, status, metadata, pinned FROM threads WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id`
-	return v.c.query(q, []any{v.o.ThreadID}, func(st *sqlite3.Stmt) error {
+	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.ThreadRecords++
-		th := st.ColumnText(0)
-		if s := st.ColumnText(1); !threadStatuses[s] {
+		th := st.Text(0)
+		if s := st.Text(1); !threadStatuses[s] {
 			v.addf("thread", th, "", "", "unknown status %q", s)
 		}
 		var md map[string]any
-		if b := st.ColumnRawBlob(2); b != nil {
+		if b := st.Blob(2); b != nil {
 			if err := codec.Unmarshal(b, &md); err != nil {
 				v.addf("thread", th, "", "", "metadata does not decode: %v", err)
 				return nil
 			}
 		}
-		if isPinned(md) != (st.ColumnInt(3) != 0) {
-			v.addf("thread", th, "", "", "pinned column %d disagrees with metadata", st.ColumnInt(3))
+		if isPinned(md) != (int(st.Int64(3)) != 0) {
+			v.addf("thread", th, "", "", "pinned column %d disagrees with metadata", int(st.Int64(3)))
 		}
 		return nil
 	})
@@ -798,14 +797,14 @@ func (v *verifier) store() error {
 	if v.o.ThreadID != "" {
 		return nil // store items belong to no thread
 	}
-	return v.c.query(`SELECT namespace, key, value FROM store_items ORDER BY namespace, key`, nil, func(st *sqlite3.Stmt) error {
+	return v.c.query(`SELECT namespace, key, value FROM store_items ORDER BY namespace, key`, nil, func(st row) error {
 		v.rep.StoreItems++
-		ns, key := st.ColumnText(0), st.ColumnText(1)
+		ns, key := st.Text(0), st.Text(1)
 		if ns == "" {
 			v.addf("store", "", "", "", "item %q has an empty namespace", key)
 		}
 		var x map[string]any
-		if err := codec.Unmarshal(st.ColumnRawBlob(2), &x); err != nil {
+		if err := codec.Unmarshal(st.Blob(2), &x); err != nil {
 			v.addf("store", "", "", "", "item %q in namespace %q does not decode: %v", key, ns, err)
 		}
 		return nil

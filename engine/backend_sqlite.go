@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/sqlite"
+)
+
+// sqliteBackend is an SQLite file (or a private in-memory database) through
+// ncruces/go-sqlite3.
+type sqliteBackend struct {
+	name  string // what connections open: the path, or a URI
+	memID string // the in-memory database, or ""
+	o     Options
+	funcs []driver.Func
+}
+
+func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
+	b := &sqliteBackend{name: path, o: o, funcs: funcs}
+	if path == Memory {
+		b.memID, b.name = sqlite.NewMemory()
+	}
+	return b, nil
+}
+
+func (b *sqliteBackend) dial(write bool) (driver.Conn, error) {
+	c, err := sqlite.Open(b.name, sqlite.Options{
+		ReadOnly:    b.o.ReadOnly,
+		Create:      write,
+		BusyTimeout: b.o.BusyTimeout,
+		Funcs:       b.funcs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Synchronous is validated to be SyncNormal or SyncFull, which are
+	// pragma values.
+	settings := []string{"PRAGMA foreign_keys=ON", "PRAGMA synchronous=" + b.o.Synchronous}
+	if !write {
+		settings = append(settings, "PRAGMA query_only=ON")
+	}
+	for _, p := range settings {
+		if _, err := c.Exec(p); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return c, nil
+}
+
+func (b *sqliteBackend) memory() bool { return b.memID != "" }
+
+func (b *sqliteBackend) close() {
+	if b.memID != "" {
+		sqlite.DeleteMemory(b.memID)
+	}
+}
+
+// scratchConn opens a private, empty in-memory SQLite database with the
+// engine's functions.
+func scratchConn() (driver.Conn, error) {
+	return sqlite.Open(":memory:", sqlite.Options{Create: true, Funcs: sqlFuncs()})
+}

@@ -1,0 +1,149 @@
+// Package driver is the storage seam under the engine: the few things the
+// engine's surfaces need from a database, so that SQLite (ncruces, native
+// and WASI), SQLite provided by a JavaScript host, and PostgreSQL can each
+// sit behind it.
+//
+// A driver provides connections (Conn) that run one statement at a time,
+// rows (Row) read by column index, and errors classified by the kinds below,
+// so that the engine maps them to its own typed errors without knowing the
+// driver. SQL text is the engine's: a driver receives it already in its
+// dialect.
+//
+// What a driver must guarantee, beyond running SQL:
+//
+//   - A write transaction (Begin(TxWrite)) is serialisable with every other
+//     write transaction on the same database, from this process or another:
+//     SQLite gets this from its single writer; a driver whose server runs
+//     writers concurrently must serialise them for the same lock keys the
+//     engine names with Conn.Lock before it writes (one thread's checkpoints,
+//     its event counter, its active run). The engine's invariants (one
+//     active run per thread, gap-free event seq, a parent's writes sealed by
+//     exactly one child) rest on this.
+//   - A read transaction (Begin(TxRead)) sees one committed snapshot for all
+//     of its statements.
+//   - A statement interrupted by Conn.Interrupt's context fails with an
+//     error of kind ErrInterrupted (or ErrBusy while waiting for a lock).
+package driver
+
+import (
+	"context"
+	"errors"
+)
+
+// Error kinds. A driver's errors wrap one of these (errors.Is) beside the
+// driver's own error, whose text they keep.
+var (
+	// ErrBusy: a lock could not be taken before the busy timeout.
+	ErrBusy = errors.New("database is busy")
+	// ErrInterrupted: the statement was stopped by its context.
+	ErrInterrupted = errors.New("statement interrupted")
+	// ErrConstraint: a constraint (unique, foreign key, check) was violated.
+	ErrConstraint = errors.New("constraint violated")
+	// ErrUnique: a unique or primary key constraint was violated (also ErrConstraint).
+	ErrUnique = errors.New("unique constraint violated")
+	// ErrCorrupt: the stored bytes are damaged, or the store is not a database.
+	ErrCorrupt = errors.New("database is damaged")
+	// ErrSchema: the SQL names a table or column the database does not have.
+	// The engine's SQL is constant, so this means the schema was damaged or
+	// edited by hand.
+	ErrSchema = errors.New("schema does not match")
+	// ErrFull: the disk or a size quota is full.
+	ErrFull = errors.New("database or disk is full")
+	// ErrReadOnly: the database or its medium cannot be written.
+	ErrReadOnly = errors.New("database is read-only")
+)
+
+// Error is a driver error: a kind and the driver's own error.
+type Error struct {
+	Kind error
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap exposes both the kind and the driver's error to errors.Is/As; a
+// unique violation is a constraint violation too.
+func (e *Error) Unwrap() []error {
+	if e.Kind == ErrUnique {
+		return []error{e.Kind, ErrConstraint, e.Err}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// TxKind says what a transaction may do.
+type TxKind int
+
+const (
+	// TxRead: a read-only transaction on one snapshot.
+	TxRead TxKind = iota
+	// TxWrite: a write transaction, serialised with every other writer.
+	TxWrite
+)
+
+// Conn is one connection. It is used by one goroutine at a time.
+type Conn interface {
+	// Exec runs one statement that returns no rows and reports how many
+	// rows it inserted, updated or deleted.
+	Exec(query string, args ...any) (changed int64, err error)
+	// Query runs one statement and calls fn for each row, in order, until
+	// fn returns an error (which Query returns). fn must not keep a byte
+	// slice of a row past its return.
+	Query(query string, args []any, fn func(Row) error) error
+	// ExecScript runs the statements of script (a migration file) in
+	// order and stops at the first error. before, if not nil, sees each
+	// statement's text first and may skip it or fail the script.
+	ExecScript(script string, before func(stmt string) (skip bool, err error)) error
+
+	// Begin starts a transaction; Commit and Rollback end it. InTx reports
+	// whether one is open.
+	Begin(kind TxKind) error
+	Commit() error
+	Rollback() error
+	InTx() bool
+	// Lock serialises the rest of the current write transaction with every
+	// other write transaction that locks the same key (see the package
+	// comment). A driver whose write transactions are already serial does
+	// nothing.
+	Lock(key string) error
+
+	// Interrupt makes statements fail with ErrInterrupted once ctx is done,
+	// until the returned function restores the previous context.
+	Interrupt(ctx context.Context) (restore func())
+	Close() error
+}
+
+// Row is the current row of a Query. Column indexes start at 0. Reading a
+// column as another type converts it the way the database does; NULL reads
+// as zero, "" or nil.
+type Row interface {
+	Columns() int
+	Null(i int) bool
+	Int64(i int) int64
+	Float(i int) float64
+	Text(i int) string
+	// Blob returns the column's bytes (of a blob or a text), valid until the
+	// row callback returns; nil for NULL.
+	Blob(i int) []byte
+}
+
+// Value is an argument of a Func.
+type Value interface {
+	Null() bool
+	Int64() int64
+	Text() string
+	// Blob is valid until the function returns.
+	Blob() []byte
+}
+
+// Func is a deterministic scalar function of the engine that a driver
+// able to call Go from SQL makes available to its statements. Drivers that
+// cannot (a database server) must not receive SQL that calls one: the
+// engine gives them other SQL for the same question.
+type Func struct {
+	Name string
+	NArg int
+	// Call computes the result for one row: nil (NULL), bool, int64,
+	// string or []byte. aux persists across the rows of one statement, for
+	// work that depends only on constant arguments (a compiled filter).
+	Call func(aux *any, args []Value) (any, error)
+}

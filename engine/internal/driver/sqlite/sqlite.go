@@ -1,0 +1,359 @@
+// Package sqlite is the engine's driver for SQLite through ncruces/go-sqlite3
+// (SQLite translated to Go, no cgo): the driver of native and WASI builds.
+//
+// Besides driver.Conn it offers what only an SQLite file has (the raw
+// connection for PRAGMAs, backups and VFS tricks) and private in-memory
+// databases shared by the connections of one handle.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/vfs/memdb"
+)
+
+// Options say how to open one connection.
+type Options struct {
+	ReadOnly    bool
+	Create      bool // create the file if it is missing (ignored when ReadOnly)
+	BusyTimeout time.Duration
+	Funcs       []driver.Func
+}
+
+// Conn is one SQLite connection with its cache of prepared statements. The
+// engine's SQL text is constant, so the cache stays small.
+type Conn struct {
+	c     *sqlite3.Conn
+	stmts map[string]*sqlite3.Stmt
+}
+
+var _ driver.Conn = (*Conn)(nil)
+
+// Open opens one connection to name: a path or a "file:" URI.
+func Open(name string, o Options) (*Conn, error) {
+	flags := sqlite3.OPEN_READWRITE
+	if o.ReadOnly {
+		flags = sqlite3.OPEN_READONLY
+	} else if o.Create {
+		flags |= sqlite3.OPEN_CREATE
+	}
+	if strings.HasPrefix(name, "file:") {
+		flags |= sqlite3.OPEN_URI
+	}
+	sc, err := sqlite3.OpenFlags(name, flags)
+	if err != nil {
+		return nil, classify(err)
+	}
+	c := &Conn{c: sc, stmts: make(map[string]*sqlite3.Stmt)}
+	if err := sc.BusyTimeout(o.BusyTimeout); err != nil {
+		c.Close()
+		return nil, classify(err)
+	}
+	for _, f := range o.Funcs {
+		if err := sc.CreateFunction(f.Name, f.NArg, sqlite3.DETERMINISTIC|sqlite3.INNOCUOUS, scalar(f)); err != nil {
+			c.Close()
+			return nil, classify(err)
+		}
+	}
+	return c, nil
+}
+
+// NewMemory creates a private in-memory database and returns the name to
+// Open its connections with; DeleteMemory frees it once they are closed.
+func NewMemory() (id, name string) {
+	// memdb names its databases without the slash that makes a URI path
+	// shared between connections.
+	id = "agentstate-" + rand.Text()
+	memdb.Create(id, nil)
+	return id, "file:/" + id + "?vfs=memdb"
+}
+
+// DeleteMemory frees an in-memory database made by NewMemory.
+func DeleteMemory(id string) { memdb.Delete(id) }
+
+// Raw returns the ncruces connection, for what only SQLite has.
+func (c *Conn) Raw() *sqlite3.Conn { return c.c }
+
+// Close closes the statements and the connection.
+func (c *Conn) Close() error {
+	for _, s := range c.stmts {
+		s.Close()
+	}
+	c.stmts = nil
+	return classify(c.c.Close())
+}
+
+// prepare returns the cached statement for q, reset, with args bound.
+func (c *Conn) prepare(q string, args []any) (*sqlite3.Stmt, error) {
+	st, ok := c.stmts[q]
+	if !ok {
+		var tail string
+		var err error
+		st, tail, err = c.c.Prepare(q)
+		if err != nil {
+			if err := classify(err); !errors.Is(err, sqlite3.ERROR) || errors.Is(err, driver.ErrCorrupt) {
+				return nil, err
+			}
+			return nil, &driver.Error{Kind: driver.ErrSchema, Err: err}
+		}
+		if st == nil {
+			return nil, fmt.Errorf("agentstate: internal: no statement in %q", q)
+		}
+		if tail != "" {
+			st.Close()
+			return nil, fmt.Errorf("agentstate: internal: more than one statement in %q", q)
+		}
+		c.stmts[q] = st
+	}
+	if err := bind(st, args); err != nil {
+		st.Reset()
+		return nil, err
+	}
+	return st, nil
+}
+
+func bind(st *sqlite3.Stmt, args []any) error {
+	st.ClearBindings()
+	for i, a := range args {
+		p := i + 1
+		var err error
+		switch v := a.(type) {
+		case nil:
+			err = st.BindNull(p)
+		case string:
+			err = st.BindText(p, v)
+		case []byte:
+			if v == nil {
+				err = st.BindNull(p)
+			} else {
+				err = st.BindBlob(p, v)
+			}
+		case int:
+			err = st.BindInt64(p, int64(v))
+		case int64:
+			err = st.BindInt64(p, v)
+		case float64:
+			err = st.BindFloat(p, v)
+		case bool:
+			err = st.BindBool(p, v)
+		case *string:
+			if v == nil {
+				err = st.BindNull(p)
+			} else {
+				err = st.BindText(p, *v)
+			}
+		default:
+			return fmt.Errorf("agentstate: internal: cannot bind %T", a)
+		}
+		if err != nil {
+			return classify(err)
+		}
+	}
+	return nil
+}
+
+// Exec implements driver.Conn.
+func (c *Conn) Exec(q string, args ...any) (int64, error) {
+	st, err := c.prepare(q, args)
+	if err != nil {
+		return 0, err
+	}
+	err = st.Exec()
+	st.Reset()
+	if err != nil {
+		return 0, classify(err)
+	}
+	return c.c.Changes(), nil
+}
+
+// Query implements driver.Conn.
+func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
+	st, err := c.prepare(q, args)
+	if err != nil {
+		return err
+	}
+	defer st.Reset()
+	r := row{st}
+	for st.Step() {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return classify(st.Err())
+}
+
+// ExecScript implements driver.Conn: statements are split by SQLite's own
+// parser. A statement SQLite refuses to prepare (ALTER TABLE ... ADD COLUMN
+// of a column that exists) is shown to before up to its semicolon.
+func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, err error)) error {
+	rest := script
+	for strings.TrimSpace(rest) != "" {
+		st, tail, err := c.c.Prepare(rest)
+		text := rest[:len(rest)-len(tail)]
+		if err != nil {
+			if end := strings.IndexByte(rest, ';'); end >= 0 {
+				text = rest[:end+1]
+			} else {
+				text = rest
+			}
+		}
+		if st == nil && err == nil {
+			return nil // only comments and whitespace were left
+		}
+		if before != nil {
+			skip, berr := before(text)
+			if berr == nil && skip {
+				if st != nil {
+					st.Close()
+				}
+				rest = rest[len(text):]
+				continue
+			}
+			if berr != nil {
+				err = berr
+			}
+		}
+		if err != nil {
+			if st != nil {
+				st.Close()
+			}
+			return classify(err)
+		}
+		err = st.Exec()
+		st.Close()
+		if err != nil {
+			return classify(err)
+		}
+		rest = tail
+	}
+	return nil
+}
+
+// Begin implements driver.Conn: a write transaction takes SQLite's write
+// lock at once (BEGIN IMMEDIATE), so writers are serial.
+func (c *Conn) Begin(kind driver.TxKind) error {
+	q := "BEGIN"
+	if kind == driver.TxWrite {
+		q = "BEGIN IMMEDIATE"
+	}
+	_, err := c.Exec(q)
+	return err
+}
+
+// Commit implements driver.Conn.
+func (c *Conn) Commit() error { _, err := c.Exec("COMMIT"); return err }
+
+// Rollback implements driver.Conn; it runs even when the context of the
+// call that opened the transaction is done.
+func (c *Conn) Rollback() error {
+	if c.c.GetAutocommit() {
+		return nil
+	}
+	old := c.c.SetInterrupt(context.Background())
+	defer c.c.SetInterrupt(old)
+	_, err := c.Exec("ROLLBACK")
+	return err
+}
+
+// InTx implements driver.Conn.
+func (c *Conn) InTx() bool { return !c.c.GetAutocommit() }
+
+// Lock implements driver.Conn: SQLite has one writer, so write transactions
+// are serial already.
+func (c *Conn) Lock(string) error { return nil }
+
+// Interrupt implements driver.Conn.
+func (c *Conn) Interrupt(ctx context.Context) func() {
+	old := c.c.SetInterrupt(ctx)
+	return func() { c.c.SetInterrupt(old) }
+}
+
+type row struct{ st *sqlite3.Stmt }
+
+func (r row) Columns() int        { return r.st.ColumnCount() }
+func (r row) Null(i int) bool     { return r.st.ColumnType(i) == sqlite3.NULL }
+func (r row) Int64(i int) int64   { return r.st.ColumnInt64(i) }
+func (r row) Float(i int) float64 { return r.st.ColumnFloat(i) }
+func (r row) Text(i int) string   { return r.st.ColumnText(i) }
+func (r row) Blob(i int) []byte   { return r.st.ColumnRawBlob(i) }
+
+type value struct{ v sqlite3.Value }
+
+func (v value) Null() bool   { return v.v.Type() == sqlite3.NULL }
+func (v value) Int64() int64 { return v.v.Int64() }
+func (v value) Text() string { return v.v.Text() }
+func (v value) Blob() []byte { return v.v.RawBlob() }
+
+func scalar(f driver.Func) sqlite3.ScalarFunction {
+	auxArg := f.NArg - 1
+	return func(ctx sqlite3.Context, arg ...sqlite3.Value) {
+		vals := make([]driver.Value, len(arg))
+		for i, a := range arg {
+			vals[i] = value{a}
+		}
+		var aux any
+		if auxArg >= 0 {
+			aux = ctx.GetAuxData(auxArg)
+		}
+		res, err := f.Call(&aux, vals)
+		if err != nil {
+			ctx.ResultError(err)
+			return
+		}
+		if auxArg >= 0 && aux != nil {
+			ctx.SetAuxData(auxArg, aux)
+		}
+		switch v := res.(type) {
+		case nil:
+			ctx.ResultNull()
+		case bool:
+			ctx.ResultBool(v)
+		case int64:
+			ctx.ResultInt64(v)
+		case string:
+			ctx.ResultText(v)
+		case []byte:
+			ctx.ResultBlob(v)
+		default:
+			ctx.ResultError(fmt.Errorf("agentstate: internal: function %s returned %T", f.Name, res))
+		}
+	}
+}
+
+// classify wraps an ncruces error with the driver's kind of it.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var kind error
+	switch {
+	case errors.Is(err, sqlite3.BUSY), errors.Is(err, sqlite3.LOCKED):
+		kind = driver.ErrBusy
+	case errors.Is(err, sqlite3.INTERRUPT):
+		kind = driver.ErrInterrupted
+	case errors.Is(err, sqlite3.CONSTRAINT_UNIQUE), errors.Is(err, sqlite3.CONSTRAINT_PRIMARYKEY):
+		kind = driver.ErrUnique
+	case errors.Is(err, sqlite3.CONSTRAINT):
+		kind = driver.ErrConstraint
+	// IOERR_DATA is a page whose checksum does not match (SQLite's checksum
+	// VFS shim); a damaged schema-format byte in the header is a plain
+	// ERROR with this text.
+	case errors.Is(err, sqlite3.CORRUPT), errors.Is(err, sqlite3.NOTADB), errors.Is(err, sqlite3.IOERR_DATA),
+		errors.Is(err, sqlite3.ERROR) && strings.Contains(err.Error(), "unsupported file format"):
+		kind = driver.ErrCorrupt
+	case errors.Is(err, sqlite3.FULL):
+		kind = driver.ErrFull
+	case errors.Is(err, sqlite3.READONLY):
+		kind = driver.ErrReadOnly
+	default:
+		return err
+	}
+	return &driver.Error{Kind: kind, Err: err}
+}
