@@ -43,7 +43,7 @@
 // (the supersteps count advances either way), and isFirstCheckpoint means
 // the first checkpoint of the thread that holds the channel.
 //
-// Rebuilding a value (SPEC 2.3): decode the seed the walk found with
+// Rebuilding a value (contract §2.3): decode the seed the walk found with
 // ch.DecodeState (nil when the walk reached the root without one), decode
 // the writes after it with ch.DecodeUpdate, oldest checkpoint first and in
 // (task_id, idx) order inside each, then value, err := Fold(ch, seed, writes).

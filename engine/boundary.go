@@ -6,7 +6,7 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-// The API boundary (SPEC 6): what a server may hand a browser. DeerFlow's
+// The API boundary (contract §6): what a server may hand a browser. DeerFlow's
 // ViewImageMiddleware puts base64 images into messages hidden from the UI so
 // the model can see them; serialising state for the UI must not ship those
 // megabytes, nor LangGraph's internal channels.

@@ -136,7 +136,7 @@ const (
 // written; every other channel keeps the value stored for its version by an
 // ancestor. The parent must exist and cp.ID must sort after the parent's id.
 // The checkpoint seals the parent's writes received since its previous child
-// (SPEC 2.4), so forks never replay an abandoned sibling's writes.
+// (contract §2.4), so forks never replay an abandoned sibling's writes.
 func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (Config, error) {
 	p, err := preparePut(cfg, cp, md, newVersions)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // model is a deliberately simple in-memory implementation of the checkpoint
-// protocol (SPEC 1, 2.3, 2.4): maps and loops, no cleverness. The property
+// protocol (contract §1, §2.3, §2.4): maps and loops, no cleverness. The property
 // test drives the engine and the model with the same random operations and
 // compares every read.
 type model struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-// Events is the per-thread event stream of a DB (SPEC 4, DeerFlow's
+// Events is the per-thread event stream of a DB (contract §4, DeerFlow's
 // RunEventStore): messages, traces, middleware records, outputs, errors.
 // Get one with DB.Events; it only holds the handle.
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-// The history walk (SPEC 2.3): from the target's parent up the parent links,
+// The history walk (contract §2.3): from the target's parent up the parent links,
 // stopping at the first ancestor that holds a stored value for the channel
 // (a blob exists for its version of the channel). Each row is an ancestor
 // and its child on the path to the target.

@@ -53,7 +53,7 @@ func (r *RetainReport) add(o RetainReport) {
 // errDryRun rolls back the transaction of a dry run.
 var errDryRun = errors.New("dry run")
 
-// Retain keeps storage linear in the length of a thread (SPEC 2.5), in one
+// Retain keeps storage linear in the length of a thread (contract §2.5), in one
 // transaction. Snapshots of delta threads are a cache of replayable writes:
 // it keeps, per channel, the snapshot every branch tip starts from (so heads
 // stay within K writes of one), the snapshots of roots, and older snapshots

@@ -13,7 +13,7 @@ import (
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
-// Runs is the run-record surface of a DB (SPEC 4, DeerFlow's RunStore): one
+// Runs is the run-record surface of a DB (contract §4, DeerFlow's RunStore): one
 // record per run with its status, model, token usage and summary. Get one
 // with DB.Runs; it only holds the handle.
 //

@@ -12,7 +12,7 @@ import (
 )
 
 // Store is the long-lived key/value surface of a DB, with LangGraph
-// BaseStore semantics (SPEC 3). Get one with DB.Store; it only holds the
+// BaseStore semantics (contract §3). Get one with DB.Store; it only holds the
 // handle, so it is free to copy.
 //
 // Every record surface (Store, Runs, Events, Threads) follows the same

@@ -16,7 +16,7 @@ import (
 // edge function commits steps as task writes to named channels, and the
 // engine applies the reducers of Options.Schema, writes the checkpoint and
 // the writes in one transaction, and rebuilds state on read, in full or delta
-// mode with the same results (SPEC 2).
+// mode with the same results (contract §2).
 
 // Schema maps the state channels of a thread to their reducing rules.
 type Schema map[string]channels.Channel

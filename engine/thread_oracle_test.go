@@ -153,7 +153,7 @@ func runOps(t *testing.T, ops []op, mode string, k int) (path string, cfgs []Con
 	return path, cfgs, failed
 }
 
-// TestDeltaEqualsFull is the oracle of SPEC 2.4: for random sequences of
+// TestDeltaEqualsFull is the oracle of contract §2.4: for random sequences of
 // commits (several tasks, appends, replacements, removals, remove-all,
 // overwrites), forks from random ancestors, rollbacks, compactions and
 // retention runs, every checkpoint's state in delta mode (K = 1, 3, 10)

@@ -11,7 +11,7 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-// Threads is the thread-list surface of a DB (SPEC 4, DeerFlow's
+// Threads is the thread-list surface of a DB (contract §4, DeerFlow's
 // ThreadMetaStore): owner, display name, status and free metadata of each
 // thread. Get one with DB.Threads; it only holds the handle.
 //

@@ -476,7 +476,7 @@ func (v *verifier) thread(th string) error {
 }
 
 // replay rebuilds every checkpoint of a thread-API thread from its parent's
-// state and the writes it consumed (the oracle of SPEC 2.4), compares that
+// state and the writes it consumed (the oracle of contract §2.4), compares that
 // with the stored value where there is one, and with what the delta walk
 // reads where there is none.
 func (v *verifier) replay(th, mode string, order []*vcp, cps map[nsKey]*vcp, writes []*vwrite) error {

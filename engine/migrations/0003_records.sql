@@ -1,4 +1,4 @@
--- Schema version 3: the record surfaces (SPEC 3 and 4): the key/value store,
+-- Schema version 3: the record surfaces (contract §3 and §4): the key/value store,
 -- run records, the per-thread event stream and thread metadata.
 -- Timestamps are integers: microseconds since the Unix epoch (UTC).
 
