@@ -520,7 +520,12 @@ def run(graphs: dict[str, Any]) -> None:
         },
         c,
     )
-    chat.invoke({"messages": [("human", "please stream the answer")]}, c)
+    # A (role, content) pair; the config's extra keys and metadata land in
+    # the checkpoint metadata.
+    chat.invoke(
+        {"messages": [("human", "please stream the answer")]},
+        {"configurable": {"thread_id": "chat", "user_id": "u-1"}, "metadata": {"tenant": "acme", "priority": 2}},
+    )
 
     fork = graphs["fork"]
     f = cfg("fork")
@@ -528,8 +533,19 @@ def run(graphs: dict[str, Any]) -> None:
         fork.invoke({"messages": [HumanMessage(id=f"f{i}", content=text)]}, f)
     history = list(fork.get_state_history(f))
     after_one = next(s for s in history if len(s.values.get("messages", [])) == 2 and not s.next)
-    # Edit the past: a fork of the state after turn one that drops its first message.
-    edited = fork.update_state(after_one.config, {"messages": [RemoveMessage(id="f1"), HumanMessage(id="f2b", content="two, edited")]})
+    before_two = next(s for s in history if len(s.values.get("messages", [])) == 3 and s.next == ("agent",))
+    # Time travel: re-run turn two's model call. LangGraph saves a "fork"
+    # checkpoint (a sibling of the next one) and goes on from there.
+    fork.invoke(None, before_two.config)
+    # A copy of a past checkpoint: source "fork", same parent as the original.
+    fork.update_state(after_one.config, None, as_node="__copy__")
+    # Edit the past: a fork of the state after turn one that drops its first
+    # message; as the input (START), so that the model answers it.
+    edited = fork.update_state(
+        after_one.config,
+        {"messages": [RemoveMessage(id="f1"), HumanMessage(id="f2b", content="two, edited")]},
+        as_node=START,
+    )
     fork.invoke(None, edited)
     # Replay the old checkpoint with new input: a second fork of it.
     fork.invoke({"messages": [HumanMessage(id="f2c", content="forget the start")]}, after_one.config)
@@ -537,7 +553,7 @@ def run(graphs: dict[str, Any]) -> None:
     head = fork.get_state(f)
     fork.update_state(f, {"messages": [RemoveMessage(id=head.values["messages"][-1].id)]}, as_node="agent")
     # Replace everything.
-    fork.update_state(f, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage(id="f9", content="fresh start")]})
+    fork.update_state(f, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage(id="f9", content="fresh start")]}, as_node=START)
     fork.invoke(None, f)
 
     sub = graphs["sub"]
@@ -566,9 +582,18 @@ def run(graphs: dict[str, Any]) -> None:
         delta.invoke({"messages": [HumanMessage(id=f"d{i}", content=text)]}, d)
     hist = list(delta.get_state_history(d))
     after_first = next(s for s in hist if len(s.values.get("messages", [])) == 3 and not s.next)
-    forked = delta.update_state(after_first.config, {"messages": [RemoveMessage(id="d1"), HumanMessage(id="d1b", content="first, edited")]})
+    before_fourth = next(s for s in hist if s.next == ("agent",) and s.values["messages"][-1].id == "d4")
+    # Time travel: a replay from the middle; the "fork" checkpoint snapshots
+    # the delta channels that the old checkpoint's pending writes touch.
+    delta.invoke(None, before_fourth.config)
+    # Edit the past with a removal (a fork), then let the model answer.
+    forked = delta.update_state(
+        after_first.config,
+        {"messages": [RemoveMessage(id="d1"), HumanMessage(id="d1b", content="first, edited")]},
+        as_node=START,
+    )
     delta.invoke(None, forked)
-    delta.update_state(d, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage(id="d9", content="fresh start")]})
+    delta.update_state(d, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage(id="d9", content="fresh start")]}, as_node=START)
     delta.invoke(None, d)
     delta.invoke({"messages": [HumanMessage(id="d10", content="reset please")]}, d)
     delta.invoke({"messages": [HumanMessage(id="d11", content="after the reset")]}, d)
@@ -616,14 +641,16 @@ def enc(v: Any) -> Any:
     if isinstance(v, SecretStr):
         return {"$type": "secret", "class": cls_path(v), "value": v.get_secret_value()}
     if isinstance(v, tuple) and hasattr(v, "_asdict"):
-        return {"$type": "namedtuple", "class": cls_path(v), "fields": enc(dict(v._asdict()))}
+        # Stored like a dataclass (extension 2, keyword arguments): the file
+        # cannot tell the two apart, so neither does the JSON.
+        return {"$type": "object", "class": cls_path(v), "fields": enc(dict(v._asdict()))}
     if isinstance(v, Send):
         out = {"$type": "send", "node": v.node, "arg": enc(v.arg)}
         if getattr(v, "timeout", None) is not None:
             out["timeout"] = enc(v.timeout)
         return out
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {"$type": "dataclass", "class": cls_path(v), "fields": {f.name: enc(getattr(v, f.name)) for f in dataclasses.fields(v)}}
+        return {"$type": "object", "class": cls_path(v), "fields": {f.name: enc(getattr(v, f.name)) for f in dataclasses.fields(v)}}
     if isinstance(v, list):
         return [enc(x) for x in v]
     if isinstance(v, tuple):
@@ -721,6 +748,9 @@ def dump_expected(saver, graphs: dict[str, Any], saver_name: str) -> dict:
             "pending_writes": [[tid, ch, enc(val)] for tid, ch, val in t.pending_writes or []],
             "state": {
                 "values": enc(snap.values),
+                # Reducer channels never written on this branch: LangGraph
+                # shows their empty value (0, [], ...), the file has nothing.
+                "values_not_in_file": sorted(k for k in snap.values if k not in ck["channel_versions"]),
                 "next": list(snap.next),
                 "tasks": [enc_task(x) for x in snap.tasks],
                 "interrupts": [enc(i) for i in snap.interrupts],

@@ -6,6 +6,8 @@
 #   expected-py-sqlite.json      every checkpoint as LangGraph reads it back
 #   expected-py-postgres.json    the same for the PostgresSaver database
 #
+# and checks them with check_formats.py (FORMATS.md's reading, without LangGraph).
+#
 #   bash generate.sh               # needs python3 (3.11+), PyPI, PostgreSQL 15 binaries
 #   bash generate.sh --bench 10000 # only a large SqliteSaver file; prints its path
 #
@@ -86,3 +88,8 @@ for t in checkpoints checkpoint_blobs checkpoint_writes checkpoint_migrations; d
 	fi
 done
 echo "the dump restores to the same rows"
+
+# FORMATS.md, read without LangGraph, must give what LangGraph read.
+"$work/venv/bin/python" "$here/check_formats.py" \
+	--sqlite "$here/langgraph-py.sqlite" --expected-sqlite "$here/expected-py-sqlite.json" \
+	--postgres "postgresql://postgres@127.0.0.1:$port/restored" --expected-postgres "$here/expected-py-postgres.json"
