@@ -1,9 +1,11 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -364,6 +366,10 @@ const (
 	// deltaStride is the spacing of indexed base positions: a match of
 	// deltaStride+8 bytes or more always contains one.
 	deltaStride = 16
+	// A literal run of n bytes advances the scan by 1 + n>>deltaSkipShift
+	// bytes, at most deltaMaxSkip (odd, so coprime with deltaStride).
+	deltaSkipShift = 7
+	deltaMaxSkip   = 31
 )
 
 // matcher finds copies for next[start:end] in prev. It tries the current
@@ -422,7 +428,12 @@ func (m *matcher) run(lit, end, baseHi int) {
 				}
 			}
 		}
-		j++
+		// The longer the literal run, the less likely the next byte starts
+		// a match: step faster (new content, unrelated values), but by an
+		// odd step at most, so that the positions visited still meet the
+		// indexed ones (every deltaStride) inside any longer match. A
+		// match found late is extended back to where it starts.
+		j += 1 + min((j-lit)>>deltaSkipShift, deltaMaxSkip-1)
 	}
 	m.w.insert(next[lit:end])
 }
@@ -463,12 +474,25 @@ func hash64(x uint64, shift uint) uint64 { return (x * 0x9E3779B97F4A7C15) >> sh
 
 func load64(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i : i+8]) }
 
-// commonPrefix returns the length of the longest common prefix of a and b,
-// comparing 32 bytes per step while they are equal.
+// equalChunk is the block commonPrefix and commonSuffix hand to
+// bytes.Equal first, where that is vector code (memeq runs at 25 to 45 GB/s
+// on amd64, against about 10 for the word loop below); under GOOS=js and
+// wasip1 it is a byte loop, and the word loop is twice as fast.
+const equalChunk = 256
+
+const vectorEqual = runtime.GOARCH != "wasm"
+
+// commonPrefix returns the length of the longest common prefix of a and b.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	a, b = a[:n], b[:n]
 	i := 0
+	if vectorEqual {
+		for len(a) >= equalChunk && bytes.Equal(a[:equalChunk], b[:equalChunk]) {
+			a, b = a[equalChunk:], b[equalChunk:]
+			i += equalChunk
+		}
+	}
 	for len(a) >= 32 {
 		if (binary.LittleEndian.Uint64(a)^binary.LittleEndian.Uint64(b))|
 			(binary.LittleEndian.Uint64(a[8:])^binary.LittleEndian.Uint64(b[8:]))|
@@ -499,6 +523,12 @@ func commonSuffix(a, b []byte) int {
 	n := min(len(a), len(b))
 	a, b = a[len(a)-n:], b[len(b)-n:]
 	i := 0
+	if vectorEqual {
+		for len(a) >= equalChunk && bytes.Equal(a[len(a)-equalChunk:], b[len(b)-equalChunk:]) {
+			a, b = a[:len(a)-equalChunk], b[:len(b)-equalChunk]
+			i += equalChunk
+		}
+	}
 	for len(a) >= 32 {
 		k := len(a) - 32
 		if (binary.LittleEndian.Uint64(a[k:])^binary.LittleEndian.Uint64(b[k:]))|

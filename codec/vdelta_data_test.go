@@ -163,23 +163,42 @@ func (m lcMsg) json() []byte {
 
 // jsonList is a message list as LangGraph.js's json serde stores the
 // default messages channel: JSON.stringify of the array.
-func jsonList(ms []lcMsg) []byte {
+func jsonList(ms []lcMsg) []byte { return jsonListOf(encodeAll(ms, lcMsg.json)) }
+
+func jsonListOf(elems [][]byte) []byte {
 	var b bytes.Buffer
 	b.WriteByte('[')
-	for i, m := range ms {
+	for i, e := range elems {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(m.json())
+		b.Write(e)
 	}
 	b.WriteByte(']')
 	return b.Bytes()
 }
 
-// deltaSnapshot is a DeltaChannel's value every K steps.
-func deltaSnapshot(ms []lcMsg) []byte {
-	return append(append([]byte(`{"lc":2,"type":"delta_snapshot","value":`), jsonList(ms)...), '}')
+func encodeAll(ms []lcMsg, enc func(lcMsg) []byte) [][]byte {
+	out := make([][]byte, len(ms))
+	for i, m := range ms {
+		out[i] = enc(m)
+	}
+	return out
 }
+
+// A serde writes a list of messages, from each message's own bytes.
+type serde struct {
+	elem func(lcMsg) []byte
+	list func([][]byte) []byte
+}
+
+var (
+	jsonSerde     = serde{lcMsg.json, jsonListOf}
+	msgpackSerde  = serde{lcMsg.msgpack, msgpackListOf}
+	snapshotSerde = serde{lcMsg.json, func(e [][]byte) []byte {
+		return append(append([]byte(`{"lc":2,"type":"delta_snapshot","value":`), jsonListOf(e)...), '}')
+	}}
+)
 
 // LangGraph Python's msgpack serde: a pydantic v2 model is ext type 5
 // holding msgpack of (module, class, model_dump(), "model_validate_json").
@@ -232,11 +251,13 @@ func must(err error) {
 }
 
 // msgpackList is the list as LangGraph Python's serde stores it.
-func msgpackList(ms []lcMsg) []byte {
+func msgpackList(ms []lcMsg) []byte { return msgpackListOf(encodeAll(ms, lcMsg.msgpack)) }
+
+func msgpackListOf(elems [][]byte) []byte {
 	var b bytes.Buffer
-	must(msgpack.NewEncoder(&b).EncodeArrayLen(len(ms)))
-	for _, m := range ms {
-		b.Write(m.msgpack())
+	must(msgpack.NewEncoder(&b).EncodeArrayLen(len(elems)))
+	for _, e := range elems {
+		b.Write(e)
 	}
 	return b.Bytes()
 }
@@ -249,26 +270,18 @@ type workload struct {
 
 // growingList returns the versions of a messages channel that gains one or
 // two messages per step up to n messages, in the given serde.
-func growingList(seed uint64, n int, enc func([]lcMsg) []byte) [][]byte {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	conv := lcConversation(rng, n)
-	var vs [][]byte
-	for k := 1; k <= n; k += 1 + rng.IntN(2) {
-		vs = append(vs, enc(conv[:k]))
-	}
-	return vs
-}
+func growingList(seed uint64, n int, s serde) [][]byte { return growingEvery(seed, n, 1, s) }
 
-// snapshotEvery returns a DeltaChannel's snapshots, one every k steps of a
-// conversation growing to n messages.
-func snapshotEvery(seed uint64, n, k int) [][]byte {
+// growingEvery is growingList keeping one version every k steps: a
+// DeltaChannel's snapshots (k = its K).
+func growingEvery(seed uint64, n, k int, s serde) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	conv := lcConversation(rng, n)
+	elems := encodeAll(lcConversation(rng, n), s.elem)
 	var vs [][]byte
 	step := 0
 	for m := 1; m <= n; m += 1 + rng.IntN(2) {
 		if step++; step%k == 0 {
-			vs = append(vs, deltaSnapshot(conv[:m]))
+			vs = append(vs, s.list(elems[:m]))
 		}
 	}
 	return vs
@@ -277,7 +290,7 @@ func snapshotEvery(seed uint64, n, k int) [][]byte {
 // editedList returns versions of a json message list that grows and, one
 // step in four, has a message replaced (updateState), removed
 // (RemoveMessage) or inserted in the middle, or several at once.
-func editedList(seed uint64, steps int, enc func([]lcMsg) []byte) [][]byte {
+func editedList(seed uint64, steps int, s serde) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	pool := lcConversation(rng, steps*2)
 	ms := append([]lcMsg(nil), pool[:40]...)
@@ -305,7 +318,7 @@ func editedList(seed uint64, steps int, enc func([]lcMsg) []byte) [][]byte {
 			ms = append(ms, pool[:k]...)
 			pool = pool[k:]
 		}
-		vs = append(vs, enc(ms))
+		vs = append(vs, s.list(encodeAll(ms, s.elem)))
 	}
 	return vs
 }

@@ -215,11 +215,11 @@ func checkChains(t *testing.T, label string, rng *rand.Rand, versions, deltas []
 func TestDeltaWorkloads(t *testing.T) {
 	seed := deltaSeed(t)
 	for _, w := range []workload{
-		{"json list", growingList(seed, 200, jsonList)},
-		{"msgpack list", growingList(seed, 200, msgpackList)},
-		{"delta_snapshot every 10", snapshotEvery(seed, 400, 10)},
-		{"json edits", editedList(seed, 120, jsonList)},
-		{"msgpack edits", editedList(seed, 120, msgpackList)},
+		{"json list", growingList(seed, 200, jsonSerde)},
+		{"msgpack list", growingList(seed, 200, msgpackSerde)},
+		{"delta_snapshot every 10", growingEvery(seed, 400, 10, snapshotSerde)},
+		{"json edits", editedList(seed, 120, jsonSerde)},
+		{"msgpack edits", editedList(seed, 120, msgpackSerde)},
 		{"unrelated", unrelatedValues(seed, 20)},
 	} {
 		t.Run(w.name, func(t *testing.T) {
@@ -416,7 +416,7 @@ func TestPatchChainCopiesOutWhenFragmented(t *testing.T) {
 
 // The write and read paths allocate nothing once their buffers are warm.
 func TestDeltaAllocations(t *testing.T) {
-	vs := growingList(5, 60, jsonList)
+	vs := growingList(5, 60, jsonSerde)
 	prev, next := NewDeltaBase(vs[len(vs)-2]), vs[len(vs)-1]
 	d, _, _ := prev.Diff(nil, next)
 	buf := make([]byte, 0, len(next))
@@ -436,7 +436,7 @@ func TestDeltaAllocations(t *testing.T) {
 		t.Errorf("PatchChain: %v allocations", n)
 	}
 	// msgpack needs the diagonal, still without the index.
-	mp := growingList(5, 60, msgpackList)
+	mp := growingList(5, 60, msgpackSerde)
 	prev, next = NewDeltaBase(mp[len(mp)-2]), mp[len(mp)-1]
 	if n := testing.AllocsPerRun(50, func() { d, _, _ = prev.Diff(d, next) }); n != 0 {
 		t.Errorf("Diff of msgpack: %v allocations", n)
