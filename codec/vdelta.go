@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"runtime"
@@ -92,6 +93,10 @@ const MaxDeltaOverhead = 24
 // matches ErrCorrupt too.
 var ErrDeltaBase = fmt.Errorf("%w: delta applied to another base", ErrCorrupt)
 
+// ErrDeltaTooLarge reports a version over MaxDeltaValue given to Diff: it
+// has no delta, and is stored whole.
+var ErrDeltaTooLarge = errors.New("codec: version too large for a delta")
+
 // DeltaHeader is what a delta says about its base and its result.
 type DeltaHeader struct {
 	BaseLen, Len int    // lengths of the base and of the result
@@ -130,15 +135,18 @@ func (b DeltaBase) Sum() uint32 {
 }
 
 // Diff returns a delta that turns prev into next, written over dst's
-// storage (dst[:0]) when it has room. It never fails on values up to
-// MaxDeltaValue.
+// storage (dst[:0]) when it has room; dst must not overlap prev or next.
+// It fails only on a version over MaxDeltaValue (ErrDeltaTooLarge).
 func Diff(dst, prev, next []byte) ([]byte, error) {
+	if len(prev) > MaxDeltaValue {
+		return nil, fmt.Errorf("%w: base of %d bytes (max %d)", ErrDeltaTooLarge, len(prev), MaxDeltaValue)
+	}
 	d, _, err := NewDeltaBase(prev).Diff(dst, next)
 	return d, err
 }
 
 // Patch returns the version delta turns base into, written over dst's
-// storage when it has room. A result longer than limit is refused before
+// storage when it has room; dst must not overlap base or delta. A result longer than limit is refused before
 // anything is allocated. Errors match ErrCorrupt (ErrDeltaBase for the wrong
 // base) or ErrUnsupported.
 func Patch(dst, base, delta []byte, limit int) ([]byte, error) {
@@ -153,7 +161,7 @@ func Patch(dst, base, delta []byte, limit int) ([]byte, error) {
 func (b DeltaBase) Diff(dst, next []byte) ([]byte, DeltaBase, error) {
 	prev := b.data
 	if len(prev) > MaxDeltaValue || len(next) > MaxDeltaValue {
-		return nil, DeltaBase{}, fmt.Errorf("codec: delta of a %d-byte version against a %d-byte one: over %d bytes", len(next), len(prev), MaxDeltaValue)
+		return nil, DeltaBase{}, fmt.Errorf("%w: %d bytes against %d (max %d)", ErrDeltaTooLarge, len(next), len(prev), MaxDeltaValue)
 	}
 	nb := NewDeltaBase(next)
 	m := matcher{prev: prev, next: next, w: deltaWriter{buf: dst[:0]}}
@@ -180,7 +188,8 @@ func (b DeltaBase) Diff(dst, next []byte) ([]byte, DeltaBase, error) {
 }
 
 // Patch returns the version delta turns b into, written over dst's storage
-// (dst[:0]) when it has room, as a DeltaBase for the next delta. The delta
+// (dst[:0]) when it has room (dst must not overlap b or delta), as a
+// DeltaBase for the next delta. The delta
 // is checked whole (its header against b, every op, the result's length)
 // before the result is allocated, so a result longer than limit or a
 // hostile delta never costs more than limit bytes; the result's checksum is
@@ -199,25 +208,29 @@ func (b DeltaBase) Patch(dst, delta []byte, limit int) (DeltaBase, error) {
 	if err := validateOps(delta, at, h); err != nil {
 		return DeltaBase{}, err
 	}
-	out := slices.Grow(dst[:0], h.Len)[:h.Len]
+	out := applyOps(slices.Grow(dst[:0], h.Len)[:h.Len], b.data, delta, at, h)
+	if got := DeltaSum(out); got != h.Sum {
+		return DeltaBase{}, fmt.Errorf("%w: delta result checksum %08x, want %08x", ErrCorrupt, got, h.Sum)
+	}
+	return DeltaBase{data: out, sum: h.Sum, summed: true}, nil
+}
+
+// applyOps writes the result of a validated delta into out (h.Len bytes).
+func applyOps(out, base, delta []byte, at int, h DeltaHeader) []byte {
 	r := opReader{d: delta, pos: at, baseLen: h.BaseLen, left: h.Len}
 	pos := 0
 	for {
-		op, ok, _ := r.next() // validated above
+		op, ok, _ := r.next()
 		if !ok {
-			break
+			return out
 		}
 		if op.copy {
-			copy(out[pos:pos+op.n], b.data[op.off:])
+			copy(out[pos:pos+op.n], base[op.off:])
 		} else {
 			copy(out[pos:pos+op.n], delta[op.off:])
 		}
 		pos += op.n
 	}
-	if got := DeltaSum(out); got != h.Sum {
-		return DeltaBase{}, fmt.Errorf("%w: delta result checksum %08x, want %08x", ErrCorrupt, got, h.Sum)
-	}
-	return DeltaBase{data: out, sum: h.Sum, summed: true}, nil
 }
 
 // ReadDeltaHeader returns what a delta says about its base and result,

@@ -19,10 +19,11 @@ import (
 // It checks every header against the one before (each delta must have been
 // made from its predecessor's result: lengths and checksums), every op, the
 // limit (on every version of the chain), and the final result's checksum.
-// An intermediate version is not hashed unless the composition gets too
-// fragmented and is copied out: damage in a delta that does not reach the
-// result goes unnoticed here (the result is still right); Patch, one delta
-// at a time, checks every version.
+// An intermediate version is made and hashed only where the composition
+// gets too fragmented (many scattered edits): damage in a delta that does
+// not reach the result goes unnoticed here (the result is still right);
+// Patch, one delta at a time, checks every version. Memory: the result, two
+// versions at most for the fragmented case, and spans bounded by maxSpans.
 func (b DeltaBase) PatchChain(dst []byte, deltas [][]byte, limit int) (DeltaBase, error) {
 	if len(deltas) == 0 {
 		if len(b.data) > limit {
@@ -67,23 +68,31 @@ func (b DeltaBase) PatchChain(dst []byte, deltas [][]byte, limit int) (DeltaBase
 		c.cur = append(c.cur, span{src: -1, n: len(base)})
 		c.curStart = append(c.curStart, 0)
 	}
-	spare := 0 // which of c.tmp the next copy-out uses
 	for i, d := range deltas {
-		c.compose(i, d, c.ats[i], hs[i])
-		if i < len(deltas)-1 && len(c.cur) > maxSpans(hs[i].Len) {
-			// Too fragmented to carry on: copy this version out and
-			// continue from it. The buffers alternate, as the spans
-			// being copied may point into the other one.
-			out := materialize(slices.Grow(c.tmp[spare][:0], hs[i].Len)[:hs[i].Len], c.cur, base, deltas)
-			c.tmp[spare] = out
-			spare ^= 1
-			if got := DeltaSum(out); got != hs[i].Sum {
-				return DeltaBase{}, fmt.Errorf("%w: delta %d of %d: result checksum %08x, want %08x", ErrCorrupt, i+1, len(deltas), got, hs[i].Sum)
-			}
-			base = out
-			c.cur = append(c.cur[:0], span{src: -1, n: len(out)})
-			c.curStart = append(c.curStart[:0], 0)
+		if c.compose(i, d, c.ats[i], hs[i]) {
+			continue
 		}
+		// Too fragmented to compose: make the version this delta applies
+		// to, apply it, and carry on from the result. The version before
+		// goes to tmp[0], the one after to tmp[1]: spans point into the
+		// base (tmp[1] after the first time) until the first copy is
+		// made, and the base is not needed after it.
+		before := base
+		if i > 0 {
+			before = materialize(slices.Grow(c.tmp[0][:0], hs[i].BaseLen)[:hs[i].BaseLen], c.cur, base, deltas)
+			c.tmp[0] = before
+			if got := DeltaSum(before); got != hs[i].BaseSum {
+				return DeltaBase{}, fmt.Errorf("%w: delta %d of %d: result checksum %08x, want %08x", ErrCorrupt, i, len(deltas), got, hs[i].BaseSum)
+			}
+		}
+		after := applyOps(slices.Grow(c.tmp[1][:0], hs[i].Len)[:hs[i].Len], before, d, c.ats[i], hs[i])
+		c.tmp[1] = after
+		if got := DeltaSum(after); got != hs[i].Sum {
+			return DeltaBase{}, fmt.Errorf("%w: delta %d of %d: result checksum %08x, want %08x", ErrCorrupt, i+1, len(deltas), got, hs[i].Sum)
+		}
+		base = after
+		c.cur = append(c.cur[:0], span{src: -1, n: len(after)})
+		c.curStart = append(c.curStart[:0], 0)
 	}
 	last := hs[len(hs)-1]
 	out := materialize(slices.Grow(dst[:0], last.Len)[:last.Len], c.cur, base, deltas)
@@ -107,9 +116,10 @@ type span struct {
 	off, n int
 }
 
-// maxSpans is how fragmented a composed version of n bytes may get before
-// PatchChain copies it out: past about one span per 64 bytes, walking the
-// spans costs more than copying the bytes.
+// maxSpans is how fragmented a composed version of n bytes may get: past
+// about one span per 64 bytes, walking the spans costs more than copying
+// the bytes, and a hostile chain could otherwise hold 24 bytes of spans per
+// byte of its result.
 func maxSpans(n int) int { return max(256, n/64) }
 
 type chainScratch struct {
@@ -136,9 +146,11 @@ func (c *chainScratch) release() {
 }
 
 // compose replaces c.cur (the spans of deltas[i]'s base) with the spans of
-// its result. The delta was validated.
-func (c *chainScratch) compose(i int, d []byte, at int, h DeltaHeader) {
+// its result, or reports that there would be more than maxSpans of them
+// and leaves c.cur as it was. The delta was validated.
+func (c *chainScratch) compose(i int, d []byte, at int, h DeltaHeader) bool {
 	c.next, c.nextSta = c.next[:0], c.nextSta[:0]
+	limit := maxSpans(h.Len)
 	pos := 0
 	add := func(s span) {
 		if k := len(c.next) - 1; k >= 0 && c.next[k].src == s.src && c.next[k].off+c.next[k].n == s.off {
@@ -156,6 +168,9 @@ func (c *chainScratch) compose(i int, d []byte, at int, h DeltaHeader) {
 		if !ok {
 			break
 		}
+		if len(c.next) > limit {
+			return false
+		}
 		if !op.copy {
 			add(span{src: i, off: op.off, n: op.n})
 			continue
@@ -164,7 +179,7 @@ func (c *chainScratch) compose(i int, d []byte, at int, h DeltaHeader) {
 		if k >= len(c.cur) || c.curStart[k] > off || c.curStart[k]+c.cur[k].n <= off {
 			k = sort.Search(len(c.cur), func(x int) bool { return c.curStart[x]+c.cur[x].n > off })
 		}
-		for n > 0 {
+		for n > 0 && len(c.next) <= limit {
 			s := c.cur[k]
 			into := off - c.curStart[k]
 			take := min(n, s.n-into)
@@ -176,8 +191,12 @@ func (c *chainScratch) compose(i int, d []byte, at int, h DeltaHeader) {
 			}
 		}
 	}
+	if len(c.next) > limit {
+		return false
+	}
 	c.cur, c.next = c.next, c.cur
 	c.curStart, c.nextSta = c.nextSta, c.curStart
+	return true
 }
 
 func materialize(out []byte, spans []span, base []byte, deltas [][]byte) []byte {

@@ -369,48 +369,62 @@ func TestPatchDoesNotTrustLengths(t *testing.T) {
 	}
 }
 
-// TestPatchChainCopiesOutWhenFragmented drives a chain past maxSpans (many
-// scattered edits per version) so that PatchChain takes its copy-out path,
-// and checks the result.
+// TestPatchChainCopiesOutWhenFragmented drives chains past maxSpans (many
+// scattered edits per version), at the first delta and at later ones, so
+// that PatchChain makes the versions around those deltas instead of
+// composing them, and checks the results.
 func TestPatchChainCopiesOutWhenFragmented(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 3))
-	v := []byte(lcText(rng, 32<<10))
-	versions := [][]byte{v}
-	var deltas [][]byte
-	for range 4 {
-		next := bytes.Clone(v)
-		for range 700 {
-			next[rng.IntN(len(next))] ^= 0x20
+	for _, c := range []struct {
+		edits     []int // per version
+		firstFull int   // the first delta composition must refuse
+	}{
+		{[]int{700, 700, 700, 700}, 0},
+		{[]int{60, 700, 60, 700, 60}, 1},
+	} {
+		rng := rand.New(rand.NewPCG(3, 3))
+		v := []byte(lcText(rng, 32<<10))
+		versions := [][]byte{v}
+		var deltas [][]byte
+		for _, edits := range c.edits {
+			next := bytes.Clone(v)
+			for range edits {
+				next[rng.IntN(len(next))] ^= 0x20
+			}
+			d, err := Diff(nil, v, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions, deltas, v = append(versions, next), append(deltas, d), next
 		}
-		d, err := Diff(nil, v, next)
-		if err != nil {
-			t.Fatal(err)
+		label := fmt.Sprint(c.edits)
+		cs := new(chainScratch)
+		cs.cur, cs.curStart = []span{{src: -1, n: len(versions[0])}}, []int{0}
+		for i, d := range deltas {
+			h, at, _ := readDeltaHeader(d)
+			if !cs.compose(i, d, at, h) {
+				if i != c.firstFull {
+					t.Fatalf("%s: composition refused delta %d first, want %d", label, i, c.firstFull)
+				}
+				break
+			}
 		}
-		versions, deltas, v = append(versions, next), append(deltas, d), next
-	}
-	// The composition alone would exceed the bound.
-	c := new(chainScratch)
-	c.cur, c.curStart = []span{{src: -1, n: len(versions[0])}}, []int{0}
-	fragmented := false
-	for i, d := range deltas {
-		h, at, _ := readDeltaHeader(d)
-		c.compose(i, d, at, h)
-		fragmented = fragmented || len(c.cur) > maxSpans(h.Len)
-	}
-	if !fragmented {
-		t.Fatal("the test's edits do not fragment the chain enough to reach the copy-out path")
-	}
-	got, err := PatchChain(nil, versions[0], deltas, MaxDeltaValue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameBytes(t, "fragmented chain", got, versions[len(versions)-1])
-	// A damaged literal in the middle delta is caught where it is copied
-	// out or at the end.
-	bad := bytes.Clone(deltas[1])
-	bad[len(bad)-3] ^= 0x01
-	if _, err := PatchChain(nil, versions[0], [][]byte{deltas[0], bad, deltas[2], deltas[3]}, MaxDeltaValue); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("damaged middle delta: %v", err)
+		for to := 1; to <= len(deltas); to++ {
+			got, err := PatchChain(nil, versions[0], deltas[:to], MaxDeltaValue)
+			if err != nil {
+				t.Fatalf("%s: chain to %d: %v", label, to, err)
+			}
+			sameBytes(t, fmt.Sprintf("%s: chain to %d", label, to), got, versions[to])
+		}
+		// A damaged literal in any delta is caught, where a version is
+		// made or at the end.
+		for i := range deltas {
+			bad := append([][]byte(nil), deltas...)
+			bad[i] = bytes.Clone(deltas[i])
+			bad[i][len(bad[i])-3] ^= 0x01
+			if _, err := PatchChain(nil, versions[0], bad, MaxDeltaValue); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%s: delta %d damaged: %v", label, i, err)
+			}
+		}
 	}
 }
 
@@ -474,5 +488,17 @@ func TestCommonPrefixSuffix(t *testing.T) {
 		if got := commonSuffix(a, b); got != s {
 			t.Fatalf("commonSuffix(%q, %q) = %d, want %d", a, b, got, s)
 		}
+	}
+}
+
+// A version over MaxDeltaValue has no delta. (The slice is never written,
+// so the allocation costs address space, not memory.)
+func TestDiffRefusesHugeVersions(t *testing.T) {
+	huge := make([]byte, MaxDeltaValue+1)
+	if _, err := Diff(nil, nil, huge); !errors.Is(err, ErrDeltaTooLarge) {
+		t.Fatalf("next over the maximum: %v", err)
+	}
+	if _, err := Diff(nil, huge, []byte("x")); !errors.Is(err, ErrDeltaTooLarge) {
+		t.Fatalf("prev over the maximum: %v", err)
 	}
 }
