@@ -33,6 +33,21 @@ func FuzzPatch(f *testing.F) {
 		}
 		f.Add(p[0], d, p[1])
 	}
+	// Scattered edits: a chain too fragmented to compose.
+	v0 := []byte(lcText(rng, 4096))
+	v1, v2 := bytes.Clone(v0), bytes.Clone(v0)
+	for range 300 {
+		v1[rng.IntN(len(v1))] ^= 0x20
+	}
+	copy(v2, v1)
+	for range 300 {
+		v2[rng.IntN(len(v2))] ^= 0x20
+	}
+	d2, err := Diff(nil, v1, v2)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(v0, d2, v1)
 	f.Add([]byte("base"), []byte{DeltaV1, 4, 0xff, 0xff, 0xff, 0xff, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0x09, 0x00}, []byte{})
 	f.Add([]byte{}, []byte{DeltaV1 + 1}, []byte{})
 	f.Fuzz(func(t *testing.T, base, delta, next []byte) {
