@@ -2,11 +2,14 @@ package codec
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -500,5 +503,75 @@ func TestDiffRefusesHugeVersions(t *testing.T) {
 	}
 	if _, err := Diff(nil, huge, []byte("x")); !errors.Is(err, ErrDeltaTooLarge) {
 		t.Fatalf("prev over the maximum: %v", err)
+	}
+}
+
+// TestDeltaOnLangGraphPythonBlobs runs the property on values real
+// LangGraph Python wrote: every channel blob of the PostgresSaver fixture
+// (msgpack serde, one row per channel version), each version diffed
+// against the one before it in version order and rebuilt, each channel's
+// versions rebuilt as one chain. The chat thread's message list, which
+// only grows, must cost about what it gained.
+func TestDeltaOnLangGraphPythonBlobs(t *testing.T) {
+	dump, err := os.ReadFile(filepath.Join("..", "testdata", "langgraph", "python", "langgraph-py-postgres.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ thread, ns, channel string }
+	type blob struct {
+		version string
+		data    []byte
+	}
+	channels := map[key][]blob{}
+	_, rows, ok := strings.Cut(string(dump), "COPY public.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) FROM stdin;\n")
+	rows, _, ok2 := strings.Cut(rows, "\n\\.\n")
+	if !ok || !ok2 {
+		t.Fatal("no checkpoint_blobs rows in the dump")
+	}
+	for _, line := range strings.Split(rows, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 6 {
+			t.Fatalf("row of %d fields: %q", len(f), line)
+		}
+		if f[5] == `\N` {
+			continue
+		}
+		data, err := hex.DecodeString(strings.TrimPrefix(f[5], `\\x`))
+		if err != nil {
+			t.Fatalf("blob of %s/%s: %v", f[0], f[2], err)
+		}
+		k := key{f[0], f[1], f[2]}
+		channels[k] = append(channels[k], blob{f[3], data})
+	}
+	var versions int
+	for k, bs := range channels {
+		slices.SortFunc(bs, func(a, b blob) int { return strings.Compare(a.version, b.version) })
+		prev := NewDeltaBase(nil)
+		var deltas [][]byte
+		var deltaBytes, grown int
+		for i, b := range bs {
+			d, nb := checkStep(t, fmt.Sprintf("%v version %s", k, b.version), prev, b.data)
+			if i > 0 {
+				deltaBytes += len(d)
+				grown += max(len(b.data)-len(prev.Bytes()), 0)
+			}
+			deltas = append(deltas, d)
+			prev = nb
+			versions++
+		}
+		got, err := PatchChain(nil, nil, deltas, MaxDeltaValue)
+		if err != nil {
+			t.Fatalf("%v: chain: %v", k, err)
+		}
+		sameBytes(t, fmt.Sprintf("%v: chain", k), got, bs[len(bs)-1].data)
+		if k == (key{"chat", "", "messages"}) {
+			if len(bs) < 10 || deltaBytes > grown+40*(len(bs)-1) {
+				t.Fatalf("chat messages: %d versions, deltas of %d bytes for %d bytes gained", len(bs), deltaBytes, grown)
+			}
+			t.Logf("chat messages: %d versions, %d bytes whole in the end, deltas %d bytes for %d gained", len(bs), len(got), deltaBytes, grown)
+		}
+	}
+	if versions < 50 {
+		t.Fatalf("only %d channel versions in the fixture", versions)
 	}
 }
