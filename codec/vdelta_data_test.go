@@ -292,7 +292,7 @@ func growingEvery(seed uint64, n, k int, s serde) [][]byte {
 // (RemoveMessage) or inserted in the middle, or several at once.
 func editedList(seed uint64, steps int, s serde) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, 2))
-	pool := lcConversation(rng, steps*2)
+	pool := lcConversation(rng, 40+steps*2) // 40 to start, at most two more per step
 	ms := append([]lcMsg(nil), pool[:40]...)
 	pool = pool[40:]
 	var vs [][]byte
