@@ -31,7 +31,7 @@ func (db *DB) ConvertThread(ctx context.Context, thread, mode string) (ConvertRe
 		return ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, ModeFull, ModeDelta)
 	}
 	if mode == ModeDelta && db.opts.Mode != ModeDelta {
-		return ConvertReport{}, fmt.Errorf("%w: a %s handle cannot convert a thread to delta mode; convert the file with ConvertFile", ErrModeMismatch, describeMode(db.opts.Mode, 0))
+		return ConvertReport{}, modeMismatch("convert", db.path, thread, db.opts.Mode, db.opts.SnapshotEvery, ModeDelta, db.opts.SnapshotEvery)
 	}
 	var rep ConvertReport
 	err := db.write(ctx, func(c *conn) error {

@@ -36,6 +36,79 @@ var (
 	ErrReadOnly = errors.New("agentstate: database opened read-only")
 )
 
+// ModeMismatchError is every ErrModeMismatch error: what the file, thread
+// or export records and what was asked of it. Its message tells a Go caller
+// what to call; front ends with other vocabularies (the CLI, the JavaScript
+// package) read the fields and say what works there.
+type ModeMismatchError struct {
+	// Op is where the modes met: "open" (the handle's options against the
+	// file's), "thread" (a thread's mode against the handle's), "import" (an
+	// export against the file) or "convert" (ConvertThread to delta on a
+	// handle that is not in delta mode).
+	Op     string
+	Path   string // the file as the handle was opened
+	Thread string // the thread, for "thread" and "convert"
+	// Mode and Every are what the file (for "thread": the thread) records;
+	// Every is the delta cadence K (0 unless Mode is delta).
+	Mode  string
+	Every int
+	// WantMode and WantEvery are what was asked: the handle's options, the
+	// export's mode, or the target of a conversion.
+	WantMode  string
+	WantEvery int
+	// Race: the file had no mode when Open looked and another process
+	// recorded a different one before this one could.
+	Race bool
+}
+
+func (e *ModeMismatchError) Error() string {
+	what, want := describeMode(e.Mode, e.Every), describeMode(e.WantMode, e.WantEvery)
+	switch e.Op {
+	case "thread":
+		return fmt.Sprintf("%v: thread %q of %s is in %s and this handle is in %s; convert the thread with db.ConvertThread(ctx, %q, %q)",
+			ErrModeMismatch, e.Thread, e.Path, what, want, e.Thread, e.WantMode)
+	case "import":
+		return fmt.Sprintf("%v: the export is in %s and %s is in %s; import it into a new file (ImportFile creates one in the export's mode), or convert the file first with engine.ConvertFile(ctx, %q, nil, %q, %d)",
+			ErrModeMismatch, want, e.Path, what, e.Path, e.WantMode, e.convertK())
+	case "convert":
+		return fmt.Sprintf("%v: thread %q cannot become a delta thread in %s, which is in %s (it could not read it back); convert the whole file with engine.ConvertFile(ctx, %q, nil, %q, %d)",
+			ErrModeMismatch, e.Thread, e.Path, what, e.Path, e.WantMode, e.convertK())
+	}
+	if e.Race {
+		return fmt.Sprintf("%v: %s was just created in %s by another process, not in %s; open it with Options.Mode = engine.ModeAuto to adopt the file's mode",
+			ErrModeMismatch, e.Path, what, want)
+	}
+	hint := fmt.Sprintf("Mode %q", e.Mode)
+	if e.Mode == ModeDelta {
+		hint += fmt.Sprintf(" and SnapshotEvery %d", e.Every)
+	}
+	return fmt.Sprintf("%v: %s was written in %s, not %s; open it with Options.Mode = engine.ModeAuto (the mode the file records) or %s, or convert it first with engine.ConvertFile(ctx, %q, nil, %q, %d)",
+		ErrModeMismatch, e.Path, what, want, hint, e.Path, e.WantMode, e.convertK())
+}
+
+// modeMismatch builds a ModeMismatchError; K is kept only for delta modes.
+func modeMismatch(op, path, thread, mode string, every int, wantMode string, wantEvery int) *ModeMismatchError {
+	if mode != ModeDelta {
+		every = 0
+	}
+	if wantMode != ModeDelta {
+		wantEvery = 0
+	}
+	return &ModeMismatchError{Op: op, Path: path, Thread: thread, Mode: mode, Every: every, WantMode: wantMode, WantEvery: wantEvery}
+}
+
+// convertK is the K argument of a suggested ConvertFile call: the wanted
+// K, or the default for a conversion to full mode (which ignores it).
+func (e *ModeMismatchError) convertK() int {
+	if e.WantEvery > 0 {
+		return e.WantEvery
+	}
+	return DefaultOptions().SnapshotEvery
+}
+
+// Is makes errors.Is(err, ErrModeMismatch) hold.
+func (e *ModeMismatchError) Is(target error) bool { return target == ErrModeMismatch }
+
 // wrapErr turns the driver's errors into the engine's: an interrupt caused
 // by a done context matches ctx.Err(), and so does a BUSY once the context
 // is done (the busy handler stops waiting for a lock when the context ends,

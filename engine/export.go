@@ -347,6 +347,11 @@ func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o 
 	}
 	op.Mode, op.SnapshotEvery = h.Mode, h.SnapshotEvery
 	db, err := Open(ctx, path, &op)
+	if mm := (*ModeMismatchError)(nil); errors.As(err, &mm) && mm.Op == "open" && !mm.Race {
+		// The file's mode is not the export's: say so in terms of the
+		// import, not of Open's options.
+		return ImportReport{}, importMismatch(mm.Path, mm.Mode, mm.Every, h)
+	}
 	if err != nil {
 		return ImportReport{}, err
 	}
@@ -355,6 +360,10 @@ func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o 
 		err = cerr
 	}
 	return rep, err
+}
+
+func importMismatch(path, mode string, every int, h exportHeader) error {
+	return modeMismatch("import", path, "", mode, every, h.Mode, h.SnapshotEvery)
 }
 
 func readExportHeader(br *bufio.Reader) (exportHeader, error) {
@@ -383,8 +392,7 @@ func readExportHeader(br *bufio.Reader) (exportHeader, error) {
 
 func (db *DB) importRows(ctx context.Context, br *bufio.Reader, h exportHeader, o ImportOptions) (ImportReport, error) {
 	if h.Mode != db.opts.Mode || h.Mode == ModeDelta && h.SnapshotEvery != db.opts.SnapshotEvery {
-		return ImportReport{}, fmt.Errorf("%w: the export is in %s and %s is in %s; convert one of them first",
-			ErrModeMismatch, describeMode(h.Mode, h.SnapshotEvery), db.path, describeMode(db.opts.Mode, db.opts.SnapshotEvery))
+		return ImportReport{}, importMismatch(db.path, db.opts.Mode, db.opts.SnapshotEvery, h)
 	}
 	rep := ImportReport{Rows: map[string]int64{}, Mode: h.Mode, ThreadID: h.ThreadID}
 	threads := map[string]bool{}

@@ -61,8 +61,7 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 	}
 	if found {
 		if mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery) {
-			return fmt.Errorf("%w: %s was written in %s; open it with Mode %q%s, or convert it first (engine.ConvertFile, or agentstate convert %s --mode %s)",
-				ErrModeMismatch, db.path, describeMode(mode, every), mode, everyHint(mode, every), db.path, db.opts.Mode)
+			return modeMismatch("open", db.path, "", mode, every, db.opts.Mode, db.opts.SnapshotEvery)
 		}
 		return nil
 	}
@@ -76,7 +75,9 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 		// Another process may have recorded a mode since we looked.
 		mode, every, found, err := fileMode(w)
 		if err == nil && found && (mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery)) {
-			err = fmt.Errorf("%w: %s was just created in %s by another process", ErrModeMismatch, db.path, describeMode(mode, every))
+			mm := modeMismatch("open", db.path, "", mode, every, db.opts.Mode, db.opts.SnapshotEvery)
+			mm.Race = true
+			err = mm
 		}
 		if err == nil && !found {
 			err = setFileMode(w, db.opts.Mode, db.opts.SnapshotEvery)
@@ -103,13 +104,6 @@ func describeMode(mode string, every int) string {
 	return "full mode"
 }
 
-func everyHint(mode string, every int) string {
-	if mode == ModeDelta {
-		return fmt.Sprintf(" and SnapshotEvery %d", every)
-	}
-	return ""
-}
-
 // threadMode is the mode a thread was written in; found is false for a
 // thread the thread API never wrote (LangGraph threads, new threads).
 func threadMode(c *conn, thread string) (mode string, every int, found bool, err error) {
@@ -134,6 +128,5 @@ func (db *DB) checkThreadMode(c *conn, thread string, writing bool) error {
 	if !writing && mode == ModeFull {
 		return nil // a delta handle reads full threads: their stored values seed every walk
 	}
-	return fmt.Errorf("%w: thread %q is in %s and this handle is in %s; convert it first (DB.ConvertThread, or agentstate convert FILE --thread %s --mode %s)",
-		ErrModeMismatch, thread, describeMode(mode, every), describeMode(db.opts.Mode, db.opts.SnapshotEvery), thread, db.opts.Mode)
+	return modeMismatch("thread", db.path, thread, mode, every, db.opts.Mode, db.opts.SnapshotEvery)
 }
