@@ -37,8 +37,8 @@ type sample struct {
 
 const benchThread = "bench"
 
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "bench [--turns N] [--mode full|delta|both] [--every K] [--retain] [--db FILE] [--json] [--plot FILE.svg]", stderr)
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (retErr error) {
+	fs := newFlags("bench", "bench [--turns N] [--mode full|delta|both] [--every K] [--retain] [--db FILE] [--json] [--plot FILE.svg]", stdout)
 	turns := fs.Int("turns", 400, "conversation turns (a 200-byte human and an 800-byte AI message each)")
 	mode := fs.String("mode", "both", "channel mode: full, delta or both")
 	every := fs.Int("every", 10, "delta snapshot cadence K")
@@ -46,7 +46,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dbPath := fs.String("db", "", "write to FILE and keep it (single mode only); default a temporary file")
 	asJSON := fs.Bool("json", false, "print one JSON object per mode")
 	plot := fs.String("plot", "", "write an SVG chart of file bytes against turns")
-	if _, err := parse(fs, args, 0, 0); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	var modes []string
@@ -56,16 +56,40 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "both":
 		modes = []string{engine.ModeFull, engine.ModeDelta}
 	default:
-		return usageError{fmt.Sprintf("--mode %q is not full, delta or both", *mode)}
+		return fs.usageErr("--mode %q is not full, delta or both", *mode)
 	}
 	if *turns < 1 {
-		return usageError{fmt.Sprintf("--turns %d must be at least 1", *turns)}
+		return fs.usageErr("--turns %d must be at least 1", *turns)
 	}
 	if *every < 1 {
-		return usageError{fmt.Sprintf("--every %d must be at least 1", *every)}
+		return fs.usageErr("--every %d must be at least 1", *every)
 	}
 	if *dbPath != "" && len(modes) > 1 {
-		return usageError{"--db needs a single --mode"}
+		return fs.usageErr("--db needs a single --mode")
+	}
+	if *dbPath != "" {
+		if err := notDir(*dbPath); err != nil {
+			return err
+		}
+	}
+	// The plot's file is opened before the bench runs, so that a bad path
+	// fails at once rather than after minutes of work; it is written (and
+	// truncated) only at the end, and removed if this run created it and
+	// then failed.
+	var plotFile *os.File
+	if *plot != "" {
+		_, statErr := os.Stat(*plot)
+		f, err := os.OpenFile(*plot, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		plotFile = f
+		defer func() {
+			plotFile.Close()
+			if retErr != nil && statErr != nil {
+				os.Remove(*plot)
+			}
+		}()
 	}
 	prog := newProgress(stderr, *asJSON)
 	var results []benchResult
@@ -96,12 +120,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !*asJSON {
 		printBench(stdout, results)
 	}
-	if *plot != "" {
-		if err := os.WriteFile(*plot, []byte(plotSVG(results, *retain)), 0o644); err != nil {
-			return err
-		}
+	if plotFile == nil {
+		return nil
 	}
-	return nil
+	if err := plotFile.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := plotFile.WriteString(plotSVG(results, *retain)); err != nil {
+		return err
+	}
+	return plotFile.Close()
 }
 
 func benchOne(ctx context.Context, path, mode string, every, turns int, retain, sampleSizes bool, prog *progress) (benchResult, error) {

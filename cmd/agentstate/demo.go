@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -16,10 +17,13 @@ import (
 const demoThread = "demo"
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", "demo [--db FILE] [--json]", stderr)
+	fs := newFlags("demo", "demo [--db FILE] [--json]", stdout)
 	path := fs.String("db", "agentstate.db", "file to write the demo conversation to (created in delta mode, K=4, if new)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if _, err := parse(fs, args, 0, 0); err != nil {
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := notDir(*path); err != nil {
 		return err
 	}
 	opts := engine.DefaultOptions()
@@ -93,8 +97,26 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(tw, "  rows %s\t%d\n", t, info.Rows[t])
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "\nLook around: agentstate info %s\n", *path)
+	fmt.Fprintf(stdout, "\nLook around: %s info %s\n", selfCommand(), shellQuote(*path))
 	return nil
+}
+
+// selfCommand is how the user can run this program again from the same
+// directory: as they started it when that was through PATH or a path, and
+// with go run when it was go run's build (go run leaves no binary behind).
+func selfCommand() string {
+	arg0 := os.Args[0]
+	if !strings.ContainsRune(arg0, filepath.Separator) {
+		return shellQuote(arg0) // found on PATH
+	}
+	exe, _ := os.Executable()
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		if _, err := os.Stat(filepath.Join("cmd", "agentstate", "main.go")); err == nil {
+			return "go run ./cmd/agentstate"
+		}
+		return "go run github.com/agentstate/agentstate/cmd/agentstate@latest"
+	}
+	return shellQuote(arg0)
 }
 
 type demoResult struct{ forkedFrom string }

@@ -19,15 +19,15 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func infoCommand(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags(name, name+" [--threads N] [--json] FILE", stderr)
+	fs := newFlags(name, name+" [--threads N] [--json] FILE", stdout)
 	largest := fs.Int("threads", 10, "how many of the largest threads to list")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := parse(fs, args, "FILE")
 	if err != nil {
 		return err
 	}
 	if *largest < 0 {
-		return usageError{"--threads must be >= 0"}
+		return fs.usageErr("--threads %d is negative", *largest)
 	}
 	db, err := openFile(ctx, pos[0], true)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,7 +15,7 @@ import (
 )
 
 func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("threads", "threads [--owner USER] [--status S] [--meta key=value]... [--limit N] [--offset N] [--json] FILE", stderr)
+	fs := newFlags("threads", "threads [--owner USER] [--status S] [--meta key=value]... [--limit N] [--offset N] [--json] FILE", stdout)
 	owner := fs.String("owner", "", "only threads whose record belongs to this user")
 	status := fs.String("status", "", "only threads with this status (idle, busy, interrupted, error)")
 	meta := metaFlags{}
@@ -22,9 +23,17 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	limit := fs.Int("limit", 100, "at most N threads (1..1000)")
 	offset := fs.Int("offset", 0, "skip the first N threads")
 	asJSON := fs.Bool("json", false, "print one JSON object per thread")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := parse(fs, args, "FILE")
 	if err != nil {
 		return err
+	}
+	switch {
+	case *limit < 1 || *limit > 1000:
+		return fs.usageErr("--limit %d is outside 1..1000", *limit)
+	case *offset < 0:
+		return fs.usageErr("--offset %d is negative", *offset)
+	case *status != "" && !slices.Contains(threadStatuses, *status):
+		return fs.usageErr("--status %q is not one of %s", *status, strings.Join(threadStatuses, ", "))
 	}
 	db, err := openFile(ctx, pos[0], true)
 	if err != nil {
@@ -33,7 +42,7 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer db.Close()
 	list, err := db.ListThreads(ctx, engine.ThreadListOptions{Owner: *owner, Status: *status, Metadata: meta, Limit: *limit, Offset: *offset})
 	if err != nil {
-		return inFile(pos[0], err)
+		return argErr(fs, pos[0], err) // the filters are all flags
 	}
 	if *asJSON {
 		for _, t := range list {
@@ -55,13 +64,15 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return tw.Flush()
 }
 
+var threadStatuses = []string{engine.ThreadIdle, engine.ThreadBusy, engine.ThreadInterrupted, engine.ThreadError}
+
 func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("state", "state [--checkpoint ID] [--ns NS] [--safe] [--json] FILE THREAD", stderr)
+	fs := newFlags("state", "state [--checkpoint ID] [--ns NS] [--safe] [--json] FILE THREAD", stdout)
 	cp := fs.String("checkpoint", "", "this checkpoint instead of the latest")
 	ns := fs.String("ns", "", "checkpoint namespace (a subgraph's); default the root graph")
 	safe := fs.Bool("safe", false, "apply the API boundary helper: drop __pregel_* channels and inline images of hidden messages")
 	asJSON := fs.Bool("json", false, "print one line of JSON instead of indented JSON")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := parse(fs, args, "FILE", "THREAD")
 	if err != nil {
 		return err
 	}
@@ -72,7 +83,12 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer db.Close()
 	view, err := db.ReadState(ctx, engine.Config{ThreadID: pos[1], CheckpointNS: *ns, CheckpointID: *cp})
 	if err != nil {
-		return inFile(pos[0], err)
+		return argErr(fs, pos[0], err)
+	}
+	if len(view.Unresolved) > 0 && !*asJSON {
+		fmt.Fprintf(stderr, "note: %s have a version but no value in this checkpoint: LangGraph stores no value for an empty channel "+
+			"(a trigger such as __start__ or branch:to:NODE once its step has run), and a DeltaChannel's value is its writes, which state does not fold\n",
+			strings.Join(view.Unresolved, ", "))
 	}
 	if *safe {
 		view.Values = engine.SafeForBrowser(view.Values)
@@ -84,17 +100,17 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("history", "history [--limit N] [--before ID] [--ns NS] [--json] FILE THREAD", stderr)
+	fs := newFlags("history", "history [--limit N] [--before ID] [--ns NS] [--json] FILE THREAD", stdout)
 	limit := fs.Int("limit", 0, "at most N checkpoints (0: all)")
 	before := fs.String("before", "", "only checkpoints older than this id")
 	ns := fs.String("ns", "", "checkpoint namespace (a subgraph's); default the root graph")
 	asJSON := fs.Bool("json", false, "print one JSON object per checkpoint")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := parse(fs, args, "FILE", "THREAD")
 	if err != nil {
 		return err
 	}
 	if *limit < 0 {
-		return usageError{"--limit must be >= 0"}
+		return fs.usageErr("--limit %d is negative", *limit)
 	}
 	db, err := openFile(ctx, pos[0], true)
 	if err != nil {
@@ -106,10 +122,25 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "CHECKPOINT\tPARENT\tSTEP\tSOURCE\tCHANGED\tSTORED\tWRITES")
 	}
-	n := 0
-	for e, err := range db.CheckpointLog(ctx, pos[1], engine.LogOptions{Namespace: *ns, Before: *before, Limit: *limit}) {
+	// --before must name a checkpoint of the thread: the log is read from
+	// the head and printed from the entry after it, so a mistyped id is an
+	// error rather than a list of every checkpoint whose id sorts lower. (It
+	// reads no values, so the entries skipped cost little.)
+	n, skipping := 0, *before != ""
+	o := engine.LogOptions{Namespace: *ns, Limit: *limit}
+	if skipping {
+		o.Limit = 0
+	}
+	for e, err := range db.CheckpointLog(ctx, pos[1], o) {
 		if err != nil {
-			return inFile(pos[0], err)
+			return argErr(fs, pos[0], err)
+		}
+		if skipping {
+			skipping = e.CheckpointID != *before
+			continue
+		}
+		if *limit > 0 && n == *limit {
+			break
 		}
 		n++
 		if *asJSON {
@@ -125,6 +156,9 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", e.CheckpointID, orDash(e.ParentID), e.Step, orDash(e.Source),
 			orDash(strings.Join(e.Changed, ",")), orDash(stored), e.PendingWrites)
 	}
+	if skipping {
+		return fmt.Errorf("%s: %w: no checkpoint %q in thread %q (namespace %q)", pos[0], engine.ErrNotFound, *before, pos[1], *ns)
+	}
 	if n == 0 && *before == "" {
 		return fmt.Errorf("%s: %w: no checkpoint in thread %q (namespace %q)", pos[0], engine.ErrNotFound, pos[1], *ns)
 	}
@@ -135,9 +169,9 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("runs", "runs [--json] FILE THREAD", stderr)
+	fs := newFlags("runs", "runs [--json] FILE THREAD", stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object per run")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := parse(fs, args, "FILE", "THREAD")
 	if err != nil {
 		return err
 	}
@@ -146,6 +180,9 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer db.Close()
+	if err := requireThread(ctx, db, pos[0], pos[1]); err != nil {
+		return argErr(fs, pos[0], err)
+	}
 	var tw *tabwriter.Writer
 	if !*asJSON {
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -153,7 +190,7 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	for r, err := range db.Runs().List(ctx, pos[1]) {
 		if err != nil {
-			return inFile(pos[0], err)
+			return argErr(fs, pos[0], err)
 		}
 		if *asJSON {
 			if err := printJSON(stdout, r); err != nil {
@@ -171,11 +208,11 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("events", "events [--run ID] [--messages] [--json] FILE THREAD", stderr)
+	fs := newFlags("events", "events [--run ID] [--messages] [--json] FILE THREAD", stdout)
 	run := fs.String("run", "", "only the events of this run")
 	messages := fs.Bool("messages", false, "only events of category message")
 	asJSON := fs.Bool("json", false, "print one JSON object per event")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := parse(fs, args, "FILE", "THREAD")
 	if err != nil {
 		return err
 	}
@@ -184,17 +221,22 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer db.Close()
+	if err := requireThread(ctx, db, pos[0], pos[1]); err != nil {
+		return argErr(fs, pos[0], err)
+	}
 	thread := pos[1]
 	var tw *tabwriter.Writer
 	if !*asJSON {
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SEQ\tRUN\tTYPE\tCATEGORY\tCREATED\tCONTENT")
 	}
+	shown := 0
 	print := func(evs []engine.Event) error {
 		for _, ev := range evs {
 			if *run != "" && ev.RunID != *run || *messages && ev.Category != "message" {
 				continue
 			}
+			shown++
 			if *asJSON {
 				if err := printJSON(stdout, ev); err != nil {
 					return err
@@ -219,7 +261,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			page, err = db.ThreadEvents(ctx, thread, after, 1000)
 		}
 		if err != nil {
-			return inFile(pos[0], err)
+			return argErr(fs, pos[0], err)
 		}
 		if err := print(page); err != nil {
 			return err
@@ -228,6 +270,17 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			break
 		}
 		after = page[len(page)-1].Seq
+	}
+	if *run != "" && shown == 0 {
+		// Like an unknown thread, an unknown run is an error, not an
+		// empty list; a run of this thread without events is not.
+		r, err := db.Runs().Get(ctx, *run)
+		if errors.Is(err, engine.ErrNotFound) || err == nil && r.ThreadID != thread {
+			return fmt.Errorf("%s: %w: no run %q in thread %q", pos[0], engine.ErrNotFound, *run, thread)
+		}
+		if err != nil {
+			return argErr(fs, pos[0], err)
+		}
 	}
 	if tw != nil {
 		return tw.Flush()
@@ -257,10 +310,10 @@ func contentText(c any) string {
 }
 
 func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("tokens", "tokens [--active] [--json] FILE THREAD", stderr)
+	fs := newFlags("tokens", "tokens [--active] [--json] FILE THREAD", stdout)
 	active := fs.Bool("active", false, "count runs still pending or running too")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := parse(fs, args, "FILE", "THREAD")
 	if err != nil {
 		return err
 	}
@@ -269,9 +322,12 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer db.Close()
+	if err := requireThread(ctx, db, pos[0], pos[1]); err != nil {
+		return argErr(fs, pos[0], err)
+	}
 	u, err := db.Runs().TokenUsage(ctx, pos[1], *active)
 	if err != nil {
-		return inFile(pos[0], err)
+		return argErr(fs, pos[0], err)
 	}
 	if *asJSON {
 		return printJSON(stdout, u)

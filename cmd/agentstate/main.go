@@ -11,6 +11,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"strings"
+
+	"github.com/agentstate/agentstate/engine"
 )
 
 // Exit codes.
@@ -47,11 +51,14 @@ func init() {
 		{"import-langgraph", "copy the threads of a LangGraph.js SqliteSaver file into a file", runImportLangGraph},
 		{"demo", "write a sample conversation to ./agentstate.db and describe it", runDemo},
 		{"bench", "run the fixed conversation workload and report size and speed per mode", runBench},
+		{"upgrade", "upgrade a file written by an older agentstate to this schema version", runUpgrade},
+		{"version", "this build's version, schema version and build information", runVersion},
 	}
 }
 
-// usageError marks errors that should exit with code 2.
-type usageError struct{ msg string }
+// usageError marks errors that should exit with code 2; usage is the
+// command's synopsis, printed under the message.
+type usageError struct{ msg, usage string }
 
 func (e usageError) Error() string { return e.msg }
 
@@ -62,37 +69,63 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		printHelp(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		printHelp(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			err := c.run(ctx, args[1:], stdout, stderr)
-			var ue usageError
-			switch {
-			case err == nil:
-				return exitOK
-			case errors.Is(err, flag.ErrHelp):
-				return exitOK
-			case errors.As(err, &ue):
-				fmt.Fprintf(stderr, "agentstate %s: %v\n", c.name, err)
-				return exitUsage
-			default:
-				fmt.Fprintf(stderr, "agentstate %s: %v\n", c.name, err)
-				return exitFailed
-			}
+			return report(stderr, c.name, c.run(ctx, args[1:], stdout, stderr))
 		}
 	}
 	fmt.Fprintf(stderr, "agentstate: unknown command %q\n\n", args[0])
 	printHelp(stderr)
 	return exitUsage
+}
+
+// report prints a command's error once, on one line (a usage error adds
+// the command's synopsis), and returns the exit code: 0 ok, 1 the operation
+// failed or found problems, 2 usage.
+func report(stderr io.Writer, name string, err error) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "agentstate %s: %s\n", name, ue.msg)
+		if ue.usage != "" {
+			fmt.Fprintf(stderr, "usage: agentstate %s ('agentstate help %s' lists the flags)\n", ue.usage, name)
+		}
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "agentstate %s: %s\n", name, errorText(err))
+		return exitFailed
+	}
+}
+
+// enginePrefix is the "agentstate: " that starts every engine sentinel's
+// text; the command's own prefix already says it.
+var enginePrefix = regexp.MustCompile(`(^|: )agentstate: `)
+
+// errorText is what the CLI says about err: advice in terms of its own
+// commands where the engine's would name Go calls, otherwise the error
+// without the repeated "agentstate: ".
+func errorText(err error) string {
+	var mm *engine.ModeMismatchError
+	if errors.As(err, &mm) {
+		return modeAdvice(mm)
+	}
+	return enginePrefix.ReplaceAllString(err.Error(), "$1")
 }
 
 func printHelp(w io.Writer) {
@@ -102,30 +135,49 @@ func printHelp(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-17s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'agentstate COMMAND -h' for a command's flags. Exit codes: 0 ok, 1 failed, 2 usage.")
+	fmt.Fprintln(w, "\nRun 'agentstate help COMMAND' (or 'agentstate COMMAND -h') for a command's flags.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 failed or problems found, 2 usage error.")
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+// flagSet is a command's flags: errors are returned, never printed by the
+// flag package, so that each prints once; -h prints the synopsis and the
+// flags on stdout.
+type flagSet struct {
+	*flag.FlagSet
+	usage  string
+	stdout io.Writer
+}
+
+func newFlags(name, usage string, stdout io.Writer) *flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: agentstate %s\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, usage: usage, stdout: stdout}
+}
+
+// usageErr is a usage error (exit 2) of this command.
+func (fs *flagSet) usageErr(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...), fs.usage}
+}
+
+func (fs *flagSet) printHelp() {
+	fmt.Fprintf(fs.stdout, "Usage: agentstate %s\n", fs.usage)
+	fs.SetOutput(fs.stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 // parse parses args, allowing flags after positional arguments, and checks
-// the count of positional arguments.
-func parse(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]string, error) {
+// the positional arguments against names (FILE, THREAD, ...).
+func parse(fs *flagSet, args []string, names ...string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.printHelp()
 				return nil, err
 			}
-			return nil, usageError{err.Error()}
+			return nil, fs.usageErr("%v", err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -134,9 +186,11 @@ func parse(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]string, error
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-	if len(pos) < minPos || len(pos) > maxPos {
-		fs.Usage()
-		return nil, usageError{fmt.Sprintf("expected %d to %d arguments, got %d", minPos, maxPos, len(pos))}
+	switch {
+	case len(pos) < len(names):
+		return nil, fs.usageErr("missing %s", strings.Join(names[len(pos):], " "))
+	case len(pos) > len(names):
+		return nil, fs.usageErr("unexpected argument %q", pos[len(names)])
 	}
 	return pos, nil
 }

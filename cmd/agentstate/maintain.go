@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,22 +11,27 @@ import (
 )
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("verify", "verify [--thread T] [--max N] [--json] FILE", stderr)
+	fs := newFlags("verify", "verify [--thread T] [--max N] [--json] FILE", stdout)
 	thread := fs.String("thread", "", "check only this thread's checkpoints and records (the SQLite and schema checks cover the file)")
 	max := fs.Int("max", 1000, "list at most N problems")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := parse(fs, args, "FILE")
 	if err != nil {
 		return err
 	}
 	if *max < 1 {
-		return usageError{"--max must be >= 1"}
+		return fs.usageErr("--max %d must be at least 1", *max)
 	}
 	db, err := openFile(ctx, pos[0], true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if *thread != "" {
+		if err := requireThread(ctx, db, pos[0], *thread); err != nil {
+			return argErr(fs, pos[0], err)
+		}
+	}
 	prog := newProgress(stderr, *asJSON)
 	rep, err := db.Verify(ctx, engine.VerifyOptions{ThreadID: *thread, MaxProblems: *max, Progress: func(done, total int) {
 		prog.show("verify: %d/%d threads", done, total)
@@ -58,18 +64,18 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("retain", "retain [--thread T] [--keep-latest N] [--drop-branches] [--apply] [--json] FILE", stderr)
+	fs := newFlags("retain", "retain [--thread T] [--keep-latest N] [--drop-branches] [--apply] [--json] FILE", stdout)
 	thread := fs.String("thread", "", "only this thread (default every thread)")
 	keep := fs.Int("keep-latest", 0, "keep only the newest N checkpoints of each namespace (0: keep all)")
 	branches := fs.Bool("drop-branches", false, "drop checkpoints that are not ancestors of their namespace's head (abandoned forks)")
 	apply := fs.Bool("apply", false, "do it (default: a dry run that changes nothing), then checkpoint the WAL")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := parse(fs, args, "FILE")
 	if err != nil {
 		return err
 	}
 	if *keep < 0 {
-		return usageError{"--keep-latest must be >= 0"}
+		return fs.usageErr("--keep-latest %d is negative", *keep)
 	}
 	// A dry run too needs a writable handle: it runs retention in a
 	// transaction that it rolls back, so the file stays as it was.
@@ -78,6 +84,11 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer db.Close()
+	if *thread != "" {
+		if err := requireThread(ctx, db, pos[0], *thread); err != nil {
+			return argErr(fs, pos[0], err)
+		}
+	}
 	prog := newProgress(stderr, *asJSON)
 	res, err := db.RetainMeasured(ctx, engine.RetainOptions{ThreadID: *thread, KeepLatest: *keep, DropBranches: *branches, DryRun: !*apply},
 		func(done, total int) { prog.show("retain: %d/%d threads", done, total) })
@@ -127,9 +138,9 @@ func fileSize(path string) int64 {
 }
 
 func runVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("vacuum", "vacuum [--json] FILE", stderr)
+	fs := newFlags("vacuum", "vacuum [--json] FILE", stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := parse(fs, args, "FILE")
 	if err != nil {
 		return err
 	}
@@ -154,24 +165,23 @@ func runVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("convert", "convert --mode full|delta [--every K] [--thread T] [--json] FILE", stderr)
+	fs := newFlags("convert", "convert --mode full|delta [--every K] [--thread T] [--json] FILE", stdout)
 	mode := fs.String("mode", "", "the mode to convert to: full or delta (required)")
 	every := fs.Int("every", 10, "delta snapshot cadence K")
 	thread := fs.String("thread", "", "convert only this thread (the file keeps its mode; a delta thread needs a delta file)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := parse(fs, args, "FILE")
 	if err != nil {
 		return err
 	}
 	if *mode != engine.ModeFull && *mode != engine.ModeDelta {
-		fs.Usage()
-		return usageError{fmt.Sprintf("--mode %q is not full or delta", *mode)}
+		return fs.usageErr("--mode %q is not full or delta", *mode)
 	}
 	if *every < 1 {
-		return usageError{"--every must be >= 1"}
+		return fs.usageErr("--every %d must be at least 1", *every)
 	}
-	if _, err := os.Stat(pos[0]); err != nil {
-		return fmt.Errorf("%s: no such file", pos[0])
+	if err := existingFile(pos[0]); err != nil {
+		return err
 	}
 	var rep engine.ConvertReport
 	if *thread != "" {
@@ -180,6 +190,9 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		defer db.Close()
+		if err := requireThread(ctx, db, pos[0], *thread); err != nil {
+			return argErr(fs, pos[0], err)
+		}
 		rep, err = db.ConvertThread(ctx, *thread, *mode)
 		if err != nil {
 			return inFile(pos[0], err)
@@ -196,5 +209,44 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return printJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "%s: converted %d threads to %s: %d snapshots added, %d removed\n", pos[0], rep.Threads, *mode, rep.SnapshotsAdded, rep.SnapshotsRemoved)
+	return nil
+}
+
+func runUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("upgrade", "upgrade [--json] FILE", stdout)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parse(fs, args, "FILE")
+	if err != nil {
+		return err
+	}
+	path := pos[0]
+	if err := existingFile(path); err != nil {
+		return err
+	}
+	// A read-only open succeeds exactly when there is nothing to upgrade.
+	opts := engine.DefaultOptions()
+	opts.ReadOnly, opts.Mode = true, engine.ModeAuto
+	upgraded := false
+	db, err := engine.Open(ctx, path, &opts)
+	if errors.Is(err, engine.ErrReadOnly) {
+		upgraded = true
+		db, err = openFile(ctx, path, false) // applies the missing migrations
+	}
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	in, err := db.Info(ctx)
+	if err != nil {
+		return inFile(path, err)
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"path": path, "schema_version": in.SchemaVersion, "upgraded": upgraded})
+	}
+	if upgraded {
+		fmt.Fprintf(stdout, "%s: upgraded to schema version %d\n", path, in.SchemaVersion)
+	} else {
+		fmt.Fprintf(stdout, "%s: already at schema version %d, nothing to do\n", path, in.SchemaVersion)
+	}
 	return nil
 }

@@ -16,11 +16,8 @@ import (
 // openFile opens an existing agentstate file in the mode it records;
 // readOnly for commands that must not change it.
 func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, error) {
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := existingFile(path); err != nil {
+		return nil, err
 	}
 	opts := engine.DefaultOptions()
 	opts.ReadOnly, opts.Mode = readOnly, engine.ModeAuto
@@ -28,7 +25,40 @@ func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, erro
 		// Maintenance must not turn other processes' runs into errors.
 		opts.ReconcileOnOpen = false
 	}
-	return engine.Open(ctx, path, &opts)
+	db, err := engine.Open(ctx, path, &opts)
+	if readOnly && errors.Is(err, engine.ErrReadOnly) {
+		// The only refusal of a read-only Open: an older schema.
+		return nil, fmt.Errorf("%s was written by an older agentstate (this one has schema version %d) and a read-only command does not upgrade it; upgrade it in place with: agentstate upgrade %s",
+			path, engine.SchemaVersion, shellQuote(path))
+	}
+	return db, err
+}
+
+// existingFile refuses what cannot be an agentstate file before SQLite
+// sees it (it would say "disk I/O error" about a directory).
+func existingFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such file", path)
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not an agentstate file", path)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", path)
+	case fi.Size() == 0:
+		return fmt.Errorf("%s is empty (0 bytes): it holds no agentstate data yet", path)
+	}
+	return nil
+}
+
+// notDir refuses a directory where a command creates or opens a file.
+func notDir(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory, not an agentstate file", path)
+	}
+	return nil
 }
 
 // inFile names the file in an error that does not already name it.

@@ -14,11 +14,11 @@ import (
 var stdin io.Reader = os.Stdin
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", "export [--thread T] [--quiet] [--json] FILE > dump.jsonl", stderr)
+	fs := newFlags("export", "export [--thread T] [--quiet] [--json] FILE > dump.jsonl", stdout)
 	thread := fs.String("thread", "", "export only this thread (its checkpoints, values, writes, record, runs and events)")
 	quiet := fs.Bool("quiet", false, "no progress and no summary on stderr")
 	asJSON := fs.Bool("json", false, "the output is JSON lines anyway; like --quiet")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := parse(fs, args, "FILE")
 	if err != nil {
 		return err
 	}
@@ -28,6 +28,12 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer db.Close()
+	if *thread != "" {
+		// Before writing anything: a dump of nothing would look complete.
+		if err := requireThread(ctx, db, pos[0], *thread); err != nil {
+			return argErr(fs, pos[0], err)
+		}
+	}
 	prog := newProgress(stderr, *quiet)
 	rep, err := db.Export(ctx, stdout, engine.ExportOptions{ThreadID: *thread, Progress: func(done, total int64) {
 		prog.show("export: %d/%d rows", done, total)
@@ -65,10 +71,13 @@ func rowCounts(m map[string]int64) string {
 }
 
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import", "import [--json] FILE < dump.jsonl", stderr)
+	fs := newFlags("import", "import [--json] FILE < dump.jsonl", stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parse(fs, args, 1, 1)
+	pos, err := parse(fs, args, "FILE")
 	if err != nil {
+		return err
+	}
+	if err := notDir(pos[0]); err != nil {
 		return err
 	}
 	prog := newProgress(stderr, *asJSON)
@@ -93,23 +102,26 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import-langgraph", "import-langgraph [--mode full|delta] [--every K] [--json] SRC DST", stderr)
+	fs := newFlags("import-langgraph", "import-langgraph [--mode full|delta] [--every K] [--json] SRC DST", stdout)
 	mode := fs.String("mode", "", "channel mode of a new DST: full or delta (default delta; an existing DST keeps its own)")
 	every := fs.Int("every", 10, "delta snapshot cadence K of a new DST")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parse(fs, args, 2, 2)
+	pos, err := parse(fs, args, "SRC", "DST")
 	if err != nil {
 		return err
 	}
 	if *mode != "" && *mode != engine.ModeFull && *mode != engine.ModeDelta {
-		return usageError{fmt.Sprintf("--mode %q is not full or delta", *mode)}
+		return fs.usageErr("--mode %q is not full or delta", *mode)
 	}
 	if *every < 1 {
-		return usageError{"--every must be >= 1"}
+		return fs.usageErr("--every %d must be at least 1", *every)
 	}
 	src, dst := pos[0], pos[1]
-	if _, err := os.Stat(src); err != nil {
-		return fmt.Errorf("%s: no such file", src)
+	if err := existingFile(src); err != nil {
+		return err
+	}
+	if err := notDir(dst); err != nil {
+		return err
 	}
 	opts := engine.DefaultOptions()
 	opts.ReconcileOnOpen = false

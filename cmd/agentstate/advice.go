@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/agentstate/agentstate/engine"
+)
+
+// modeAdvice says what a channel mode mismatch means in the CLI's terms,
+// with a command that fixes it as printed.
+func modeAdvice(mm *engine.ModeMismatchError) string {
+	have, want := describeMode(mm.Mode, mm.Every), describeMode(mm.WantMode, mm.WantEvery)
+	path := shellQuote(mm.Path)
+	switch mm.Op {
+	case "import":
+		return fmt.Sprintf("channel mode mismatch: the dump is in %s and %s is in %s; convert the file to the dump's mode first (%s), then import again, or import into a new file",
+			want, mm.Path, have, convertCommand(path, "", mm.WantMode, mm.WantEvery))
+	case "thread":
+		return fmt.Sprintf("channel mode mismatch: thread %q of %s is in %s and the file is in %s; convert the thread first: %s",
+			mm.Thread, mm.Path, have, want, convertCommand(path, mm.Thread, mm.WantMode, 0))
+	case "convert":
+		return fmt.Sprintf("channel mode mismatch: %s is in %s, which cannot hold a delta thread; convert the whole file instead: %s",
+			mm.Path, have, convertCommand(path, "", engine.ModeDelta, mm.WantEvery))
+	}
+	if mm.Race {
+		return fmt.Sprintf("channel mode mismatch: %s was just created in %s by another process, not in %s; run the command again", mm.Path, have, want)
+	}
+	return fmt.Sprintf("channel mode mismatch: %s is in %s, not %s; convert it first: %s",
+		mm.Path, have, want, convertCommand(path, "", mm.WantMode, mm.WantEvery))
+}
+
+func convertCommand(quotedPath, thread, mode string, every int) string {
+	cmd := "agentstate convert " + quotedPath
+	if thread != "" {
+		cmd += " --thread " + shellQuote(thread)
+	}
+	cmd += " --mode " + mode
+	if mode == engine.ModeDelta && every > 0 {
+		cmd += fmt.Sprintf(" --every %d", every)
+	}
+	return cmd
+}
+
+func describeMode(mode string, every int) string {
+	if mode == engine.ModeDelta {
+		return fmt.Sprintf("delta mode with K=%d", every)
+	}
+	return mode + " mode"
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
+
+// shellQuote quotes s for a POSIX shell, so that a suggested command works
+// when pasted as printed.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// requireThread fails with ErrNotFound when no surface of the file knows
+// the thread (no thread record, checkpoint, run or event): a command about
+// one thread then exits 1 like state and history do, instead of printing
+// an empty answer.
+func requireThread(ctx context.Context, db *engine.DB, path, thread string) error {
+	if _, err := db.Threads().Get(ctx, engine.AnyOwner, thread); err == nil {
+		return nil
+	} else if !errors.Is(err, engine.ErrNotFound) {
+		return inFile(path, err)
+	}
+	for _, err := range db.CheckpointLog(ctx, thread, engine.LogOptions{Limit: 1}) {
+		return inFile(path, err)
+	}
+	for _, err := range db.Runs().List(ctx, thread) {
+		return inFile(path, err)
+	}
+	evs, err := db.ThreadEvents(ctx, thread, 0, 1)
+	if err != nil || len(evs) > 0 {
+		return inFile(path, err)
+	}
+	return fmt.Errorf("%s: %w: no thread %q in the file (no checkpoint, thread record, run or event)", path, engine.ErrNotFound, thread)
+}
+
+// argErr makes an engine refusal of the command's own arguments a usage
+// error (exit 2); anything else names the file.
+func argErr(fs *flagSet, path string, err error) error {
+	if errors.Is(err, engine.ErrInvalidArgument) {
+		return fs.usageErr("%s", errorText(err))
+	}
+	return inFile(path, err)
+}
