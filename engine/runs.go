@@ -82,6 +82,9 @@ type Run struct {
 }
 
 // RunTotals is a run's token usage and message summary, as Complete writes it.
+// Complete fills a zero TotalInputTokens, TotalOutputTokens or TotalTokens
+// with the sum over TokenUsageByModel, so that a run's totals never
+// contradict its breakdown.
 type RunTotals struct {
 	TotalInputTokens  int64                  `json:"total_input_tokens"`
 	TotalOutputTokens int64                  `json:"total_output_tokens"`
@@ -566,6 +569,7 @@ func (r Runs) Complete(ctx context.Context, runID, status, errText string, t Run
 	}
 	var byModel []byte
 	if len(t.TokenUsageByModel) > 0 {
+		var in, out, total int64
 		for model, u := range t.TokenUsageByModel {
 			if err := checkID("model name", model); err != nil {
 				return err
@@ -573,6 +577,16 @@ func (r Runs) Complete(ctx context.Context, runID, status, errText string, t Run
 			if u.Input < 0 || u.Output < 0 || u.Total < 0 {
 				return fmt.Errorf("%w: negative token count for model %s", ErrInvalidArgument, quoteCut(model))
 			}
+			in, out, total = addTokens(in, u.Input), addTokens(out, u.Output), addTokens(total, u.Total)
+		}
+		if t.TotalInputTokens == 0 {
+			t.TotalInputTokens = in
+		}
+		if t.TotalOutputTokens == 0 {
+			t.TotalOutputTokens = out
+		}
+		if t.TotalTokens == 0 {
+			t.TotalTokens = total
 		}
 		var err error
 		if byModel, err = codec.Marshal(t.TokenUsageByModel); err != nil {
@@ -589,6 +603,14 @@ func (r Runs) Complete(ctx context.Context, runID, status, errText string, t Run
 			t.LeadAgentTokens, t.SubagentTokens, t.MiddlewareTokens, byModel,
 			t.MessageCount, first, last, runID)
 	})
+}
+
+// addTokens adds two non-negative counts, saturating instead of wrapping.
+func addTokens(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Delete removes a run record; a missing run is ErrNotFound.

@@ -434,3 +434,30 @@ func TestStateExplainsUnresolved(t *testing.T) {
 		t.Fatalf("state --json: %q %q", j.stdout, j.stderr)
 	}
 }
+
+// TestTokensTotalsMatchByModel: a run completed with only TotalTokens and
+// a by-model breakdown (the README's example) shows input and output
+// totals that agree with the breakdown.
+func TestTokensTotalsMatchByModel(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tokens.db")
+	db, err := engine.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.Runs().Create(ctx, engine.NewRun{ThreadID: "t1", ModelName: "gpt-x", Status: engine.RunRunning})
+	if err == nil {
+		err = db.Runs().Complete(ctx, c.Run.RunID, engine.RunSuccess, "", engine.RunTotals{TotalTokens: 15,
+			TokenUsageByModel: map[string]engine.ModelTokens{"gpt-x": {Input: 12, Output: 3, Total: 15}}})
+	}
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := agentstate(t, nil, "tokens", path, "t1")
+	want(t, r, 0)
+	contains(t, r.stdout, "15 tokens (12 input, 3 output)")
+	if !regexp.MustCompile(`gpt-x\s+1\s+12\s+3\s+15`).MatchString(r.stdout) {
+		t.Fatalf("by-model row:\n%s", r.stdout)
+	}
+}
