@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall/js"
 	"time"
@@ -209,6 +210,7 @@ func (o *out) result(v any) (js.Value, error) {
 // memory), or neither (a fresh in-memory database).
 type openRequest struct {
 	Path       string  `json:"path"`
+	Name       string  `json:"name"` // the path as the caller wrote it, for messages`
 	Image      *int    `json:"image"`
 	Mode       string  `json:"mode"`
 	Every      int     `json:"every"`
@@ -233,6 +235,10 @@ func (b *bridge) open(reqJSON []byte, bufs [][]byte, host js.Value) (any, *out, 
 	if req.ReadConns > 0 {
 		o.ReadConns = req.ReadConns
 	}
+	// Without a mode an existing file opens in the mode it records and a
+	// new one in full mode: a file written in delta mode must not need its
+	// mode repeated by every program that opens it.
+	o.Mode = engine.ModeAuto
 	if req.Mode != "" {
 		o.Mode = req.Mode
 	}
@@ -279,17 +285,85 @@ func (b *bridge) open(reqJSON []byte, bufs [][]byte, host js.Value) (any, *out, 
 		h.uri = memURI(h.memName)
 	}
 	if err != nil {
+		disk := false
 		if h.vfsName != "" {
+			disk = host.Get("wal").Truthy() // Node's files: the CLI can reach them
 			unregisterHostVFS(h.vfsName)
 		}
-		return nil, nil, err
+		return nil, nil, openErrorForJS(err, req, disk)
 	}
 	b.mu.Lock()
 	b.next++
 	id := b.next
 	b.handles[id] = h
 	b.mu.Unlock()
-	return map[string]int{"h": id}, nil, nil
+	// The mode the handle resolved to (the file's, with mode "auto" or no
+	// mode), so that a second open of the same file can be checked.
+	ro := h.db.Options()
+	return map[string]any{"h": id, "mode": ro.Mode, "every": ro.SnapshotEvery}, nil, nil
+}
+
+// jsAdvice replaces an engine error's text, whose advice names Go options
+// and shows the VFS URI, with one in the package's terms and the caller's
+// path; the error still matches its sentinel.
+type jsAdvice struct {
+	msg string
+	err error
+}
+
+func (e *jsAdvice) Error() string { return e.msg }
+func (e *jsAdvice) Unwrap() error { return e.err }
+
+func openErrorForJS(err error, req openRequest, disk bool) error {
+	name := req.Name
+	if name == "" {
+		name = req.Path
+	}
+	if name == "" {
+		name = "the database"
+	}
+	var mm *engine.ModeMismatchError
+	switch {
+	case errors.As(err, &mm) && mm.Op == "open":
+		msg := fmt.Sprintf(`agentstate: channel mode mismatch: %s was written in %s, not %s; open it with mode: "auto" (the mode the file records) or %s`,
+			name, jsMode(mm.Mode, mm.Every), jsMode(mm.WantMode, mm.WantEvery), jsModeOptions(mm.Mode, mm.Every))
+		if disk && !mm.Race {
+			cmd := "agentstate convert " + shellQuote(req.Path) + " --mode " + mm.WantMode
+			if mm.WantMode == engine.ModeDelta {
+				cmd += fmt.Sprintf(" --every %d", mm.WantEvery)
+			}
+			msg += ", or convert the file first with the agentstate CLI: " + cmd
+		}
+		return &jsAdvice{msg, err}
+	case errors.Is(err, engine.ErrReadOnly) && req.ReadOnly:
+		return &jsAdvice{fmt.Sprintf("agentstate: %s cannot be opened with readOnly: true: it was written by an older agentstate or is empty, "+
+			"and a read-only open does not upgrade or create its schema; open it once without readOnly", name), err}
+	}
+	return err
+}
+
+func jsMode(mode string, every int) string {
+	if mode == engine.ModeDelta {
+		return fmt.Sprintf("delta mode with K=%d", every)
+	}
+	return mode + " mode"
+}
+
+func jsModeOptions(mode string, every int) string {
+	if mode == engine.ModeDelta {
+		return fmt.Sprintf(`mode: "delta", every: %d`, every)
+	}
+	return fmt.Sprintf(`mode: %q`, mode)
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:@%+=,-", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }
 
 func (b *bridge) get(id int) (*handle, error) {

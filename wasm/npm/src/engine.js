@@ -134,7 +134,9 @@ export class Database {
    * - `path`: a file (Node) or an OPFS file name (browser worker, with
    *   `opfs: true`); omitted: a fresh in-memory database;
    * - `image`: bytes of a database file, opened as a private in-memory copy;
-   * - `mode` ("full" | "delta"), `every` (snapshot cadence K),
+   * - `mode`: "full", "delta" or "auto" (the mode an existing file records;
+   *   full for a new one). Omitted: "auto". `every`: the delta snapshot
+   *   cadence K of a new delta file (default 10);
    *   `cacheBytes` (history cache bound), `readOnly`, `busyTimeoutMs`,
    *   `storeDefaultTtlMs`, `storeRefreshOnRead`, `storeSweepIntervalMs`;
    * - `wasmURL` / `wasmBytes`: where to load the engine from (first open).
@@ -184,12 +186,13 @@ export class Database {
         const host = await makeHost();
         let r;
         try {
-          r = await callApi(() => api.open(JSON.stringify({ ...req, path: host.path }), [], host));
+          r = await callApi(() => api.open(JSON.stringify({ ...req, path: host.path, name: options.path }), [], host));
         } catch (e) {
           host.dispose();
           throw e;
         }
-        const db = new Database(api, r.h, { release: () => host.dispose(), key, options: req });
+        // The mode the engine resolved ("auto" or no mode: the file's).
+        const db = new Database(api, r.h, { release: () => host.dispose(), key, options: { ...req, mode: r.mode, every: r.every } });
         db.host = host;
         return db;
       })();
@@ -210,6 +213,9 @@ export class Database {
     for (const k of ["mode", "every", "readOnly"]) {
       const want = req[k] ?? defaults[k];
       const have = this.#options[k] ?? defaults[k];
+      // "auto" takes the mode the handle has; K matters in delta mode only.
+      if (k === "mode" && want === "auto") continue;
+      if (k === "every" && this.#options.mode !== "delta") continue;
       if (req[k] !== undefined && want !== have) {
         throw new AgentStateError(
           `agentstate: ${this.#key} is already open in this process with ${k}=${have}, not ${want}`,

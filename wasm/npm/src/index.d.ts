@@ -15,8 +15,13 @@ export interface OpenOptions {
   image?: Uint8Array | ArrayBuffer;
   /** Open `path` in the origin private file system (default in browsers). */
   opfs?: boolean;
-  mode?: "full" | "delta";
-  /** Delta snapshot cadence K (default 10). */
+  /**
+   * Channel mode. "auto" (the default) opens an existing file in the mode
+   * it records and creates a new one in full mode; "full" or "delta" must
+   * match an existing file's mode (MODE_MISMATCH otherwise).
+   */
+  mode?: "full" | "delta" | "auto";
+  /** Delta snapshot cadence K of a new delta file (default 10); an existing delta file's K must match. */
   every?: number;
   /** History cache bound in bytes (default 64 MiB; 0 disables). */
   cacheBytes?: number;

@@ -97,7 +97,8 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   /**
    * Opens a saver. `options`: `path` (a file under Node, an OPFS name in a
    * browser worker; omitted: a fresh in-memory database), `mode` ("full" |
-   * "delta"), `every` (K), `serde`, and the other Database.open options.
+   * "delta" | "auto", the default: an existing file's own mode), `every`
+   * (K), `serde`, and the other Database.open options.
    */
   static async open(options = {}) {
     const db = await Database.open(options);
