@@ -91,4 +91,53 @@ export async function waitHTTP(url, proc, ms = 60_000) {
   }
 }
 
+/**
+ * Bundles a worker entry with the package, writes a workerd config that
+ * serves it on 127.0.0.1 with the engine imported as a wasm module (the
+ * only way workerd takes WebAssembly), and starts workerd.
+ */
+export async function startWorkerd({ nodejsCompat, entry = path.join(here, "worker.js"), wasm = wasmFile, extraModules = [] }) {
+  const dir = tmpdir("workerd");
+  await bundle(entry, path.join(dir, "worker.js"), {
+    conditions: ["workerd", "worker", "browser"],
+    alias: { "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
+  });
+  fs.copyFileSync(wasm, path.join(dir, "agentstate.wasm"));
+  const flags = nodejsCompat ? `"nodejs_compat"` : "";
+  fs.writeFileSync(
+    path.join(dir, "config.capnp"),
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .worker) ],
+  sockets = [ (name = "http", address = "127.0.0.1:0", http = (), service = "main") ],
+);
+const worker :Workerd.Worker = (
+  modules = [
+    (name = "worker.js", esModule = embed "worker.js"),
+    (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
+    ${extraModules.join(",\n    ")}
+  ],
+  compatibilityDate = "2025-09-01",
+  compatibilityFlags = [${flags}],
+);
+`,
+  );
+  const port = await freePort();
+  const proc = start(binary("workerd"), ["serve", path.join(dir, "config.capnp"), "--socket-addr", `http=127.0.0.1:${port}`], { cwd: dir });
+  const base = `http://127.0.0.1:${port}`;
+  const t0 = performance.now();
+  await waitHTTP(`${base}/ping`, proc);
+  const listeningMs = performance.now() - t0;
+  return {
+    base,
+    proc,
+    listeningMs,
+    async stop() {
+      await proc.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 export { requireNpm, requireHere };
+

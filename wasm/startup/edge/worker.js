@@ -6,6 +6,7 @@ import wasm from "./agentstate.wasm";
 // "@langchain/langgraph" with nodejs_compat (node:async_hooks), its "/web"
 // entry without: the harness aliases this name to one of them.
 import * as langgraph from "langgraph-entry";
+import * as messages from "@langchain/core/messages";
 import { AgentStateSaver } from "agentstate";
 import { buildGraph, turn } from "./graph.js";
 
@@ -16,7 +17,7 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === "/ping") return new Response("ok");
     try {
-      ready ??= AgentStateSaver.open({ wasmBytes: wasm }).then((saver) => ({ saver, graph: buildGraph(langgraph, saver) }));
+      ready ??= AgentStateSaver.open({ wasmBytes: wasm }).then((saver) => ({ saver, graph: buildGraph(langgraph, messages, saver) }));
       const { saver, graph } = await ready;
       if (url.pathname === "/turn") {
         const messages = await turn(graph, url.searchParams.get("thread") ?? "t", url.searchParams.get("text") ?? "hi");

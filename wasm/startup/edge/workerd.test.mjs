@@ -6,50 +6,8 @@
 //
 //   node --test wasm/startup/edge/workerd.test.mjs
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import path from "node:path";
 import { test } from "node:test";
-import { binary, bundle, freePort, here, start, tmpdir, waitHTTP, wasmFile } from "./hosts.mjs";
-
-export async function startWorkerd({ nodejsCompat, entry = path.join(here, "worker.js"), extraModules = [] }) {
-  const dir = tmpdir("workerd");
-  await bundle(entry, path.join(dir, "worker.js"), {
-    conditions: ["workerd", "worker", "browser"],
-    alias: { "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
-  });
-  fs.copyFileSync(wasmFile, path.join(dir, "agentstate.wasm"));
-  const flags = nodejsCompat ? `"nodejs_compat"` : "";
-  fs.writeFileSync(
-    path.join(dir, "config.capnp"),
-    `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [ (name = "main", worker = .worker) ],
-  sockets = [ (name = "http", address = "127.0.0.1:0", http = (), service = "main") ],
-);
-const worker :Workerd.Worker = (
-  modules = [
-    (name = "worker.js", esModule = embed "worker.js"),
-    (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
-    ${extraModules.join(",\n    ")}
-  ],
-  compatibilityDate = "2025-09-01",
-  compatibilityFlags = [${flags}],
-);
-`,
-  );
-  const port = await freePort();
-  const proc = start(binary("workerd"), ["serve", path.join(dir, "config.capnp"), "--socket-addr", `http=127.0.0.1:${port}`], { cwd: dir });
-  const base = `http://127.0.0.1:${port}`;
-  await waitHTTP(`${base}/ping`, proc);
-  return {
-    base,
-    proc,
-    async stop() {
-      await proc.stop();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+import { startWorkerd } from "./hosts.mjs";
 
 async function getJSON(url) {
   const t0 = performance.now();
