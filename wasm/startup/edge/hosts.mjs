@@ -96,13 +96,17 @@ export async function waitHTTP(url, proc, ms = 60_000) {
  * serves it on 127.0.0.1 with the engine imported as a wasm module (the
  * only way workerd takes WebAssembly), and starts workerd.
  */
-export async function startWorkerd({ nodejsCompat, entry = path.join(here, "worker.js"), wasm = wasmFile, extraModules = [] }) {
+export async function startWorkerd({ nodejsCompat, entry = path.join(here, "worker.js"), wasm = wasmFile, extraWasm = {} }) {
   const dir = tmpdir("workerd");
   await bundle(entry, path.join(dir, "worker.js"), {
     conditions: ["workerd", "worker", "browser"],
     alias: { "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
   });
   fs.copyFileSync(wasm, path.join(dir, "agentstate.wasm"));
+  const extraModules = Object.entries(extraWasm).map(([name, file]) => {
+    fs.copyFileSync(file, path.join(dir, name));
+    return `(name = "${name}", wasm = embed "${name}")`;
+  });
   const flags = nodejsCompat ? `"nodejs_compat"` : "";
   fs.writeFileSync(
     path.join(dir, "config.capnp"),
@@ -115,7 +119,7 @@ const worker :Workerd.Worker = (
   modules = [
     (name = "worker.js", esModule = embed "worker.js"),
     (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
-    ${extraModules.join(",\n    ")}
+    ${extraModules.map((m) => `${m},`).join("\n    ")}
   ],
   compatibilityDate = "2025-09-01",
   compatibilityFlags = [${flags}],

@@ -1,12 +1,13 @@
 // The JavaScript side of the prototype's host SQLite: the official SQLite
 // WebAssembly build (@sqlite.org/sqlite-wasm), driven through its raw C
-// exports. One call per statement: run() reads the bound arguments from
-// the Go module's memory, steps the statement to the end and writes every
-// row back there in one compact buffer (see driver_host.go for the layout).
-export function makeHost(sqlite3, goMemory) {
-  const x = sqlite3.wasm.exports;
-  const capi = sqlite3.capi;
-  const DEALLOC = capi.SQLITE_WASM_DEALLOC;
+// exports, loaded by sqlite-min.mjs (no Emscripten glue). One call per
+// statement: run() reads the bound arguments from the Go module's memory,
+// steps the statement to the end and writes every row back there in one
+// compact buffer (see driver_host.go for the layout).
+const TRANSIENT = -1; // SQLite copies bound text and blobs
+
+export function makeHost(sq, goMemory) {
+  const x = sq.x;
   const dbs = [null];
   const stmts = [];
   let pending = null;
@@ -24,8 +25,7 @@ export function makeHost(sqlite3, goMemory) {
     lastError: "",
     open(name) {
       try {
-        const db = new sqlite3.oo1.DB(name, "cw");
-        dbs.push(db);
+        dbs.push(sq.open(name));
         return dbs.length - 1;
       } catch (e) {
         return String(e.message);
@@ -33,8 +33,7 @@ export function makeHost(sqlite3, goMemory) {
     },
     prepare(dbId, sql) {
       try {
-        const st = dbs[dbId].prepare(sql);
-        stmts.push({ p: st.pointer, db: dbs[dbId].pointer, st });
+        stmts.push({ p: sq.prepare(dbs[dbId], sql), db: dbs[dbId] });
         return stmts.length - 1;
       } catch (e) {
         return String(e.message);
@@ -55,18 +54,19 @@ export function makeHost(sqlite3, goMemory) {
         else if (t === 3 || t === 4) {
           const n = args.getUint32(off, true); off += 4;
           const m = x.sqlite3_malloc(n || 1);
-          sqlite3.wasm.heap8u().set(new Uint8Array(mem, ptr + off, n), m);
-          rc = t === 3 ? x.sqlite3_bind_text(p, i, m, n, DEALLOC) : x.sqlite3_bind_blob(p, i, m, n, DEALLOC);
+          sq.heap8u().set(new Uint8Array(mem, ptr + off, n), m);
+          rc = t === 3 ? x.sqlite3_bind_text(p, i, m, n, TRANSIENT) : x.sqlite3_bind_blob(p, i, m, n, TRANSIENT);
+          x.sqlite3_free(m);
           off += n;
         } else rc = x.sqlite3_bind_null(p, i);
-        if (rc) { host.lastError = capi.sqlite3_errmsg(db); return -1; }
+        if (rc) { host.lastError = sq.errmsg(db); return -1; }
       }
       const ncols = x.sqlite3_column_count(p);
       let o = 8, nrows = 0;
       for (;;) {
         const rc = x.sqlite3_step(p);
         if (rc === 101) break;
-        if (rc !== 100) { host.lastError = capi.sqlite3_errmsg(db); x.sqlite3_reset(p); return -1; }
+        if (rc !== 100) { host.lastError = sq.errmsg(db); x.sqlite3_reset(p); return -1; }
         nrows++;
         for (let c = 0; c < ncols; c++) {
           const t = x.sqlite3_column_type(p, c);
@@ -77,7 +77,7 @@ export function makeHost(sqlite3, goMemory) {
             const n = x.sqlite3_column_bytes(p, c);
             grow(o + 5 + n);
             out[o] = t; outView.setUint32(o + 1, n, true);
-            out.set(sqlite3.wasm.heap8u().subarray(cp, cp + n), o + 5);
+            out.set(sq.heap8u().subarray(cp, cp + n), o + 5);
             o += 5 + n;
           } else { grow(o + 1); out[o] = 0; o += 1; }
         }
@@ -96,8 +96,8 @@ export function makeHost(sqlite3, goMemory) {
       return n;
     },
     close(dbId) {
-      for (const s of stmts) if (s.db === dbs[dbId].pointer) s.st.finalize();
-      dbs[dbId].close();
+      for (const s of stmts) if (s.db === dbs[dbId]) x.sqlite3_finalize(s.p);
+      x.sqlite3_close_v2(dbs[dbId]);
     },
   };
   return host;

@@ -13,8 +13,9 @@ const useHost = !wasmPath.includes("ncruces");
 const goroot = process.env.GOROOT_WASM_EXEC ?? path.join(here, "../../npm/dist/wasm_exec.js");
 await import(goroot);
 
+const sqliteWasm = path.join(here, "../node_modules/@sqlite.org/sqlite-wasm/dist/sqlite3.wasm");
 const sqlitePromise = useHost
-  ? import("@sqlite.org/sqlite-wasm").then((m) => m.default()).then((s) => (mark("sqlite_ready"), s))
+  ? import("./sqlite-min.mjs").then((m) => m.loadSqlite(fs.readFileSync(sqliteWasm))).then((s) => (mark("sqlite_ready"), s))
   : null;
 const go = new globalThis.Go();
 const ready = new Promise((r) => (globalThis.__proto_ready = r));
