@@ -42,4 +42,5 @@ if (loopN) {
 }
 T.rssMB = Math.round(process.memoryUsage().rss / 1e6);
 console.log(JSON.stringify(T));
-process.exit(0);
+if (!process.env.NATURAL_EXIT) process.exit(0);
+else { const done = performance.now(); process.on("exit", () => console.log(JSON.stringify({ exitAfterWorkMs: +(performance.now() - done).toFixed(1) }))); }
