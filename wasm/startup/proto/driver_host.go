@@ -20,6 +20,7 @@ type hostDriver struct {
 	run_ js.Value
 	db   int
 	buf  []byte
+	fns  []js.Func
 }
 
 func newDriver() driver {
@@ -104,34 +105,76 @@ func decodeRows(b []byte) ([][]any, error) {
 	b = b[8:]
 	rows := make([][]any, nrows)
 	for r := range rows {
-		row := make([]any, ncols)
-		for c := range row {
-			t := b[0]
-			b = b[1:]
-			switch t {
-			case tInt:
-				row[c] = int64(binary.LittleEndian.Uint64(b))
-				b = b[8:]
-			case tFloat:
-				row[c] = math.Float64frombits(binary.LittleEndian.Uint64(b))
-				b = b[8:]
-			case tText, tBlob:
-				n := int(binary.LittleEndian.Uint32(b))
-				v := b[4 : 4+n]
-				if t == tText {
-					row[c] = string(v)
-				} else {
-					row[c] = append([]byte(nil), v...)
-				}
-				b = b[4+n:]
-			}
-		}
-		rows[r] = row
+		rows[r], b = decodeValues(b, ncols)
 	}
 	return rows, nil
 }
 
+// decodeValues decodes n values from b and returns the rest of b.
+func decodeValues(b []byte, n int) ([]any, []byte) {
+	row := make([]any, n)
+	for c := range row {
+		t := b[0]
+		b = b[1:]
+		switch t {
+		case tInt:
+			row[c] = int64(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+		case tFloat:
+			row[c] = math.Float64frombits(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+		case tText, tBlob:
+			n := int(binary.LittleEndian.Uint32(b))
+			v := b[4 : 4+n]
+			if t == tText {
+				row[c] = string(v)
+			} else {
+				row[c] = append([]byte(nil), v...)
+			}
+			b = b[4+n:]
+		}
+	}
+	return row, b
+}
+
 func (d *hostDriver) close() error {
 	d.host.Call("close", d.db)
+	return nil
+}
+
+// function registers fn with the host. SQLite calls back into Go during a
+// run (syscall/js runs the callback on the calling goroutine), with the
+// arguments encoded as one row in a buffer of this function's own.
+func (d *hostDriver) function(name string, nArg int, fn func(args []any) (any, error)) error {
+	cb := make([]byte, 64<<10)
+	f := js.FuncOf(func(_ js.Value, a []js.Value) any {
+		args, _ := decodeValues(cb, a[0].Int())
+		res, err := fn(args)
+		if err != nil {
+			return -1
+		}
+		out := cb[:0]
+		switch v := res.(type) {
+		case nil:
+			out = append(out, tNull)
+		case int64:
+			out = binary.LittleEndian.AppendUint64(append(out, tInt), uint64(v))
+		case float64:
+			out = binary.LittleEndian.AppendUint64(append(out, tFloat), math.Float64bits(v))
+		case string:
+			out = append(binary.LittleEndian.AppendUint32(append(out, tText), uint32(len(v))), v...)
+		case []byte:
+			out = append(binary.LittleEndian.AppendUint32(append(out, tBlob), uint32(len(v))), v...)
+		default:
+			return -1
+		}
+		return len(out)
+	})
+	d.fns = append(d.fns, f)
+	ptr := uintptr(unsafe.Pointer(unsafe.SliceData(cb)))
+	r := d.host.Call("createFunction", d.db, name, nArg, f, float64(ptr), len(cb))
+	if r.Type() != js.TypeNumber {
+		return errors.New(r.String())
+	}
 	return nil
 }

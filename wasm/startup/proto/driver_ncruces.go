@@ -82,3 +82,38 @@ func (d *ncrucesDriver) close() error {
 	}
 	return d.c.Close()
 }
+
+func (d *ncrucesDriver) function(name string, nArg int, fn func(args []any) (any, error)) error {
+	return d.c.CreateFunction(name, nArg, sqlite3.DETERMINISTIC, func(ctx sqlite3.Context, arg ...sqlite3.Value) {
+		args := make([]any, len(arg))
+		for i, a := range arg {
+			switch a.Type() {
+			case sqlite3.INTEGER:
+				args[i] = a.Int64()
+			case sqlite3.FLOAT:
+				args[i] = a.Float()
+			case sqlite3.TEXT:
+				args[i] = a.Text()
+			case sqlite3.BLOB:
+				args[i] = a.Blob(nil)
+			}
+		}
+		res, err := fn(args)
+		if err != nil {
+			ctx.ResultError(err)
+			return
+		}
+		switch v := res.(type) {
+		case nil:
+			ctx.ResultNull()
+		case int64:
+			ctx.ResultInt64(v)
+		case float64:
+			ctx.ResultFloat(v)
+		case string:
+			ctx.ResultText(v)
+		case []byte:
+			ctx.ResultBlob(v)
+		}
+	})
+}

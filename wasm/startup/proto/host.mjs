@@ -6,7 +6,7 @@
 // compact buffer (see driver_host.go for the layout).
 const TRANSIENT = -1; // SQLite copies bound text and blobs
 
-export function makeHost(sq, goMemory) {
+export function makeHost(sq, goMemory, thunkModule) {
   const x = sq.x;
   const dbs = [null];
   const stmts = [];
@@ -86,8 +86,55 @@ export function makeHost(sq, goMemory) {
       outView.setUint32(0, nrows, true);
       outView.setUint32(4, ncols, true);
       if (o > cap) { pending = out.subarray(0, o); return -o; }
-      new Uint8Array(mem, ptr, o).set(out.subarray(0, o));
+      // Not `mem`: Go may have grown its memory meanwhile (a Go function
+      // called back during the steps), which detaches the old buffer.
+      new Uint8Array(goMemory.buffer, ptr, o).set(out.subarray(0, o));
       return o;
+    },
+    // A Go scalar function: SQLite calls xFunc, which writes the arguments
+    // (encoded as one row) into Go's callback buffer and calls goFn(argc);
+    // Go leaves one encoded value there and returns its length (-1: an
+    // error, its message in the buffer).
+    createFunction(dbId, name, nArg, goFn, ptr, cap) {
+      const view = () => new DataView(goMemory.buffer, ptr, cap);
+      const bytes = () => new Uint8Array(goMemory.buffer, ptr, cap);
+      sq.createFunction(dbs[dbId], name, nArg, (ctx, argc, argv) => {
+        const heap = sq.heap8u();
+        const hv = new DataView(heap.buffer);
+        const dv = view();
+        const b = bytes();
+        let o = 0;
+        for (let i = 0; i < argc; i++) {
+          const v = hv.getUint32(argv + 4 * i, true);
+          const t = x.sqlite3_value_type(v);
+          if (t === 1) { b[o] = 1; dv.setBigInt64(o + 1, x.sqlite3_value_int64(v), true); o += 9; }
+          else if (t === 2) { b[o] = 2; dv.setFloat64(o + 1, x.sqlite3_value_double(v), true); o += 9; }
+          else if (t === 3 || t === 4) {
+            const p = t === 3 ? x.sqlite3_value_text(v) : x.sqlite3_value_blob(v);
+            const n = x.sqlite3_value_bytes(v);
+            b[o] = t; dv.setUint32(o + 1, n, true);
+            b.set(sq.heap8u().subarray(p, p + n), o + 5);
+            o += 5 + n;
+          } else { b[o] = 0; o += 1; }
+        }
+        const n = goFn(argc);
+        const r = view();
+        const t = r.getUint8(0);
+        if (n < 0) {
+          const [m, len] = sq.allocCString(`${name} failed`);
+          x.sqlite3_result_error(ctx, m, len);
+          return x.sqlite3_free(m);
+        }
+        if (t === 0) return x.sqlite3_result_null(ctx);
+        if (t === 1) return x.sqlite3_result_int64(ctx, r.getBigInt64(1, true));
+        if (t === 2) return x.sqlite3_result_double(ctx, r.getFloat64(1, true));
+        const len = r.getUint32(1, true);
+        const m = x.sqlite3_malloc(len || 1);
+        sq.heap8u().set(new Uint8Array(goMemory.buffer, ptr + 5, len), m);
+        (t === 3 ? x.sqlite3_result_text : x.sqlite3_result_blob)(ctx, m, len, TRANSIENT);
+        x.sqlite3_free(m);
+      }, thunkModule);
+      return 0;
     },
     take(ptr) {
       const n = pending.length;

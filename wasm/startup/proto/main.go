@@ -31,6 +31,8 @@ type driver interface {
 	open(name string) error
 	prepare(sql string) (int, error)
 	run(stmt int, args []any) ([][]any, error)
+	// function registers a deterministic scalar function of Go.
+	function(name string, nArg int, fn func(args []any) (any, error)) error
 	close() error
 }
 
@@ -204,7 +206,49 @@ func loop(n int) (map[string]float64, error) {
 		}
 	}
 	perTx := ms(time.Since(start)) * 1000 / float64(n)
-	return map[string]float64{"select_us": perSelect, "select_blob1k_us": perBlob, "read_tx_5stmts_us": perTx}, nil
+
+	// A Go scalar function called once per row (the engine's store filters
+	// are such functions), against SQLite's own length() on the same rows.
+	err = d.function("go_len", 1, func(args []any) (any, error) {
+		switch v := args[0].(type) {
+		case string:
+			return int64(len(v)), nil
+		case []byte:
+			return int64(len(v)), nil
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	const rows = 10000
+	cte := "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 10000) "
+	withGo, plain := mustPrepare(d, cte+"SELECT sum(go_len(printf('%08d', x))) FROM c"), mustPrepare(d, cte+"SELECT sum(length(printf('%08d', x))) FROM c")
+	timeQuery := func(st int) (time.Duration, error) {
+		start := time.Now()
+		r, err := d.run(st, nil)
+		if err != nil {
+			return 0, err
+		}
+		if len(r) != 1 || r[0][0] != int64(8*rows) {
+			return 0, fmt.Errorf("sum of lengths: %v", r)
+		}
+		return time.Since(start), nil
+	}
+	var goFn, sqlFn time.Duration
+	for range 3 {
+		g, err := timeQuery(withGo)
+		if err != nil {
+			return nil, err
+		}
+		p, err := timeQuery(plain)
+		if err != nil {
+			return nil, err
+		}
+		goFn, sqlFn = g, p
+	}
+	perCall := float64((goFn - sqlFn).Nanoseconds()) / 1000 / rows
+	return map[string]float64{"select_us": perSelect, "select_blob1k_us": perBlob, "read_tx_5stmts_us": perTx, "go_func_call_us": perCall}, nil
 }
 
 func mustPrepare(d driver, q string) int {

@@ -23,7 +23,8 @@ const { instance } = await WebAssembly.instantiate(fs.readFileSync(wasmPath), go
 mark("go_instantiated");
 if (useHost) {
   const { makeHost } = await import("./host.mjs");
-  globalThis.__sqlhost = makeHost(await sqlitePromise, instance.exports.mem);
+  const { thunkBytes } = await import("./thunks.mjs");
+  globalThis.__sqlhost = makeHost(await sqlitePromise, instance.exports.mem, new WebAssembly.Module(thunkBytes(3)));
 }
 go.run(instance);
 const api = await ready;
@@ -38,7 +39,7 @@ if (loopN) {
   api("loop", loopN);
   const l = api("loop", loopN);
   if (l.error) throw new Error(l.error);
-  T.loop = { n: loopN, select_us: +l.select_us.toFixed(2), select_blob1k_us: +l.select_blob1k_us.toFixed(2), read_tx_5stmts_us: +l.read_tx_5stmts_us.toFixed(2) };
+  T.loop = { n: loopN, select_us: +l.select_us.toFixed(2), select_blob1k_us: +l.select_blob1k_us.toFixed(2), read_tx_5stmts_us: +l.read_tx_5stmts_us.toFixed(2), go_func_call_us: +l.go_func_call_us.toFixed(2) };
 }
 T.rssMB = Math.round(process.memoryUsage().rss / 1e6);
 console.log(JSON.stringify(T));

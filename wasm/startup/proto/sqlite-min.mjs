@@ -102,9 +102,11 @@ export async function loadSqlite(source) {
     return [p, b.length];
   };
   const scratch = x.sqlite3_malloc(16);
+  const table = x.__indirect_function_table;
   return {
     x,
     heap8u,
+    allocCString,
     errmsg: (db) => cstr(x.sqlite3_errmsg(db)),
     /** sqlite3_open_v2; returns the db pointer or throws. */
     open(name, flags = 0x2 | 0x4 | 0x40 /* READWRITE|CREATE|URI */) {
@@ -119,6 +121,20 @@ export async function loadSqlite(source) {
         throw new Error(msg);
       }
       return db;
+    },
+    /**
+     * Registers a deterministic scalar function: xFunc(ctx, argc, argv) is
+     * a JavaScript function, reached through an instance of the callback
+     * module (thunks.mjs), a WebAssembly.Module made ahead of time.
+     */
+    createFunction(db, name, nArg, xFunc, thunkModule) {
+      const thunk = new WebAssembly.Instance(thunkModule, { cb: { fn: xFunc } });
+      const idx = table.grow(1);
+      table.set(idx, thunk.exports.fn);
+      const [p] = allocCString(name);
+      const rc = x.sqlite3_create_function_v2(db, p, nArg, 1 /* UTF8 */ | 0x800 /* DETERMINISTIC */, 0, idx, 0, 0, 0);
+      x.sqlite3_free(p);
+      if (rc) throw new Error(cstr(x.sqlite3_errmsg(db)));
     },
     /** sqlite3_prepare_v3 of the first statement of sql; 0 for comments only. */
     prepare(db, sql) {

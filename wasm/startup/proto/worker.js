@@ -5,6 +5,7 @@
 // while a request computes).
 import goModule from "./host.wasm";
 import sqliteModule from "./sqlite3.wasm";
+import thunkModule from "./thunk.wasm";
 import { loadSqlite } from "./sqlite-min.mjs";
 import "../../npm/dist/wasm_exec.js";
 import { makeHost } from "./host.mjs";
@@ -16,7 +17,7 @@ async function start() {
   const go = new globalThis.Go();
   const ready = new Promise((r) => (globalThis.__proto_ready = r));
   const instance = new WebAssembly.Instance(goModule, go.importObject);
-  globalThis.__sqlhost = makeHost(sqlite3, instance.exports.mem);
+  globalThis.__sqlhost = makeHost(sqlite3, instance.exports.mem, thunkModule);
   go.run(instance);
   return ready;
 }
@@ -28,9 +29,9 @@ export default {
     try {
       api ??= start();
       const f = await api;
-      const r = f("first");
+      const r = f(url.pathname === "/loop" ? "loop" : "first", 300);
       if (r.error) throw new Error(r.error);
-      return Response.json({ ok: true, rows: r.rows });
+      return Response.json({ ok: true, rows: r.rows, go_func_call_us: r.go_func_call_us });
     } catch (e) {
       return Response.json({ ok: false, error: String(e.stack ?? e) }, { status: 500 });
     }
