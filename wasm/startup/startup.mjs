@@ -13,7 +13,7 @@
 // the process's CPU seconds after the first answer and 5 s later, RSS.
 // Chromium (Debian's /usr/bin/chromium): the demo's "engine start (load +
 // open)". Module bytes raw and gzip -9 for every module involved.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import zlib from "node:zlib";
@@ -73,7 +73,11 @@ function runChild(argv, cwd) {
       const wall = performance.now() - t0;
       if (code !== 0) return reject(new Error(`${argv.join(" ")}: exit ${code}: ${err}`));
       const line = out.trim().split("\n").pop();
-      resolve({ ...JSON.parse(line), wall });
+      try {
+        resolve({ ...JSON.parse(line), wall });
+      } catch (e) {
+        reject(new Error(`${argv.join(" ")}: no result line: ${out.slice(-300)}`));
+      }
     });
   });
 }
@@ -155,7 +159,7 @@ if (hosts.includes("chromium")) {
     results.chromium.push({ label: "skipped: no chromium" });
   } else {
     const demo = path.resolve(here, "../demo");
-    await runChild([path.join(demo, "build.mjs")], demo).catch(() => null);
+    execFileSync(process.execPath, [path.join(demo, "build.mjs")], { cwd: demo, stdio: "ignore" });
     const { chromium } = createRequire(path.join(npmDir, "package.json"))("playwright-core");
     const { serve } = await import(path.join(demo, "serve.mjs"));
     const server = await serve(0);
