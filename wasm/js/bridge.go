@@ -55,7 +55,7 @@ func newBridge() *bridge { return &bridge{handles: map[int]*handle{}} }
 //	close(h)
 func (b *bridge) api() js.Value {
 	obj := js.Global().Get("Object").New()
-	obj.Set("open", js.FuncOf(func(_ js.Value, args []js.Value) any {
+	obj.Set("open", guarded(func(args []js.Value) any {
 		req, bufs := argJSON(args, 0), argBufs(args, 1)
 		host := js.Undefined()
 		if len(args) > 2 {
@@ -63,22 +63,40 @@ func (b *bridge) api() js.Value {
 		}
 		return promise(func() (any, *out, error) { return b.open(req, bufs, host) })
 	}))
-	obj.Set("call", js.FuncOf(func(_ js.Value, args []js.Value) any {
-		if len(args) < 2 {
-			return promise(func() (any, *out, error) { return nil, nil, errArg("call(h, op, json, bufs)") })
+	obj.Set("call", guarded(func(args []js.Value) any {
+		if len(args) < 2 || args[0].Type() != js.TypeNumber || args[1].Type() != js.TypeString {
+			return rejected(errArg("call(h, op, json, bufs)"))
 		}
 		h, op, req, bufs := args[0].Int(), args[1].String(), argJSON(args, 2), argBufs(args, 3)
 		return promise(func() (any, *out, error) { return b.call(h, op, req, bufs) })
 	}))
-	obj.Set("close", js.FuncOf(func(_ js.Value, args []js.Value) any {
+	obj.Set("close", guarded(func(args []js.Value) any {
 		h := -1
-		if len(args) > 0 {
+		if len(args) > 0 && args[0].Type() == js.TypeNumber {
 			h = args[0].Int()
 		}
 		return promise(func() (any, *out, error) { return nil, nil, b.close(h) })
 	}))
 	obj.Set("version", "1")
 	return obj
+}
+
+// guarded turns a panic while reading a call's arguments (a value of the
+// wrong type from JavaScript) into a rejected Promise: a panic that escapes
+// a js.Func stops the whole Go program, and with it every open database.
+func guarded(fn func(args []js.Value) any) js.Func {
+	return js.FuncOf(func(_ js.Value, args []js.Value) (res any) {
+		defer func() {
+			if r := recover(); r != nil {
+				res = rejected(errArg("%v", r))
+			}
+		}()
+		return fn(args)
+	})
+}
+
+func rejected(err error) js.Value {
+	return js.Global().Get("Promise").Call("reject", jsError(err))
 }
 
 func argJSON(args []js.Value, i int) []byte {

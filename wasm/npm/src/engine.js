@@ -4,8 +4,22 @@
 // One wasm instance serves the whole JavaScript realm; each Database is a
 // handle inside it. Calls return Promises: the Go side runs each in its own
 // goroutine, so the event loop is only busy while Go computes.
+//
+// Nothing here imports node:* statically, and nothing reads the environment:
+// the in-memory, image and host paths run unchanged in Node, Deno, browsers
+// and Cloudflare workerd. Node's file host is imported on first use of a
+// path, and only in Node.
 
-const isNode = typeof process !== "undefined" && !!process.versions?.node && typeof window === "undefined";
+/** Which kind of JavaScript host this is. workerd (with nodejs_compat) and
+ * Deno define process.versions.node too, but have no Node file system to
+ * offer the engine. */
+export const runtime = (() => {
+  if (typeof navigator !== "undefined" && navigator.userAgent === "Cloudflare-Workers") return "workerd";
+  if (typeof Deno !== "undefined" && typeof Deno.version === "object") return "deno";
+  if (typeof process !== "undefined" && !!process.versions?.node && typeof window === "undefined") return "node";
+  return "browser";
+})();
+const isNode = runtime === "node";
 
 /** Error thrown by the engine. `code` is one of NOT_FOUND, CONFLICT,
  * INVALID_ARGUMENT, INVALID_OPTION, CLOSED, READ_ONLY, MODE_MISMATCH,
@@ -30,8 +44,18 @@ let apiPromise;
 
 /**
  * Loads and starts the wasm module once per realm. Options (first call
- * only): `wasmURL` (browsers: where agentstate.wasm is served; default: next
- * to this package's dist/), `wasmBytes` (the module's bytes).
+ * only):
+ * - `wasmBytes`: the module as a `WebAssembly.Module` (what workerd and
+ *   bundlers give for `import wasm from "agentstate/agentstate.wasm"`), or
+ *   its bytes (ArrayBuffer, typed array);
+ * - `wasmURL`: where to fetch it (default: this package's dist/, read from
+ *   disk in Node);
+ * - `trace`: print each engine call's time inside Go (the only thing that
+ *   was read from AGENTSTATE_TRACE before; nothing reads the environment).
+ *
+ * If the engine stops (a Go panic outside a call, an out-of-memory abort),
+ * every call in flight rejects, every open Database is marked closed, and
+ * the next open starts a fresh instance.
  */
 export function loadEngine(options = {}) {
   apiPromise ??= startEngine(options).catch((e) => {
@@ -58,49 +82,153 @@ function track(promise) {
   });
 }
 
-async function startEngine({ wasmURL, wasmBytes } = {}) {
+// What each started instance knows about itself, by its API object: the
+// promise that settles when the Go program stops, and the databases to
+// mark closed then.
+const instances = new WeakMap();
+
+async function wasmSource(wasmURL, wasmBytes, importObject) {
+  if (wasmBytes instanceof WebAssembly.Module) return WebAssembly.instantiate(wasmBytes, importObject);
+  if (wasmBytes) return WebAssembly.instantiate(toBytes(wasmBytes, "wasmBytes"), importObject);
+  let url = wasmURL;
+  if (url === undefined) {
+    try {
+      url = new URL("../dist/agentstate.wasm", import.meta.url);
+    } catch (e) {
+      throw new AgentStateError(
+        "agentstate: cannot locate agentstate.wasm from this bundle; pass wasmBytes (a WebAssembly.Module imported from agentstate/agentstate.wasm) or wasmURL",
+        "INVALID_ARGUMENT",
+        { cause: e },
+      );
+    }
+  }
+  if (isNode) {
+    const { readFile } = await import("node:fs/promises");
+    return WebAssembly.instantiate(await readFile(url), importObject);
+  }
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`agentstate: fetch ${url}: HTTP ${res.status}`);
+  return WebAssembly.instantiateStreaming(res, importObject).catch(async () =>
+    WebAssembly.instantiate(await (await fetch(url)).arrayBuffer(), importObject),
+  );
+}
+
+async function startEngine({ wasmURL, wasmBytes, trace = false, testHooks = false } = {}) {
   if (isNode && !globalThis.fs) {
-    // Go's os package reaches Node's fs through this global (the engine
-    // only uses it for the WAL-index switch directory next to a database).
+    // Go's os package reaches Node's fs through this global, read once at
+    // its start (the engine only uses it for the WAL-index switch directory
+    // next to a database file).
     globalThis.fs = (await import("node:fs")).default;
   }
   if (typeof globalThis.Go !== "function") await import("../dist/wasm_exec.js");
   const go = new globalThis.Go();
   goInstance = go;
-  const schedule = go.importObject.gojs["runtime.scheduleTimeoutEvent"];
-  go.importObject.gojs["runtime.scheduleTimeoutEvent"] = (sp) => {
+  const gojs = go.importObject.gojs;
+  const schedule = gojs["runtime.scheduleTimeoutEvent"];
+  gojs["runtime.scheduleTimeoutEvent"] = (sp) => {
     schedule(sp);
     if (inflight === 0) {
       const t = go._scheduledTimeouts.get(go._nextCallbackTimeoutID - 1);
       t?.unref?.();
     }
   };
+  // The tail of what Go writes to stderr, so that a panic's message reaches
+  // the error the calls in flight reject with.
+  let stderrTail = "";
+  const decoder = new TextDecoder();
+  const write = gojs["runtime.wasmWrite"];
+  gojs["runtime.wasmWrite"] = (sp) => {
+    const a = sp >>> 0;
+    if (go.mem.getUint32(a + 8, true) === 2) {
+      const p = go.mem.getUint32(a + 16, true) + go.mem.getUint32(a + 20, true) * 4294967296;
+      const n = go.mem.getInt32(a + 24, true);
+      stderrTail = (stderrTail + decoder.decode(new Uint8Array(go._inst.exports.mem.buffer, p, n))).slice(-4096);
+    }
+    write(sp);
+  };
   const name = `__agentstate_bridge_${Math.random().toString(36).slice(2)}`;
   go.argv = ["agentstate", `--bridge=${name}`];
-  go.env = { AGENTSTATE_TRACE: globalThis.process?.env?.AGENTSTATE_TRACE ?? "" };
-  const ready = new Promise((resolve) => {
+  if (testHooks) go.argv.push("--test-hooks");
+  go.env = trace ? { AGENTSTATE_TRACE: "1" } : {};
+  let failStart;
+  const ready = new Promise((resolve, reject) => {
     globalThis[name] = resolve;
+    failStart = reject;
   });
+  // Everything about a stop happens synchronously, in the call that saw it:
+  // workerd drops a promise settled in a request other than the one that
+  // made it, so no long-lived promise may carry the news.
+  const state = {
+    dead: null,
+    dbs: new Set(),
+    pending: new Set(),
+    stop(err) {
+      if (state.dead) return;
+      state.dead = err;
+      if (goInstance === go) apiPromise = undefined;
+      failStart(err);
+      for (const reject of state.pending) reject(err);
+      state.pending.clear();
+      for (const db of state.dbs) db._engineStopped();
+      state.dbs.clear();
+    },
+  };
+  go.exit = (code) => {
+    state.stop(new AgentStateError(`agentstate: the engine stopped (exit code ${code})${stderrTail ? `: ${stderrTail.trim()}` : ""}`, "INTERNAL"));
+  };
   let source;
-  if (wasmBytes) {
-    source = await WebAssembly.instantiate(wasmBytes, go.importObject);
-  } else if (isNode) {
-    const { readFile } = await import("node:fs/promises");
-    const url = wasmURL ?? new URL("../dist/agentstate.wasm", import.meta.url);
-    source = await WebAssembly.instantiate(await readFile(url), go.importObject);
-  } else {
-    const url = wasmURL ?? new URL("../dist/agentstate.wasm", import.meta.url);
-    const res = await fetch(url);
-    if (!res.ok) throw new Error(`agentstate: fetch ${url}: HTTP ${res.status}`);
-    source = await WebAssembly.instantiateStreaming(res, go.importObject).catch(async () =>
-      WebAssembly.instantiate(await (await fetch(url)).arrayBuffer(), go.importObject),
-    );
+  try {
+    source = await wasmSource(wasmURL, wasmBytes, go.importObject);
+  } catch (e) {
+    if (e instanceof WebAssembly.CompileError && /disallowed/i.test(e.message)) {
+      throw new AgentStateError(
+        "agentstate: this host does not compile WebAssembly from bytes at run time (Cloudflare Workers): import agentstate/agentstate.wasm as a module and pass it as wasmBytes",
+        "INVALID_ARGUMENT",
+        { cause: e },
+      );
+    }
+    throw e;
   }
   const instance = source.instance ?? source;
-  go.run(instance).catch((e) => console.error("agentstate: wasm instance stopped:", e));
+  // Go's syscall package takes `process` (pid, cwd, uid) once, as it
+  // starts. Outside Node the global may be a partial look-alike (workerd's
+  // nodejs_compat has no pid, and Go panics reading it; Deno asks for a
+  // permission on cwd): Go gets the stub wasm_exec.js would have made.
+  const realProcess = globalThis.process;
+  if (!isNode && realProcess) globalThis.process = goProcessStub();
+  let run;
+  try {
+    run = go.run(instance); // synchronous until the program first waits
+  } finally {
+    if (!isNode && realProcess) globalThis.process = realProcess;
+  }
+  run.catch((e) => state.stop(new AgentStateError(`agentstate: the engine stopped: ${e?.message ?? e}`, "INTERNAL", { cause: e })));
   const api = await ready;
   delete globalThis[name];
+  instances.set(api, state);
   return api;
+}
+
+function goProcessStub() {
+  const enosys = () => Object.assign(new Error("not implemented"), { code: "ENOSYS" });
+  return {
+    pid: -1,
+    ppid: -1,
+    getuid: () => -1,
+    getgid: () => -1,
+    geteuid: () => -1,
+    getegid: () => -1,
+    getgroups() {
+      throw enosys();
+    },
+    umask: () => 0o22,
+    cwd() {
+      throw enosys();
+    },
+    chdir() {
+      throw enosys();
+    },
+  };
 }
 
 // Handles opened on a file, by resolved path: a second open of the same
@@ -127,6 +255,15 @@ export class Database {
     this.#release = release;
     this.#key = key;
     this.#options = options;
+    instances.get(api)?.dbs.add(this);
+  }
+
+  /** @internal The engine instance stopped: this handle is gone with it. */
+  _engineStopped() {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#key) shared.delete(this.#key);
+    this.#release?.();
   }
 
   /**
@@ -139,7 +276,8 @@ export class Database {
    *   cadence K of a new delta file (default 10);
    *   `cacheBytes` (history cache bound), `readOnly`, `busyTimeoutMs`,
    *   `storeDefaultTtlMs`, `storeRefreshOnRead`, `storeSweepIntervalMs`;
-   * - `wasmURL` / `wasmBytes`: where to load the engine from (first open).
+   * - `wasmURL` / `wasmBytes` / `trace`: how to load the engine (first
+   *   open; see loadEngine).
    */
   static async open(options = {}) {
     const api = await loadEngine(options);
@@ -158,11 +296,11 @@ export class Database {
       throw new AgentStateError("agentstate: open takes a path or an image, not both", "INVALID_ARGUMENT");
     }
     if (options.image !== undefined) {
-      const r = await callApi(() => api.open(JSON.stringify({ ...req, image: 0 }), [toBytes(options.image)]));
+      const r = await callApi(api, () => api.open(JSON.stringify({ ...req, image: 0 }), [toBytes(options.image, "image")]));
       return new Database(api, r.h, { options: req });
     }
     if (options.path === undefined || options.path === null) {
-      const r = await callApi(() => api.open(JSON.stringify(req), []));
+      const r = await callApi(api, () => api.open(JSON.stringify(req), []));
       return new Database(api, r.h, { options: req });
     }
     if (typeof options.path !== "string" || options.path === "") {
@@ -170,12 +308,19 @@ export class Database {
     }
     let key;
     let makeHost;
+    if (!options.opfs && (runtime === "workerd" || runtime === "deno")) {
+      throw new AgentStateError(
+        `agentstate: ${runtime} has no file host: open in memory, from an image, or pass a host (see the README)`,
+        "INVALID_ARGUMENT",
+      );
+    }
     if (options.opfs || !isNode) {
       const { openOpfsHost, opfsKey } = await import("./opfs-host.js");
       key = opfsKey(options.path);
       makeHost = () => openOpfsHost(options.path);
     } else {
-      const { NodeFileHost, resolvePath } = await import("./node-host.js");
+      const { NodeFileHost, resolvePath, loadNodeModules } = await import("./node-host.js");
+      await loadNodeModules();
       key = `file:${resolvePath(options.path)}`;
       makeHost = () => new NodeFileHost(options.path, { readOnly: !!options.readOnly });
     }
@@ -186,7 +331,7 @@ export class Database {
         const host = await makeHost();
         let r;
         try {
-          r = await callApi(() => api.open(JSON.stringify({ ...req, path: host.path, name: options.path }), [], host));
+          r = await callApi(api, () => api.open(JSON.stringify({ ...req, path: host.path, name: options.path }), [], host));
         } catch (e) {
           host.dispose();
           throw e;
@@ -234,7 +379,7 @@ export class Database {
 
   async #send(op, payload, bufs) {
     if (this.#closed) throw new AgentStateError("agentstate: database is closed", "CLOSED");
-    return callApi(() => this.#api.call(this.#h, op, JSON.stringify(payload), bufs));
+    return callApi(this.#api, () => this.#api.call(this.#h, op, JSON.stringify(payload), bufs));
   }
 
   /** Schema version, sizes, row counts and history-cache counters. */
@@ -259,8 +404,9 @@ export class Database {
     if (--this.#refs > 0) return;
     this.#closed = true;
     if (this.#key) shared.delete(this.#key);
+    instances.get(this.#api)?.dbs.delete(this);
     try {
-      await callApi(() => this.#api.close(this.#h));
+      if (!instances.get(this.#api)?.dead) await callApi(this.#api, () => this.#api.close(this.#h));
     } finally {
       this.#release?.();
     }
@@ -286,10 +432,32 @@ const nextTurn = (() => {
   return () => new Promise((r) => setTimeout(r, 0));
 })();
 
-async function callApi(fn) {
+// A call settles when Go answers, or rejects when the engine stops first
+// (state.stop rejects every pending call). A trap in the module (a wasm
+// RuntimeError thrown out of Go) leaves the instance unusable: it stops too.
+async function callApi(api, fn) {
+  const state = instances.get(api);
   let res;
   try {
-    res = await track(nextTurn().then(fn));
+    if (state?.dead) throw state.dead;
+    res = await new Promise((resolve, reject) => {
+      state?.pending.add(reject);
+      track(
+        nextTurn().then(() => {
+          if (state?.dead) throw state.dead;
+          try {
+            return fn();
+          } catch (e) {
+            if (e instanceof WebAssembly.RuntimeError) {
+              state?.stop(new AgentStateError(`agentstate: the engine stopped: ${e.message}`, "INTERNAL", { cause: e }));
+            }
+            throw e;
+          }
+        }),
+      )
+        .then(resolve, reject)
+        .finally(() => state?.pending.delete(reject));
+    });
   } catch (e) {
     throw wrapError(e);
   }
@@ -298,9 +466,9 @@ async function callApi(fn) {
   return v;
 }
 
-function toBytes(b) {
+function toBytes(b, what) {
   if (b instanceof Uint8Array) return b;
   if (b instanceof ArrayBuffer) return new Uint8Array(b);
   if (ArrayBuffer.isView(b)) return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-  throw new AgentStateError("agentstate: image must be a Uint8Array or ArrayBuffer", "INVALID_ARGUMENT");
+  throw new AgentStateError(`agentstate: ${what} must be a Uint8Array or ArrayBuffer`, "INVALID_ARGUMENT");
 }

@@ -29,7 +29,10 @@ export interface OpenOptions {
   busyTimeoutMs?: number;
   /** Where browsers fetch agentstate.wasm (default: next to this package's dist/). */
   wasmURL?: string | URL;
+  /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "agentstate/agentstate.wasm"`) or its bytes. */
   wasmBytes?: BufferSource | WebAssembly.Module;
+  /** Print each engine call's time inside Go (first open only). */
+  trace?: boolean;
 }
 
 export interface Info {
@@ -56,7 +59,10 @@ export class Database {
   readonly closed: boolean;
 }
 
-export function loadEngine(options?: { wasmURL?: string | URL; wasmBytes?: BufferSource | WebAssembly.Module }): Promise<unknown>;
+export function loadEngine(options?: { wasmURL?: string | URL; wasmBytes?: BufferSource | WebAssembly.Module; trace?: boolean }): Promise<unknown>;
+
+/** The kind of JavaScript host the package detected. */
+export const runtime: "node" | "deno" | "workerd" | "browser";
 
 export interface PruneReport {
   threads: number;

@@ -1,5 +1,5 @@
 // agentstate: LangGraph.js persistence in one SQLite file, on the agentstate
 // engine compiled to WebAssembly (Node 20+ and browsers).
-export { AgentStateError, Database, loadEngine } from "./engine.js";
+export { AgentStateError, Database, loadEngine, runtime } from "./engine.js";
 export { AgentStateSaver } from "./saver.js";
 export { AgentStateStore } from "./store.js";

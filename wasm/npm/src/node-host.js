@@ -5,12 +5,22 @@
 // dies leaves no stale lock: the owner file it leaves names a dead pid and
 // the next open takes it over; a half-written transaction leaves a hot
 // journal, which SQLite rolls back on that open.
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
+//
+// node:* modules are imported on first use, not statically: a bundler that
+// inlines this file (no code splitting) must not hoist imports that hosts
+// without them (workerd without nodejs_compat, browsers) fail to load.
 import { AgentStateError } from "./engine.js";
 
-const { O_RDWR, O_RDONLY, O_CREAT } = fs.constants;
+let fs, os, path;
+let O_RDWR, O_RDONLY, O_CREAT;
+
+/** Imports the node:* modules this host needs; call before anything else. */
+export async function loadNodeModules() {
+  if (fs) return;
+  const [f, o, p] = await Promise.all([import("node:fs"), import("node:os"), import("node:path")]);
+  [fs, os, path] = [f.default, o.default, p.default];
+  ({ O_RDWR, O_RDONLY, O_CREAT } = fs.constants);
+}
 
 export function resolvePath(p) {
   return path.resolve(p);
