@@ -30,7 +30,10 @@ var ErrCorrupt = errors.New("codec: corrupt value")
 var ErrUnsupported = errors.New("codec: unsupported format version")
 
 // Marshal encodes v as msgpack inside the current envelope. Map keys are
-// sorted so that equal values always give equal bytes.
+// sorted so that equal values always give equal bytes. A value that nests
+// deeper than MaxDepth (or is cyclic) is refused with ErrTooDeep, one that
+// encodes to more than MaxSize bytes with ErrTooLarge: what Marshal writes,
+// Unmarshal reads.
 func Marshal(v any) ([]byte, error) {
 	buf := buffers.Get().(*bytes.Buffer)
 	defer putBuffer(buf)
@@ -54,12 +57,22 @@ func putBuffer(b *bytes.Buffer) {
 
 func marshalTo(buf *bytes.Buffer, v any) error {
 	buf.WriteByte(FormatV1)
+	g := newGuard(buf, MaxSize+1)
+	defer g.release()
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
-	enc.Reset(buf)
+	enc.Reset(g)
 	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
-	if err := enc.Encode(v); err != nil {
+	err := enc.Encode(v)
+	if g.err != nil {
+		// The guard's refusal, not the encoder's report of a failed write.
+		err = g.err
+	}
+	if err == nil {
+		err = g.check()
+	}
+	if err != nil {
 		return fmt.Errorf("codec: encode %T: %w", v, err)
 	}
 	return nil

@@ -27,8 +27,8 @@ const FormatV1Zstd byte = 0x03
 const CompressMin = 2048
 
 // maxInflated bounds what a compressed value may inflate to, so a hostile
-// input of a few bytes cannot claim gigabytes.
-const maxInflated = 1 << 30
+// input of a few bytes cannot claim gigabytes: no more than Marshal writes.
+const maxInflated = MaxSize
 
 // Compression efforts for MarshalCompressed.
 const (

@@ -5,8 +5,13 @@ import (
 	"fmt"
 )
 
-// maxDepth bounds the nesting of containers in a stored value.
-const maxDepth = 512
+// MaxDepth bounds the nesting of containers (maps and arrays) in a stored
+// value: a value whose containers nest MaxDepth deep is written and read
+// back; one level more is refused by Marshal (ErrTooDeep) and by every
+// reader (ErrCorrupt). The containers the engine wraps a caller's value in
+// count (a checkpoint's metadata map is one level, a message's fields sit
+// three levels down in a stored write).
+const MaxDepth = 512
 
 var errHead = fmt.Errorf("%w: malformed msgpack header", ErrCorrupt)
 
@@ -100,7 +105,7 @@ func Head(b []byte, pos int) (next, payload, items int, err error) {
 
 // scan walks one msgpack value at the start of data without decoding it and
 // checks that every length it declares fits in the bytes that follow and that
-// nesting stays under maxDepth. It exists because the msgpack decoder sizes
+// containers nest at most MaxDepth deep. It exists because the msgpack decoder sizes
 // slices from declared lengths before reading them: a 6-byte input claiming
 // four billion elements must be refused here, not allocated.
 func scan(data []byte) (n int, err error) {
@@ -116,13 +121,16 @@ func scan(data []byte) (n int, err error) {
 		if err != nil {
 			return 0, fmt.Errorf("%w (at offset %d)", err, pos)
 		}
-		pos = next + payload
-		if items > 0 {
-			if len(pending) >= maxDepth {
-				return 0, fmt.Errorf("%w: nesting deeper than %d", ErrCorrupt, maxDepth)
+		if isContainer(data[pos]) {
+			// len(pending) is this container's nesting level.
+			if len(pending) > MaxDepth {
+				return 0, fmt.Errorf("%w: containers nested deeper than %d (at offset %d)", ErrCorrupt, MaxDepth, pos)
 			}
-			pending = append(pending, items)
+			if items > 0 {
+				pending = append(pending, items)
+			}
 		}
+		pos = next + payload
 	}
 	return pos, nil
 }
