@@ -47,7 +47,12 @@ func NewCompressor(effort int, cacheBytes int64) (*Compressor, error) {
 
 // Marshal is MarshalCompressed(v, effort).
 func (c *Compressor) Marshal(v any) ([]byte, error) {
-	return marshalCompressed(v, c.effort, c.frames)
+	return marshalCompressed(v, c.effort, c.frames, MaxSize)
+}
+
+// MarshalMax is MarshalCompressedMax(v, effort, max).
+func (c *Compressor) MarshalMax(v any, max int) ([]byte, error) {
+	return marshalCompressed(v, c.effort, c.frames, max)
 }
 
 // isArray reports whether a msgpack value starting with byte b is an array.

@@ -34,10 +34,15 @@ var ErrUnsupported = errors.New("codec: unsupported format version")
 // deeper than MaxDepth (or is cyclic) is refused with ErrTooDeep, one that
 // encodes to more than MaxSize bytes with ErrTooLarge: what Marshal writes,
 // Unmarshal reads.
-func Marshal(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) { return MarshalMax(v, MaxSize) }
+
+// MarshalMax is Marshal with a bound: a value whose msgpack passes max bytes
+// (at most MaxSize) is refused with ErrTooLarge, and its encoding stops
+// there instead of running to the end.
+func MarshalMax(v any, max int) ([]byte, error) {
 	buf := buffers.Get().(*bytes.Buffer)
 	defer putBuffer(buf)
-	if err := marshalTo(buf, v); err != nil {
+	if err := marshalTo(buf, v, max); err != nil {
 		return nil, err
 	}
 	return bytes.Clone(buf.Bytes()), nil
@@ -55,9 +60,9 @@ func putBuffer(b *bytes.Buffer) {
 	buffers.Put(b)
 }
 
-func marshalTo(buf *bytes.Buffer, v any) error {
+func marshalTo(buf *bytes.Buffer, v any, max int) error {
 	buf.WriteByte(FormatV1)
-	g := newGuard(buf, MaxSize+1)
+	g := newGuard(buf, min(max, MaxSize))
 	defer g.release()
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)

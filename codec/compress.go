@@ -84,17 +84,23 @@ func newEncoder(effort int) func() (*zstd.Encoder, error) {
 //
 // A list (a msgpack array) in zstd is cut into frames (see ChunkBytes).
 func MarshalCompressed(v any, effort int) ([]byte, error) {
-	return marshalCompressed(v, effort, nil)
+	return marshalCompressed(v, effort, nil, MaxSize)
 }
 
-func marshalCompressed(v any, effort int, frames *frameCache) ([]byte, error) {
+// MarshalCompressedMax is MarshalCompressed refusing, as MarshalMax does, a
+// value whose msgpack (before compression) passes max bytes.
+func MarshalCompressedMax(v any, effort, max int) ([]byte, error) {
+	return marshalCompressed(v, effort, nil, max)
+}
+
+func marshalCompressed(v any, effort int, frames *frameCache, max int) ([]byte, error) {
 	format, ok := formats[effort]
 	if !ok {
 		return nil, fmt.Errorf("codec: unknown compression effort %d", effort)
 	}
 	pbuf := buffers.Get().(*bytes.Buffer)
 	defer putBuffer(pbuf)
-	if err := marshalTo(pbuf, v); err != nil {
+	if err := marshalTo(pbuf, v, max); err != nil {
 		return nil, err
 	}
 	plain := pbuf.Bytes()

@@ -127,8 +127,11 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	sqlBlobData = `SELECT type, data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
 	// Sealing: the new child consumes the parent's writes not yet consumed.
-	sqlSealWrites = `UPDATE writes SET consumed_by=? WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by IS NULL
-		RETURNING task_id, idx, channel, type, data, task_path`
+	// (Not RETURNING them: SQLite would hold every sealed value in its own
+	// memory before the first row; see limits.go.)
+	sqlSealWrites = `UPDATE writes SET consumed_by=? WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by IS NULL`
+	sqlSealed     = `SELECT task_id, idx, channel, type, data, task_path FROM writes
+		WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by=?`
 )
 
 // Put stores checkpoint cp as a child of cfg.CheckpointID (empty: a root)
@@ -141,6 +144,13 @@ func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, n
 	p, err := preparePut(cfg, cp, md, newVersions)
 	if err != nil {
 		return Config{}, err
+	}
+	for ch := range newVersions {
+		if b, ok := cp.ChannelValues[ch]; ok {
+			if err := checkBlob(fmt.Sprintf("value of channel %q", ch), b, MaxListBytes, "MaxListBytes"); err != nil {
+				return Config{}, err
+			}
+		}
 	}
 	p.wantSealed = cfg.CheckpointID != "" && db.cache.tracks(cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
 	if err := db.write(ctx, func(c *conn) error { return p.run(c) }); err != nil {
@@ -200,12 +210,12 @@ func preparePut(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]s
 			return nil, err
 		}
 	}
-	payload, err := codec.Marshal(storedCheckpoint{
+	payload, err := encodeValue("checkpoint (versions and updated channels)", storedCheckpoint{
 		V: cp.V, TS: cp.TS, ChannelVersions: cp.ChannelVersions, VersionsSeen: cp.VersionsSeen,
 		UpdatedChannels: cp.UpdatedChannels, HasUpdated: cp.UpdatedChannels != nil,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: checkpoint: %w", ErrInvalidArgument, err)
+		return nil, err
 	}
 	mdBytes, err := marshalMetadata(md)
 	if err != nil {
@@ -259,14 +269,15 @@ func (p *put) run(c *conn) error {
 	if cfg.CheckpointID == "" || p.noSeal {
 		return nil
 	}
-	return c.query(sqlSealWrites, []any{cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, func(st row) error {
-		if p.wantSealed {
-			p.sealed = append(p.sealed, PendingWrite{
-				TaskID: st.Text(0), Idx: int(st.Int64(1)), Channel: st.Text(2),
-				Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
-				TaskPath: st.Text(5),
-			})
-		}
+	if err := c.exec(sqlSealWrites, cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID); err != nil || !p.wantSealed {
+		return err
+	}
+	return c.query(sqlSealed, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, cp.ID}, func(st row) error {
+		p.sealed = append(p.sealed, PendingWrite{
+			TaskID: st.Text(0), Idx: int(st.Int64(1)), Channel: st.Text(2),
+			Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
+			TaskPath: st.Text(5),
+		})
 		return nil
 	})
 }
@@ -337,11 +348,7 @@ func marshalMetadata(md Metadata) ([]byte, error) {
 	if md == nil {
 		md = Metadata{}
 	}
-	b, err := codec.Marshal(map[string]any(md))
-	if err != nil {
-		return nil, fmt.Errorf("%w: metadata: %w", ErrInvalidArgument, err)
-	}
-	return b, nil
+	return encodeValue("metadata", map[string]any(md))
 }
 
 const (
@@ -378,6 +385,9 @@ func validateWrites(cfg Config, writes []Write, taskID string) error {
 		}
 		if err := w.Value.Validate(); err != nil {
 			return fmt.Errorf("%w: write to %q: %w", ErrInvalidArgument, w.Channel, err)
+		}
+		if err := checkBlob(fmt.Sprintf("write to %q", w.Channel), w.Value, MaxValueBytes, "MaxValueBytes"); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -575,9 +585,10 @@ func loadValues(c *conn, tuples []Tuple) error {
 	})
 }
 
+// Unsorted: SQLite would sort the values too, in its own memory (see
+// limits.go); loadPendingWrites sorts each tuple's writes.
 const sqlPageWrites = `SELECT j.key, w.task_id, w.channel, w.type, w.data, w.task_path, w.idx FROM json_each(?) j
-	CROSS JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2
-	ORDER BY j.key, w.task_path, w.task_id, w.idx`
+	CROSS JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2`
 
 func loadPendingWrites(c *conn, tuples []Tuple) error {
 	keys := make([][3]string, len(tuples))
@@ -588,7 +599,7 @@ func loadPendingWrites(c *conn, tuples []Tuple) error {
 	if err != nil {
 		return err
 	}
-	return c.query(sqlPageWrites, []any{arg}, func(st row) error {
+	err = c.query(sqlPageWrites, []any{arg}, func(st row) error {
 		i := int(st.Int64(0))
 		tuples[i].PendingWrites = append(tuples[i].PendingWrites, PendingWrite{
 			TaskID: st.Text(1), Channel: st.Text(2),
@@ -597,6 +608,10 @@ func loadPendingWrites(c *conn, tuples []Tuple) error {
 		})
 		return nil
 	})
+	for i := range tuples {
+		sortWrites(tuples[i].PendingWrites)
+	}
+	return err
 }
 
 // ListOptions select the checkpoints List returns.

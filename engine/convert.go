@@ -104,9 +104,10 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 			}
 			switch {
 			case keepSnapshot && !owns:
-				data, err := codec.MarshalCompressed(values[name], compressionFor(mode))
+				data, err := codec.MarshalCompressedMax(values[name], compressionFor(mode), MaxListBytes)
 				if err != nil {
-					return rep, err
+					return rep, encodeError(fmt.Sprintf("thread %q channel %q at checkpoint %q (in %s mode every change stores the whole value; compact the thread first)",
+						thread, name, t.Config.CheckpointID, mode), "MaxListBytes", MaxListBytes, err)
 				}
 				if err := c.exec(sqlInsertBlob, thread, ns, name, v, t.Config.CheckpointID, codec.TypeMsgpack, data); err != nil {
 					return rep, err

@@ -34,6 +34,10 @@ var (
 	ErrCorrupt = errors.New("agentstate: corrupt data")
 	// ErrReadOnly: a write was attempted on a handle opened read-only.
 	ErrReadOnly = errors.New("agentstate: database opened read-only")
+	// ErrTooLarge: a value is larger than the engine stores (see
+	// MaxValueBytes and the limits beside it), or a call needed more
+	// memory than SQLite has. It matches ErrInvalidArgument too.
+	ErrTooLarge error = tooLargeError{}
 )
 
 // ModeMismatchError is every ErrModeMismatch error: what the file, thread
@@ -109,6 +113,12 @@ func (e *ModeMismatchError) convertK() int {
 // Is makes errors.Is(err, ErrModeMismatch) hold.
 func (e *ModeMismatchError) Is(target error) bool { return target == ErrModeMismatch }
 
+type tooLargeError struct{}
+
+func (tooLargeError) Error() string { return "agentstate: too large" }
+
+func (tooLargeError) Is(target error) bool { return target == ErrInvalidArgument }
+
 // wrapErr turns the driver's errors into the engine's: an interrupt caused
 // by a done context matches ctx.Err(), and so does a BUSY once the context
 // is done (the busy handler stops waiting for a lock when the context ends,
@@ -126,6 +136,9 @@ func wrapErr(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, driver.ErrCorrupt) {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if errors.Is(err, driver.ErrNoMemory) {
+		return fmt.Errorf("%w: %w: the call writes more large values in one transaction than SQLite holds (see MaxCallBytes)", ErrTooLarge, err)
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -192,18 +193,25 @@ func (e Events) prepare(evs []Event) ([]eventRow, error) {
 		if ev.ThreadID != evs[0].ThreadID {
 			return nil, fmt.Errorf("%w: event %d is for thread %s, the batch for %s: one thread per batch", ErrInvalidArgument, i, quoteCut(ev.ThreadID), quoteCut(evs[0].ThreadID))
 		}
+		what := "event"
+		if len(evs) > 1 {
+			what = fmt.Sprintf("event %d", i)
+		}
 		if ev.Category == CategoryTrace && e.db.opts.TraceContentLimit > 0 {
-			ev.Content, ev.Metadata = cutTrace(ev.Content, ev.Metadata, e.db.opts.TraceContentLimit)
+			var err error
+			if ev.Content, ev.Metadata, err = cutTrace(ev.Content, ev.Metadata, e.db.opts.TraceContentLimit); err != nil {
+				return nil, fmt.Errorf("%w: %s content: %w", ErrInvalidArgument, what, err)
+			}
 		}
 		if ev.Metadata != nil {
 			ev.Metadata = maps.Clone(ev.Metadata)
 		}
 		r := eventRow{ev: ev}
 		var err error
-		if r.content, err = codec.Marshal(ev.Content); err != nil {
-			return nil, fmt.Errorf("%w: event %d content: %v", ErrInvalidArgument, i, err)
+		if r.content, err = encodeValue(what+" content", ev.Content); err != nil {
+			return nil, err
 		}
-		if r.metadata, err = encodeMap("event metadata", ev.Metadata); err != nil {
+		if r.metadata, err = encodeMap(what+" metadata", ev.Metadata); err != nil {
 			return nil, err
 		}
 		if t, ok := ev.Metadata["task_id"].(string); ok {
@@ -241,14 +249,24 @@ func checkShort(what, s string, maxChars int) error {
 // cutTrace bounds a trace's content to limit UTF-8 bytes, cutting on a rune
 // boundary, and records the cut in a copy of the metadata. Structured
 // content that would not fit is stored as its JSON text, cut the same way.
-func cutTrace(content any, md map[string]any, limit int) (any, map[string]any) {
+// Content nested too deep to store (or cyclic) is refused: printing it
+// would not end.
+func cutTrace(content any, md map[string]any, limit int) (any, map[string]any, error) {
 	s, isString := content.(string)
 	if !isString {
 		if content == nil {
-			return content, md
+			return content, md, nil
 		}
-		if b, err := codec.Marshal(content); err == nil && len(b)-1 <= limit {
-			return content, md
+		_, err := codec.MarshalMax(content, limit)
+		if err == nil {
+			return content, md, nil
+		}
+		if errors.Is(err, codec.ErrTooLarge) {
+			// Cut short: see whether the whole would nest too deep.
+			_, err = codec.Marshal(content)
+		}
+		if errors.Is(err, codec.ErrTooDeep) {
+			return nil, nil, err
 		}
 		j, err := json.Marshal(content)
 		if err != nil {
@@ -258,15 +276,15 @@ func cutTrace(content any, md map[string]any, limit int) (any, map[string]any) {
 	}
 	if len(s) <= limit {
 		if isString {
-			return content, md
+			return content, md, nil
 		}
-		return s, withCut(md, len(s))
+		return s, withCut(md, len(s)), nil
 	}
 	cut := limit
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut], withCut(md, len(s))
+	return s[:cut], withCut(md, len(s)), nil
 }
 
 func withCut(md map[string]any, original int) map[string]any {

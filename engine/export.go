@@ -25,7 +25,7 @@ import (
 // then a trailer {"table":"end","rows":N}, so that a truncated dump is
 // refused. A row line holds "table" and the row's columns by name. A NULL
 // column is left out. Columns that hold the engine's own msgpack are
-// decoded to JSON (see mpjson.go for the lossless mapping); "zstd" lists
+// decoded to JSON (see codec's json.go for the lossless mapping); "zstd" lists
 // the columns that were stored compressed ("deflate" those compressed by
 // builds before zstd). A channel value or write holds
 // "value" (decoded JSON) when its type is the engine's, and "data" (base64
@@ -183,7 +183,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, o ExportOptions) (ExportR
 		for _, t := range exportTables {
 			err := c.query(t.sel, []any{o.ThreadID}, func(st row) error {
 				line.Reset()
-				if err := exportRow(&line, &t, st); err != nil {
+				if err := exportRow(ctx, &line, &t, st); err != nil {
 					return err
 				}
 				line.WriteByte('\n')
@@ -228,10 +228,11 @@ var compressionKeys = []struct {
 	format byte
 }{{"zstd", codec.FormatV1Zstd}, {"deflate", codec.FormatV1Deflate}}
 
-// exportRow writes one row as a JSON object.
-func exportRow(dst *bytes.Buffer, t *exportTable, st row) error {
+// exportRow writes one row as a JSON object. ctx stops the transcoding of
+// a large value part way.
+func exportRow(ctx context.Context, dst *bytes.Buffer, t *exportTable, st row) error {
 	dst.WriteString(`{"table":`)
-	writeJSONString(dst, t.name)
+	codec.WriteJSONString(dst, t.name)
 	compressed := map[byte][]string{}
 	typ := ""
 	for i, col := range t.cols {
@@ -245,7 +246,7 @@ func exportRow(dst *bytes.Buffer, t *exportTable, st row) error {
 			key = "value"
 		}
 		dst.WriteByte(',')
-		writeJSONString(dst, key)
+		codec.WriteJSONString(dst, key)
 		dst.WriteByte(':')
 		switch col.kind {
 		case colText, colTextNull:
@@ -253,7 +254,7 @@ func exportRow(dst *bytes.Buffer, t *exportTable, st row) error {
 			if col.name == "type" {
 				typ = s
 			}
-			writeJSONString(dst, s)
+			codec.WriteJSONString(dst, s)
 		case colInt, colIntNull:
 			dst.WriteString(strconv.FormatInt(st.Int64(i), 10))
 		case colMsgpack, colTyped:
@@ -264,7 +265,10 @@ func exportRow(dst *bytes.Buffer, t *exportTable, st row) error {
 				dst.WriteByte('"')
 				continue
 			}
-			format, err := envelopeToJSON(dst, data)
+			format, err := codec.EnvelopeToJSON(ctx, dst, data)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %s row %s: column %s: %w", ErrCorrupt, t.name, rowKey(t, st), col.name, err)
 			}
@@ -280,7 +284,7 @@ func exportRow(dst *bytes.Buffer, t *exportTable, st row) error {
 				if i > 0 {
 					dst.WriteByte(',')
 				}
-				writeJSONString(dst, d)
+				codec.WriteJSONString(dst, d)
 			}
 			dst.WriteByte(']')
 		}
@@ -322,13 +326,19 @@ var ErrBadExport = errors.New("agentstate: malformed export")
 // already exists (ErrConflict) or a truncated input (no trailer) changes
 // nothing. The export's channel mode must be the handle's (ErrModeMismatch
 // otherwise; ImportFile opens a file in the export's mode).
+//
+// Import holds one line's values at a time, never a whole line: a line
+// longer than MaxImportLineBytes, or whose values pass MaxRowBytes, is
+// refused (ErrBadExport and ErrTooLarge, naming the line) after reading at
+// most that much of it. Every value is checked against the limits and rules
+// a call that stores it applies.
 func (db *DB) Import(ctx context.Context, r io.Reader, o ImportOptions) (ImportReport, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	h, err := readExportHeader(br)
+	lines := newImportLines(ctx, r)
+	h, err := readExportHeader(lines)
 	if err != nil {
 		return ImportReport{}, err
 	}
-	return db.importRows(ctx, br, h, o)
+	return db.importRows(ctx, lines, h, o)
 }
 
 // ImportFile imports an export into the file at path, creating it if
@@ -336,8 +346,8 @@ func (db *DB) Import(ctx context.Context, r io.Reader, o ImportOptions) (ImportR
 // them: ErrModeMismatch otherwise). opts may be nil; its Mode and
 // SnapshotEvery are replaced by the export's.
 func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o ImportOptions) (ImportReport, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	h, err := readExportHeader(br)
+	lines := newImportLines(ctx, r)
+	h, err := readExportHeader(lines)
 	if err != nil {
 		return ImportReport{}, err
 	}
@@ -355,7 +365,7 @@ func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o 
 	if err != nil {
 		return ImportReport{}, err
 	}
-	rep, err := db.importRows(ctx, br, h, o)
+	rep, err := db.importRows(ctx, lines, h, o)
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -366,16 +376,34 @@ func importMismatch(path, mode string, every int, h exportHeader) error {
 	return modeMismatch("import", path, "", mode, every, h.Mode, h.SnapshotEvery)
 }
 
-func readExportHeader(br *bufio.Reader) (exportHeader, error) {
-	line, err := br.ReadBytes('\n')
-	if err != nil && (err != io.EOF || len(line) == 0) {
-		if err == io.EOF {
-			return exportHeader{}, fmt.Errorf("%w: empty input", ErrBadExport)
-		}
-		return exportHeader{}, err
+func newImportLines(ctx context.Context, r io.Reader) *codec.JSONLines {
+	return codec.NewJSONLines(ctx, r, MaxImportLineBytes, MaxRowBytes)
+}
+
+// importLineError types an error of the line reader: JSON that is not an
+// export's is ErrBadExport, and a line past the bounds ErrTooLarge too; a
+// read error or the context's passes through.
+func importLineError(err error) error {
+	switch {
+	case errors.Is(err, codec.ErrTooLarge):
+		return fmt.Errorf("%w: %w: %v", ErrBadExport, ErrTooLarge, err)
+	case errors.Is(err, codec.ErrJSON), errors.Is(err, codec.ErrTooDeep), errors.Is(err, codec.ErrCorrupt):
+		return fmt.Errorf("%w: %v", ErrBadExport, err)
+	}
+	return err
+}
+
+func readExportHeader(lines *codec.JSONLines) (exportHeader, error) {
+	body, err := lines.Next()
+	if err == io.EOF {
+		return exportHeader{}, fmt.Errorf("%w: empty input", ErrBadExport)
+	}
+	if err != nil {
+		return exportHeader{}, importLineError(err)
 	}
 	var h exportHeader
-	if err := json.Unmarshal(line, &h); err != nil || h.Table != "agentstate" {
+	var js bytes.Buffer
+	if err := codec.MsgpackToJSON(context.Background(), &js, body); err != nil || json.Unmarshal(js.Bytes(), &h) != nil || h.Table != "agentstate" {
 		return exportHeader{}, fmt.Errorf("%w: line 1 is not an agentstate export header", ErrBadExport)
 	}
 	if h.Format != ExportFormat {
@@ -390,42 +418,38 @@ func readExportHeader(br *bufio.Reader) (exportHeader, error) {
 	return h, nil
 }
 
-func (db *DB) importRows(ctx context.Context, br *bufio.Reader, h exportHeader, o ImportOptions) (ImportReport, error) {
+func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHeader, o ImportOptions) (ImportReport, error) {
 	if h.Mode != db.opts.Mode || h.Mode == ModeDelta && h.SnapshotEvery != db.opts.SnapshotEvery {
 		return ImportReport{}, importMismatch(db.path, db.opts.Mode, db.opts.SnapshotEvery, h)
 	}
 	rep := ImportReport{Rows: map[string]int64{}, Mode: h.Mode, ThreadID: h.ThreadID}
 	threads := map[string]bool{}
 	err := db.write(ctx, func(c *conn) error {
-		lineNo := int64(1)
 		ended := false
 		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) == 0 && err == io.EOF {
+			body, err := lines.Next()
+			if err == io.EOF {
 				break
 			}
-			if err != nil && err != io.EOF {
-				return err
+			if err != nil {
+				return importLineError(err)
 			}
-			lineNo++
+			lineNo := lines.Line()
 			if ended {
 				return fmt.Errorf("%w: line %d follows the trailer", ErrBadExport, lineNo)
 			}
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			var fields map[string]json.RawMessage
-			if err := json.Unmarshal(line, &fields); err != nil {
+			fields, err := lineFields(body)
+			if err != nil {
 				return fmt.Errorf("%w: line %d: %v", ErrBadExport, lineNo, err)
 			}
-			var table string
-			if err := json.Unmarshal(fields["table"], &table); err != nil {
+			table, ok := mpString(fields["table"])
+			if !ok {
 				return fmt.Errorf("%w: line %d has no table", ErrBadExport, lineNo)
 			}
 			if table == "end" {
-				var tr exportTrailer
-				if err := json.Unmarshal(line, &tr); err != nil || tr.Rows != rep.Total {
-					return fmt.Errorf("%w: line %d: the trailer counts %d rows, %d were read", ErrBadExport, lineNo, tr.Rows, rep.Total)
+				rows, ok := mpInt64(fields["rows"])
+				if !ok || len(fields) != 2 || rows != rep.Total {
+					return fmt.Errorf("%w: line %d: the trailer counts %d rows, %d were read", ErrBadExport, lineNo, rows, rep.Total)
 				}
 				ended = true
 				continue
@@ -457,7 +481,7 @@ func (db *DB) importRows(ctx context.Context, br *bufio.Reader, h exportHeader, 
 			}
 		}
 		if !ended {
-			return fmt.Errorf("%w: no trailer after line %d: the export is truncated", ErrBadExport, lineNo)
+			return fmt.Errorf("%w: no trailer after line %d: the export is truncated", ErrBadExport, lines.Line())
 		}
 		return nil
 	})
@@ -470,8 +494,70 @@ func (db *DB) importRows(ctx context.Context, br *bufio.Reader, h exportHeader, 
 	return rep, nil
 }
 
+// lineFields splits a line's msgpack (an object) into its keys and the
+// msgpack of each value.
+func lineFields(body []byte) (map[string][]byte, error) {
+	pos, n, err := mpMapAt(body, 0)
+	if err != nil {
+		return nil, fmt.Errorf("a line is an object of columns")
+	}
+	fields := make(map[string][]byte, n)
+	for range n {
+		end, err := mpSkip(body, pos)
+		if err != nil {
+			return nil, err
+		}
+		k, ok := mpString(body[pos:end])
+		if !ok {
+			return nil, fmt.Errorf("a key that is not a string")
+		}
+		pos = end
+		if end, err = mpSkip(body, pos); err != nil {
+			return nil, err
+		}
+		if _, dup := fields[k]; dup {
+			return nil, fmt.Errorf("column %q appears twice", k)
+		}
+		fields[k] = body[pos:end]
+		pos = end
+	}
+	return fields, nil
+}
+
+// mpString reads raw (one msgpack value) as a string.
+func mpString(raw []byte) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	v, err := mpRead(raw)
+	if err != nil || v.kind != mpStr || raw[0] >= 0xc4 && raw[0] <= 0xc6 {
+		return "", false
+	}
+	return string(v.s), true
+}
+
+// mpInt64 reads raw (one msgpack value) as an integer.
+func mpInt64(raw []byte) (int64, bool) {
+	if len(raw) == 0 {
+		return 0, false
+	}
+	v, err := mpRead(raw)
+	if err != nil || v.kind != mpInt {
+		return 0, false
+	}
+	return v.i, true
+}
+
+// importLimit is the bound a call that stores a column's value applies.
+func importLimit(t *exportTable, col exportCol) (int, string) {
+	if t.name == "blobs" && col.kind == colTyped {
+		return MaxListBytes, "MaxListBytes"
+	}
+	return MaxValueBytes, "MaxValueBytes"
+}
+
 // importArgs turns one row line into the INSERT's arguments.
-func importArgs(t *exportTable, fields map[string]json.RawMessage, effort int) ([]any, string, error) {
+func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, string, error) {
 	known := map[string]bool{"table": true}
 	formats := map[string]byte{} // column -> compressed envelope format
 	for _, c := range compressionKeys {
@@ -481,8 +567,8 @@ func importArgs(t *exportTable, fields map[string]json.RawMessage, effort int) (
 			continue
 		}
 		var cols []string
-		if err := json.Unmarshal(raw, &cols); err != nil {
-			return nil, "", fmt.Errorf("%s: %v", c.key, err)
+		if err := codec.Unmarshal(append([]byte{codec.FormatV1}, raw...), &cols); err != nil {
+			return nil, "", fmt.Errorf("%s: want a list of column names", c.key)
 		}
 		for _, col := range cols {
 			if _, dup := formats[col]; dup {
@@ -509,7 +595,7 @@ func importArgs(t *exportTable, fields map[string]json.RawMessage, effort int) (
 		}
 		known[key] = true
 		raw, present := fields[key]
-		isNull := !present || (col.kind != colMsgpack && col.kind != colTyped && string(raw) == "null")
+		isNull := !present || (col.kind != colMsgpack && col.kind != colTyped && len(raw) == 1 && raw[0] == 0xc0)
 		if isNull {
 			if col.kind == colText || col.kind == colInt {
 				return nil, "", fmt.Errorf("column %s is missing", col.name)
@@ -517,10 +603,11 @@ func importArgs(t *exportTable, fields map[string]json.RawMessage, effort int) (
 			args[i] = nil
 			continue
 		}
+		limit, limitName := importLimit(t, col)
 		switch col.kind {
 		case colText, colTextNull:
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
+			s, ok := mpString(raw)
+			if !ok {
 				return nil, "", fmt.Errorf("column %s: want a string", col.name)
 			}
 			if col.name == "type" {
@@ -531,29 +618,44 @@ func importArgs(t *exportTable, fields map[string]json.RawMessage, effort int) (
 			}
 			args[i] = s
 		case colInt, colIntNull:
-			var n int64
-			if err := json.Unmarshal(raw, &n); err != nil {
+			n, ok := mpInt64(raw)
+			if !ok {
 				return nil, "", fmt.Errorf("column %s: want an integer", col.name)
 			}
 			args[i] = n
 		case colTyped:
 			if typ != codec.TypeMsgpack {
-				var s string
-				if err := json.Unmarshal(raw, &s); err != nil {
+				s, ok := mpString(raw)
+				if !ok {
 					return nil, "", fmt.Errorf("column data: want base64")
 				}
 				b, err := base64.StdEncoding.DecodeString(s)
 				if err != nil {
 					return nil, "", fmt.Errorf("column data: %v", err)
 				}
+				if len(b) > limit {
+					return nil, "", fmt.Errorf("%w: column data is %d bytes, more than %s (%d)", ErrTooLarge, len(b), limitName, limit)
+				}
 				args[i] = nonNil(b)
 				continue
 			}
 			fallthrough
 		case colMsgpack:
-			b, err := jsonToEnvelope(raw, formatOf(col.name), effort)
-			if err != nil {
+			// The rules a call that stores the value applies: nesting,
+			// string keys, size.
+			if len(raw) > limit {
+				return nil, "", fmt.Errorf("%w: column %s is %d bytes, more than %s (%d)", ErrTooLarge, col.name, len(raw), limitName, limit)
+			}
+			if err := codec.Check(raw); err != nil {
 				return nil, "", fmt.Errorf("column %s: %w", col.name, err)
+			}
+			b := append(make([]byte, 0, len(raw)+1), codec.FormatV1)
+			b = append(b, raw...)
+			if f := formatOf(col.name); f != codec.FormatV1 {
+				var err error
+				if b, err = codec.Compress(b, f, effort); err != nil {
+					return nil, "", fmt.Errorf("column %s: %w", col.name, err)
+				}
 			}
 			args[i] = b
 		}

@@ -3,16 +3,12 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agentstate/agentstate/codec"
 	"github.com/google/go-cmp/cmp"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 func exportOf(t *testing.T, db *DB, thread string) []byte {
@@ -142,127 +138,4 @@ func TestImportRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestMsgpackJSONIsLossless checks the transcoder on values JSON cannot
-// say directly: each survives msgpack -> JSON -> msgpack byte for byte.
-func TestMsgpackJSONIsLossless(t *testing.T) {
-	raw := func(f func(enc *msgpack.Encoder) error) []byte {
-		var buf bytes.Buffer
-		buf.WriteByte(codec.FormatV1)
-		enc := msgpack.NewEncoder(&buf)
-		enc.UseCompactInts(true)
-		if err := f(enc); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
-	values := map[string][]byte{
-		"int vs float": raw(func(e *msgpack.Encoder) error {
-			return e.Encode([]any{int64(1), 1.0, -1, -200, 300, uint64(math.MaxUint64), -1e300, 0.1})
-		}),
-		"float32":    raw(func(e *msgpack.Encoder) error { return e.EncodeFloat32(1.5) }),
-		"non-finite": raw(func(e *msgpack.Encoder) error { return e.Encode([]any{math.NaN(), math.Inf(1), math.Inf(-1)}) }),
-		"bin":        raw(func(e *msgpack.Encoder) error { return e.EncodeBytes([]byte{0, 1, 2, 255}) }),
-		"bad utf8":   raw(func(e *msgpack.Encoder) error { return e.EncodeString("a\xffb") }),
-		"ext": raw(func(e *msgpack.Encoder) error {
-			return e.Encode(map[string]any{"t": msgpack.RawMessage{0xd6, 0xff, 0, 0, 0, 1}})
-		}),
-		"int keys": raw(func(e *msgpack.Encoder) error {
-			e.EncodeMapLen(2)
-			e.EncodeInt(1)
-			e.EncodeString("one")
-			e.EncodeString("two")
-			return e.EncodeInt(2)
-		}),
-		"tag lookalike": raw(func(e *msgpack.Encoder) error { return e.Encode(map[string]any{"$bin": "not base64"}) }),
-		"unsorted map": raw(func(e *msgpack.Encoder) error {
-			e.EncodeMapLen(2)
-			e.EncodeString("z")
-			e.EncodeNil()
-			e.EncodeString("a")
-			return e.EncodeBool(true)
-		}),
-		"text": raw(func(e *msgpack.Encoder) error {
-			return e.EncodeString("quote \" backslash \\ newline \n tab \t <html> é 😀")
-		}),
-		"long": raw(func(e *msgpack.Encoder) error { return e.EncodeString(strings.Repeat("x", 70000)) }),
-		"nesting": raw(func(e *msgpack.Encoder) error {
-			return e.Encode([]any{[]any{map[string]any{"a": []any{}}}, map[string]any{}})
-		}),
-	}
-	for name, data := range values {
-		t.Run(name, func(t *testing.T) {
-			var js bytes.Buffer
-			if _, err := envelopeToJSON(&js, data); err != nil {
-				t.Fatal(err)
-			}
-			if !json.Valid(js.Bytes()) {
-				t.Fatalf("not JSON: %s", js.Bytes())
-			}
-			back, err := jsonToEnvelope(js.Bytes(), codec.FormatV1, 0)
-			if err != nil {
-				t.Fatalf("%s: %v", js.Bytes(), err)
-			}
-			if !bytes.Equal(back, data) {
-				t.Fatalf("%s: msgpack changed:\n% x\n% x", js.Bytes(), data, back)
-			}
-		})
-	}
-	// Compressed values come back compressed the same way (zstd, DEFLATE)
-	// and decode to the same value.
-	for _, effort := range []int{codec.Small, codec.Fast} {
-		stored, err := codec.MarshalCompressed(map[string]any{"text": strings.Repeat("abc ", 2000)}, effort)
-		if err != nil || stored[0] == codec.FormatV1 {
-			t.Fatalf("fixture not compressed: %v", err)
-		}
-		var js bytes.Buffer
-		format, err := envelopeToJSON(&js, stored)
-		if err != nil || format != stored[0] {
-			t.Fatalf("compressed value: envelope %#x, %v", format, err)
-		}
-		back, err := jsonToEnvelope(js.Bytes(), format, codec.Small)
-		if err != nil || back[0] != stored[0] {
-			t.Fatalf("re-encoded: %v", err)
-		}
-		var a, b any
-		if err := codec.Unmarshal(stored, &a); err != nil {
-			t.Fatal(err)
-		}
-		if err := codec.Unmarshal(back, &b); err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(a, b); diff != "" {
-			t.Fatal(diff)
-		}
-	}
-	// Garbage is an error, not a panic.
-	for _, bad := range [][]byte{{}, {0x07}, {0x01, 0xc1}, {0x01, 0xdd, 0xff, 0xff, 0xff, 0xff}, {0x01, 0x91}, {0x02, 0xff}, {0x03, 0x28, 0xb5, 0x2f, 0xfd}} {
-		var out bytes.Buffer
-		if _, err := envelopeToJSON(&out, bad); err == nil {
-			t.Errorf("% x decoded", bad)
-		}
-	}
-}
-
-func FuzzMsgpackJSON(f *testing.F) {
-	f.Add([]byte{0x01, 0x93, 0x01, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0xa1, 'x'})
-	f.Add([]byte{0x01, 0x81, 0xa4, '$', 'b', 'i', 'n', 0xc0})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) > 0 && data[0] != codec.FormatV1 {
-			return // compressed values are re-encoded, not byte for byte
-		}
-		var js bytes.Buffer
-		if _, err := envelopeToJSON(&js, data); err != nil {
-			return
-		}
-		back, err := jsonToEnvelope(js.Bytes(), codec.FormatV1, 0)
-		if err != nil {
-			t.Fatalf("%s: %v", js.Bytes(), err)
-		}
-		var js2 bytes.Buffer
-		if _, err := envelopeToJSON(&js2, back); err != nil || js.String() != js2.String() {
-			t.Fatalf("second pass: %v\n%s\n%s", err, js.Bytes(), js2.Bytes())
-		}
-	})
 }

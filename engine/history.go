@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/agentstate/agentstate/codec"
 )
@@ -23,7 +25,10 @@ const walkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
 )
 `
 
-const sqlWalk = walkChain + `SELECT chain.id, chain.child, b.type, b.data, b.type IS NOT NULL
+// The seed's value is read apart (sqlBlobData): sorted with the chain, it
+// would be copied into SQLite's sorter, and a large one would not fit
+// SQLite's memory (see limits.go).
+const sqlWalk = walkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS NOT NULL
 FROM chain LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver
 ORDER BY chain.depth DESC`
 
@@ -33,10 +38,10 @@ FROM chain JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b
 
 // The writes each on-path child consumed from its parent, for one channel.
 // CROSS JOIN keeps json_each as the outer loop: one index search per pair.
+// Unsorted, for the reason above: walk sorts them.
 const sqlWalkWrites = `SELECT j.key, w.task_id, w.idx, w.type, w.data, w.task_path FROM json_each(:pairs) j
 	CROSS JOIN writes w ON w.thread_id = :thread AND w.checkpoint_ns = :ns AND w.checkpoint_id = j.value->>0
-	  AND w.consumed_by = j.value->>1 AND w.channel = :ch
-	ORDER BY j.key, w.task_path, w.task_id, w.idx`
+	  AND w.consumed_by = j.value->>1 AND w.channel = :ch`
 
 // What the target itself holds for the channel (for the cache).
 const sqlHolds = `SELECT v.ver, b.type, b.data FROM (SELECT agentstate_version(checkpoint, :ch) AS ver FROM checkpoints
@@ -134,22 +139,34 @@ func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 		return nil, fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, k.id, k.thread, k.ns)
 	}
 	var pairs [][2]string
+	seed, hasSeed := "", false
 	err = c.query(sqlWalk, []any{ch, k.thread, k.ns, k.id}, func(st row) error {
 		pairs = append(pairs, [2]string{st.Text(0), st.Text(1)})
-		if st.Int64(4) != 0 {
-			e.hist.Seed = &codec.Blob{Type: st.Text(2), Data: copyBytes(st.Blob(3))}
+		if st.Int64(3) != 0 {
+			seed, hasSeed = st.Text(2), true
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if hasSeed {
+		_, err := c.queryRow(sqlBlobData, []any{k.thread, k.ns, ch, seed}, func(st row) error {
+			e.hist.Seed = &codec.Blob{Type: st.Text(0), Data: copyBytes(st.Blob(1))}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	if len(pairs) > 0 {
 		arg, err := jsonArg(pairs)
 		if err != nil {
 			return nil, err
 		}
+		var at []int // each write's pair: oldest ancestor first
 		err = c.query(sqlWalkWrites, []any{arg, k.thread, k.ns, ch}, func(st row) error {
+			at = append(at, int(st.Int64(0)))
 			e.hist.Writes = append(e.hist.Writes, PendingWrite{
 				TaskID: st.Text(1), Idx: int(st.Int64(2)), Channel: ch,
 				Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
@@ -160,6 +177,34 @@ func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 		if err != nil {
 			return nil, err
 		}
+		sortWalkWrites(at, e.hist.Writes)
 	}
 	return e, nil
+}
+
+// sortWalkWrites orders ws (each consumed at pair at[i]) by pair, then as
+// sortWrites does.
+func sortWalkWrites(at []int, ws []PendingWrite) {
+	idx := make([]int, len(ws))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := at[a] - at[b]; c != 0 {
+			return c
+		}
+		x, y := ws[a], ws[b]
+		if c := strings.Compare(x.TaskPath, y.TaskPath); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.TaskID, y.TaskID); c != 0 {
+			return c
+		}
+		return x.Idx - y.Idx
+	})
+	sorted := make([]PendingWrite, len(ws))
+	for i, j := range idx {
+		sorted[i] = ws[j]
+	}
+	copy(ws, sorted)
 }

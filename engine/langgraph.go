@@ -502,7 +502,7 @@ func (imp *lgImport) namespace(ns string, cps []*lgCheckpoint, tick func()) erro
 			if store {
 				data, err := imp.db.compress(target)
 				if err != nil {
-					return fmt.Errorf("checkpoint %q channel %q: %w", cp.id, ch, err)
+					return encodeError(fmt.Sprintf("checkpoint %q channel %q", cp.id, ch), "MaxListBytes", MaxListBytes, err)
 				}
 				cpOut.ChannelValues[ch] = codec.Blob{Type: codec.TypeMsgpack, Data: data}
 				imp.rep.Snapshots++
@@ -538,9 +538,9 @@ func (imp *lgImport) namespace(ns string, cps []*lgCheckpoint, tick func()) erro
 			d.versions[ch] = ver
 			newVersions[ch] = ver
 			if has {
-				data, err := codec.Marshal(v)
+				data, err := codec.MarshalMax(v, MaxListBytes)
 				if err != nil {
-					return fmt.Errorf("checkpoint %q channel %q: %w", cp.id, ch, err)
+					return encodeError(fmt.Sprintf("checkpoint %q channel %q", cp.id, ch), "MaxListBytes", MaxListBytes, err)
 				}
 				cpOut.ChannelValues[ch] = codec.Blob{Type: codec.TypeMsgpack, Data: data}
 			}
@@ -672,6 +672,9 @@ func (imp *lgImport) storeWrites(ns, cpID string, ws []*lgWrite) error {
 		switch {
 		case w.isRaw:
 			typ, data = "bytes", nonNil(w.raw)
+			if len(data) > MaxValueBytes {
+				return fmt.Errorf("%w: write of task %q to %q is %d bytes, more than MaxValueBytes (%d)", ErrTooLarge, w.task, w.channel, len(data), MaxValueBytes)
+			}
 		case w.update != nil:
 			for i := range w.update.Messages {
 				m := &w.update.Messages[i]
@@ -679,15 +682,15 @@ func (imp *lgImport) storeWrites(ns, cpID string, ws []*lgWrite) error {
 					m.ID = fmt.Sprintf("%s-%d-%d", w.task, w.idx, i)
 				}
 			}
-			b, err := codec.Marshal(*w.update)
+			b, err := codec.MarshalMax(*w.update, MaxValueBytes)
 			if err != nil {
-				return fmt.Errorf("write of task %q to %q: %w", w.task, w.channel, err)
+				return encodeError(fmt.Sprintf("write of task %q to %q", w.task, w.channel), "MaxValueBytes", MaxValueBytes, err)
 			}
 			typ, data = codec.TypeMsgpack, b
 		default:
-			b, err := codec.Marshal(w.value)
+			b, err := codec.MarshalMax(w.value, MaxValueBytes)
 			if err != nil {
-				return fmt.Errorf("write of task %q to %q: %w", w.task, w.channel, err)
+				return encodeError(fmt.Sprintf("write of task %q to %q", w.task, w.channel), "MaxValueBytes", MaxValueBytes, err)
 			}
 			typ, data = codec.TypeMsgpack, b
 		}

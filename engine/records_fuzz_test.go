@@ -133,7 +133,10 @@ func FuzzEventTraceCut(f *testing.F) {
 		if limit <= 0 || limit > 1<<20 {
 			return
 		}
-		got, md := cutTrace(s, nil, limit)
+		got, md, err := cutTrace(s, nil, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
 		out := got.(string)
 		if len(out) > limit || !strings.HasPrefix(s, out) {
 			t.Fatalf("cut %q to %d: %q", s, limit, out)

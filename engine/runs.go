@@ -372,11 +372,7 @@ func encodeMap(what string, m map[string]any) ([]byte, error) {
 	if m == nil {
 		return nil, nil
 	}
-	b, err := codec.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArgument, what, err)
-	}
-	return b, nil
+	return encodeValue(what, m)
 }
 
 // decodeMap decodes an optional map column.
@@ -589,7 +585,7 @@ func (r Runs) Complete(ctx context.Context, runID, status, errText string, t Run
 			t.TotalTokens = total
 		}
 		var err error
-		if byModel, err = codec.Marshal(t.TokenUsageByModel); err != nil {
+		if byModel, err = encodeValue("token usage by model", t.TokenUsageByModel); err != nil {
 			return fmt.Errorf("%w: token usage by model: %v", ErrInvalidArgument, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -292,8 +293,8 @@ func (s Store) plan(op StoreOp) (storePlanned, error) {
 		if o.Value == nil {
 			return p, nil
 		}
-		if p.value, err = codec.Marshal(o.Value); err != nil {
-			return p, fmt.Errorf("%w: store value for key %s: %v", ErrInvalidArgument, quoteCut(o.Key), err)
+		if p.value, err = encodeValue("store value for key "+quoteCut(o.Key), o.Value); err != nil {
+			return p, err
 		}
 		switch {
 		case o.TTL == NoExpiry:
@@ -374,11 +375,13 @@ const (
 	// children, and the "=" / ">=" test drops siblings like "a-b" for "a"),
 	// ?5 the encoded filter or NULL, ?6 limit, ?7 offset.
 	//
-	// A namespace without children is searched by walking
-	// store_items_by_updated backwards: rows come out newest first and the
-	// walk stops at the limit. Across several namespaces SQLite must sort;
-	// the inner query sorts only (updated_at, rowid) of the matching rows and
-	// keeps the top limit+offset, and the outer one reads just those rows.
+	// The inner query picks the page: a namespace without children by
+	// walking store_items_by_updated backwards (rows come out newest first
+	// and the walk stops at the limit), several namespaces by sorting only
+	// (updated_at, rowid) of the matching rows and keeping the top
+	// limit+offset. The outer one reads just those rows, unsorted: sorting
+	// them would copy their values into SQLite's own memory (see
+	// limits.go), so search sorts the page in Go.
 	sqlStoreHasChildren = `SELECT EXISTS (SELECT 1 FROM store_items WHERE namespace >= ?1 AND namespace < ?2)`
 
 	storeWhereOne = ` WHERE namespace = ?2 AND (expires_at IS NULL OR expires_at > ?1)`
@@ -389,14 +392,14 @@ const (
 	storeMatch = ` AND agentstate_store_match(value, ?5)`
 	storeOrder = ` ORDER BY updated_at DESC, rowid DESC`
 	storePage  = storeOrder + ` LIMIT ?6 OFFSET ?7`
-	storeOuter = `SELECT ` + storeCols + ` FROM store_items WHERE rowid IN (SELECT rowid FROM store_items`
+	storeOuter = `SELECT ` + storeCols + `, rowid FROM store_items WHERE rowid IN (SELECT rowid FROM store_items`
 
-	sqlStoreSearchOne         = `SELECT ` + storeCols + ` FROM store_items INDEXED BY store_items_by_updated` + storeWhereOne + storePage
-	sqlStoreSearchOneFiltered = `SELECT ` + storeCols + ` FROM store_items INDEXED BY store_items_by_updated` + storeWhereOne + storeMatch + storePage
-	sqlStoreSearchNS          = storeOuter + storeWhereNS + storePage + `)` + storeOrder
-	sqlStoreSearchNSFiltered  = storeOuter + storeWhereNS + storeMatch + storePage + `)` + storeOrder
-	sqlStoreSearchAll         = storeOuter + storeWhereAll + storePage + `)` + storeOrder
-	sqlStoreSearchAllFiltered = storeOuter + storeWhereAll + storeMatch + storePage + `)` + storeOrder
+	sqlStoreSearchOne         = storeOuter + ` INDEXED BY store_items_by_updated` + storeWhereOne + storePage + `)`
+	sqlStoreSearchOneFiltered = storeOuter + ` INDEXED BY store_items_by_updated` + storeWhereOne + storeMatch + storePage + `)`
+	sqlStoreSearchNS          = storeOuter + storeWhereNS + storePage + `)`
+	sqlStoreSearchNSFiltered  = storeOuter + storeWhereNS + storeMatch + storePage + `)`
+	sqlStoreSearchAll         = storeOuter + storeWhereAll + storePage + `)`
+	sqlStoreSearchAllFiltered = storeOuter + storeWhereAll + storeMatch + storePage + `)`
 
 	sqlStoreNamespacesFrom = `SELECT DISTINCT namespace FROM store_items
 		WHERE namespace >= ?2 AND namespace < ?3 AND (expires_at IS NULL OR expires_at > ?1)`
@@ -487,30 +490,40 @@ func (s Store) search(c *conn, p *storePlanned, offset int, now int64) ([]Item, 
 		{sqlStoreSearchAll, sqlStoreSearchOne, sqlStoreSearchNS},
 		{sqlStoreSearchAllFiltered, sqlStoreSearchOneFiltered, sqlStoreSearchNSFiltered},
 	}[b2i(filtered)][shape]
-	items := make([]Item, 0, min(p.limit, 64))
-	skip := 0
-	if filter != nil {
-		skip = offset
+	type found struct {
+		it             Item
+		updated, rowid int64
 	}
+	rows := make([]found, 0, min(p.limit, 64))
 	err := c.query(q, args, func(st row) error {
 		if filter != nil && !filter.match(st.Blob(2)) {
-			return nil
-		}
-		if skip > 0 {
-			skip--
 			return nil
 		}
 		it, err := scanItem(st)
 		if err != nil {
 			return err
 		}
-		items = append(items, it)
-		if len(items) == p.limit {
-			return errStop
-		}
+		rows = append(rows, found{it, st.Int64(4), st.Int64(7)})
 		return nil
 	})
-	return items, ignoreStop(err)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rows, func(a, b found) int { // newest first
+		if c := cmp.Compare(b.updated, a.updated); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.rowid, a.rowid)
+	})
+	if filter != nil { // filtered here: the query returned every candidate
+		rows = rows[min(offset, len(rows)):]
+		rows = rows[:min(p.limit, len(rows))]
+	}
+	items := make([]Item, len(rows))
+	for i, r := range rows {
+		items[i] = r.it
+	}
+	return items, nil
 }
 
 func b2i(b bool) int {

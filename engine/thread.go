@@ -6,6 +6,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/channels"
@@ -116,7 +117,7 @@ func (db *DB) encodeTasks(tasks []TaskWrites) ([]encodedTask, error) {
 			}
 			data, err := encodeUpdate(ch, w.Value)
 			if err != nil {
-				return nil, fmt.Errorf("%w: task %q write %d to %q: %w", ErrInvalidArgument, t.TaskID, i, w.Channel, err)
+				return nil, encodeError(fmt.Sprintf("task %q write %d to %q", t.TaskID, i, w.Channel), "MaxValueBytes", MaxValueBytes, err)
 			}
 			et.writes = append(et.writes, Write{Channel: w.Channel, Value: codec.Blob{Type: codec.TypeMsgpack, Data: data}})
 		}
@@ -143,9 +144,14 @@ func encodeUpdate(ch channels.Channel, v any) ([]byte, error) {
 		default:
 			return nil, fmt.Errorf("a message channel takes messages, not %T", v)
 		}
-		return u.WithIDs(nil).Encode()
+		// MessageUpdate.Encode, bounded while encoding.
+		u = u.WithIDs(nil)
+		if err := u.Validate(); err != nil {
+			return nil, err
+		}
+		return codec.MarshalMax(u, MaxValueBytes)
 	}
-	return codec.Marshal(v)
+	return codec.MarshalMax(v, MaxValueBytes)
 }
 
 // Commit records one step of a thread: the tasks' writes go under the parent
@@ -288,9 +294,10 @@ func (db *DB) putChild(c *conn, parent Config, cp Checkpoint, md Metadata, nv ma
 	return &committed{put: p, tuple: Tuple{Config: cfg, Checkpoint: cp, Metadata: md, ParentConfig: pc}, values: values}, nil
 }
 
-const sqlUnconsumed = `SELECT task_id, idx, channel, data FROM writes
-	WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by IS NULL
-	ORDER BY task_path, task_id, idx`
+// No ORDER BY: SQLite would sort the rows, values included, in its own
+// memory (see limits.go); they are sorted here.
+const sqlUnconsumed = `SELECT task_id, idx, channel, data, task_path FROM writes
+	WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by IS NULL`
 
 // commitChild writes the child of parent that applies the parent's
 // unconsumed writes (or, with copyState, consumes none and copies the
@@ -304,6 +311,11 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 	// The writes this child will seal, grouped by channel, in apply order.
 	pending := map[string][]channels.TaskWrite{}
 	if !copyState {
+		type unconsumed struct {
+			channels.TaskWrite
+			path, channel string
+		}
+		var ws []unconsumed
 		err = c.query(sqlUnconsumed, []any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID}, func(st row) error {
 			name := st.Text(2)
 			ch, ok := db.opts.Schema[name]
@@ -314,11 +326,24 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 			if err != nil {
 				return fmt.Errorf("%w: write of task %q to %q: %w", ErrCorrupt, st.Text(0), name, err)
 			}
-			pending[name] = append(pending[name], channels.TaskWrite{TaskID: st.Text(0), Idx: int(st.Int64(1)), Value: v})
+			ws = append(ws, unconsumed{channels.TaskWrite{TaskID: st.Text(0), Idx: int(st.Int64(1)), Value: v}, st.Text(4), name})
 			return nil
 		})
 		if err != nil {
 			return nil, err
+		}
+		// Apply order: task path, task id, index (as sortWrites).
+		slices.SortStableFunc(ws, func(a, b unconsumed) int {
+			if c := strings.Compare(a.path, b.path); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.TaskID, b.TaskID); c != 0 {
+				return c
+			}
+			return a.Idx - b.Idx
+		})
+		for _, w := range ws {
+			pending[w.channel] = append(pending[w.channel], w.TaskWrite)
 		}
 	}
 	now := db.opts.Now()
@@ -367,7 +392,7 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 		if store {
 			data, err := db.compress(values[name])
 			if err != nil {
-				return nil, fmt.Errorf("%w: channel %q: %w", ErrInvalidArgument, name, err)
+				return nil, encodeError(fmt.Sprintf("the value of channel %q this step would store (Compact the thread to go on)", name), "MaxListBytes", MaxListBytes, err)
 			}
 			cp.ChannelValues[name] = codec.Blob{Type: codec.TypeMsgpack, Data: data}
 		}
@@ -687,7 +712,7 @@ func (db *DB) compress(v any) ([]byte, error) {
 		// Both arguments were validated: NewCompressor cannot fail here.
 		db.compressor, _ = codec.NewCompressor(db.compression(), db.opts.HistoryCacheBytes/8)
 	})
-	return db.compressor.Marshal(v)
+	return db.compressor.MarshalMax(v, MaxListBytes)
 }
 
 func compressionFor(mode string) int {

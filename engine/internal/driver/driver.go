@@ -51,6 +51,11 @@ var (
 	ErrFull = errors.New("database or disk is full")
 	// ErrReadOnly: the database or its medium cannot be written.
 	ErrReadOnly = errors.New("database is read-only")
+	// ErrNoMemory: the database ran out of the memory it may use. A
+	// driver whose library panics then (ncruces/go-sqlite3 does) recovers
+	// and returns this, with the statement reset and the connection usable;
+	// the caller rolls back.
+	ErrNoMemory = errors.New("database is out of memory")
 )
 
 // Error is a driver error: a kind and the driver's own error.

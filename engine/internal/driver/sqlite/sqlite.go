@@ -160,7 +160,8 @@ func bind(st *sqlite3.Stmt, args []any) error {
 }
 
 // Exec implements driver.Conn.
-func (c *Conn) Exec(q string, args ...any) (int64, error) {
+func (c *Conn) Exec(q string, args ...any) (_ int64, err error) {
+	defer c.recoverPanic(&err)
 	st, err := c.prepare(q, args)
 	if err != nil {
 		return 0, err
@@ -174,7 +175,8 @@ func (c *Conn) Exec(q string, args ...any) (int64, error) {
 }
 
 // Query implements driver.Conn.
-func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
+func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) (err error) {
+	defer c.recoverPanic(&err)
 	st, err := c.prepare(q, args)
 	if err != nil {
 		return err
@@ -192,7 +194,8 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 // ExecScript implements driver.Conn: statements are split by SQLite's own
 // parser. A statement SQLite refuses to prepare (ALTER TABLE ... ADD COLUMN
 // of a column that exists) is shown to before up to its semicolon.
-func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, err error)) error {
+func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, err error)) (err error) {
+	defer c.recoverPanic(&err)
 	rest := script
 	for strings.TrimSpace(rest) != "" {
 		st, tail, err := c.c.Prepare(rest)
@@ -325,6 +328,39 @@ func scalar(f driver.Func) sqlite3.ScalarFunction {
 			ctx.ResultError(fmt.Errorf("agentstate: internal: function %s returned %T", f.Name, res))
 		}
 	}
+}
+
+// recoverPanic, deferred by every call that runs SQL, turns a panic of
+// ncruces into an error. ncruces panics instead of returning an error when
+// SQLite runs out of its WebAssembly heap ("sqlite3: out of memory"; 256
+// MiB per connection) and on its own assertions; the engine bounds what it
+// stores so that this should not happen, and a host process (a browser tab,
+// an edge function) must not die when it does. The connection's statements
+// are reset, so the next call can bind them again. Any other panic (one of
+// the engine's own row callbacks) is not ours to hide and goes on.
+func (c *Conn) recoverPanic(err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	perr, ok := p.(error)
+	if !ok || !strings.HasPrefix(perr.Error(), "sqlite3: ") {
+		panic(p)
+	}
+	for _, st := range c.stmts {
+		func() {
+			// Resetting a statement whose step failed reports the
+			// failure again, as a panic for out of memory.
+			defer func() { recover() }()
+			st.Reset()
+		}()
+	}
+	kind := driver.ErrNoMemory
+	if !strings.Contains(perr.Error(), "out of memory") {
+		*err = fmt.Errorf("agentstate: the SQLite driver failed: %w", perr)
+		return
+	}
+	*err = &driver.Error{Kind: kind, Err: perr}
 }
 
 // classify wraps an ncruces error with the driver's kind of it.
