@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,7 +70,12 @@ func fingerprint(t testing.TB, db *DB) string {
 			// Table names come from sqlite_master.
 			if err := c.query(`SELECT * FROM "`+tb+`" ORDER BY 1, 2, 3`, nil, func(st row) error {
 				for i := range st.Columns() {
-					fmt.Fprintf(h, "%t:%q|", st.Null(i), st.Blob(i))
+					b, null := st.Blob(i), byte(0)
+					if st.Null(i) {
+						null = 1
+					}
+					h.Write(binary.BigEndian.AppendUint64([]byte{null}, uint64(len(b))))
+					h.Write(b)
 				}
 				h.Write([]byte{'\n'})
 				return nil
