@@ -456,6 +456,50 @@ func TestJSONLinesBoundsEachLine(t *testing.T) {
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
 		t.Fatalf("allocated %d bytes for a value bounded at 1 MiB", grew)
 	}
+	// So is a long list, counted as the value it makes, not as what the
+	// parser holds before its second pass.
+	lr := &repeatReader{prefix: "[", unit: "1,", n: 1 << 30}
+	l = NewJSONLines(context.Background(), lr, 1<<40, 1<<20)
+	runtime.ReadMemStats(&before)
+	_, err = l.Next()
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooLarge) || lr.read > 3<<20 {
+		t.Fatalf("long list: %v after %d bytes", err, lr.read)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+		t.Fatalf("allocated %d bytes for a value bounded at 1 MiB", grew)
+	}
+}
+
+// repeatReader produces prefix and then unit n times, lazily.
+type repeatReader struct {
+	prefix, unit string
+	n, read      int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	k := 0
+	for k < len(p) {
+		if r.prefix != "" {
+			c := copy(p[k:], r.prefix)
+			r.prefix = r.prefix[c:]
+			k += c
+			continue
+		}
+		if r.n == 0 {
+			break
+		}
+		if len(p)-k < len(r.unit) {
+			break
+		}
+		k += copy(p[k:], r.unit)
+		r.n--
+	}
+	r.read += k
+	if k == 0 {
+		return 0, io.EOF
+	}
+	return k, nil
 }
 
 func FuzzMsgpackJSON(f *testing.F) {

@@ -126,8 +126,12 @@ type jsonParser struct {
 	lineStart int64
 	maxLine   int64
 
-	out     []byte
-	max     int // bound of the canonical output
+	out []byte
+	// slack is how many bytes of out the second pass drops (slots beyond
+	// their smallest header, 0xc1 filler): len(out)-slack is the size of
+	// the value, which max bounds from the first byte on.
+	slack   int
+	max     int
 	scratch []byte
 	work    int
 }
@@ -199,22 +203,24 @@ func (p *jsonParser) errf(format string, args ...any) error {
 
 func (p *jsonParser) ws() {
 	for p.fill() {
-		switch p.buf[p.r] {
-		case ' ', '\t', '\r':
-		case '\n':
-			if p.lines {
+		for _, c := range p.buf[p.r:] {
+			switch c {
+			case ' ', '\t', '\r':
+			case '\n':
+				if p.lines {
+					return
+				}
+			default:
 				return
 			}
-		default:
-			return
+			p.r++
 		}
-		p.r++
 	}
 }
 
 // one reads the only value of an in-memory input, in an envelope.
 func (p *jsonParser) one() ([]byte, error) {
-	p.out = append(make([]byte, 0, len(p.buf)+16), FormatV1)
+	p.out, p.slack = append(make([]byte, 0, len(p.buf)+16), FormatV1), 0
 	p.ws()
 	if err := p.value(0); err != nil {
 		return nil, err
@@ -228,7 +234,7 @@ func (p *jsonParser) one() ([]byte, error) {
 
 // value1 reads one value into a fresh output.
 func (p *jsonParser) value1() ([]byte, error) {
-	p.out = p.out[:0]
+	p.out, p.slack = p.out[:0], 0
 	if cap(p.out) > 4<<20 {
 		p.out = nil // let a large one go
 	}
@@ -260,8 +266,7 @@ func (p *jsonParser) tick() error {
 			return err
 		}
 	}
-	// Slots make the raw output up to five times the canonical one.
-	if len(p.out) > slotLen*p.max+slotLen {
+	if len(p.out)-p.slack > p.max {
 		return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, p.max)
 	}
 	return nil
@@ -402,6 +407,11 @@ func (p *jsonParser) str() ([]byte, error) {
 		for i < len(chunk) && chunk[i] != '"' && chunk[i] != '\\' && chunk[i] >= 0x20 {
 			i++
 		}
+		if len(p.scratch)+i > cap(p.scratch) {
+			// Double: append grows large slices by a quarter, which for a
+			// long string allocates five times its length in all.
+			p.scratch = append(make([]byte, 0, 2*cap(p.scratch)+i), p.scratch...)
+		}
 		p.scratch = append(p.scratch, chunk[:i]...)
 		p.r += i
 		if len(p.scratch) > p.max {
@@ -496,6 +506,7 @@ func (p *jsonParser) hex4() (rune, error) {
 func (p *jsonParser) openSlot() int {
 	at := len(p.out)
 	p.out = append(p.out, 0, 0, 0, 0, 0)
+	p.slack += slotLen - 1
 	return at
 }
 
@@ -548,6 +559,7 @@ func (p *jsonParser) object(depth int) error {
 		p.out = append(p.out, 0x80)
 		return nil
 	}
+	slack := p.slack
 	at := p.openSlot()
 	n := 0
 	tag, valueAt := "", 0
@@ -594,7 +606,7 @@ func (p *jsonParser) object(depth int) error {
 		case ',':
 		case '}':
 			if n == 1 && tag != "" {
-				return p.tagged(tag, at, valueAt, elems)
+				return p.tagged(tag, at, valueAt, elems, slack)
 			}
 			p.closeSlot(at, 0xdf, n)
 			return nil
@@ -605,8 +617,9 @@ func (p *jsonParser) object(depth int) error {
 }
 
 // tagged turns {"$tag": value}, written at out[at:] with the value at
-// out[valueAt:], into the msgpack value the tag stands for.
-func (p *jsonParser) tagged(tag string, at, valueAt int, elems []int) error {
+// out[valueAt:], into the msgpack value the tag stands for. slack is
+// p.slack before the object.
+func (p *jsonParser) tagged(tag string, at, valueAt int, elems []int, slack int) error {
 	v := p.out[valueAt:]
 	if tag == "$map" {
 		// [[k, v], ...] becomes a map: the object's slot holds the map's
@@ -615,17 +628,19 @@ func (p *jsonParser) tagged(tag string, at, valueAt int, elems []int) error {
 			return p.errf("$map wants [[key, value], ...]")
 		}
 		if v[0] == 0x90 { // "$map": [] is an empty map
-			p.out = append(p.out[:at], 0x80)
+			p.out, p.slack = append(p.out[:at], 0x80), slack
 			return nil
 		}
 		for i := at + slotLen; i < valueAt+slotLen; i++ {
 			p.out[i] = 0xc1 // the key "$map" and the array's header
 		}
+		p.slack += valueAt - at - slotLen + 1
 		for _, e := range elems {
 			if p.out[e] != 0xdd || binary.BigEndian.Uint32(p.out[e+1:]) != 2 {
 				return p.errf("$map entry is not a [key, value] pair")
 			}
 			copy(p.out[e:e+slotLen], []byte{0xc1, 0xc1, 0xc1, 0xc1, 0xc1})
+			p.slack++
 		}
 		p.closeSlot(at, 0xdf, len(elems))
 		return nil
@@ -689,7 +704,7 @@ func (p *jsonParser) tagged(tag string, at, valueAt int, elems []int) error {
 		}
 		out = appendExt(nil, typ, b)
 	}
-	p.out = append(p.out[:at], out...)
+	p.out, p.slack = append(p.out[:at], out...), slack
 	return nil
 }
 
