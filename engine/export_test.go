@@ -226,6 +226,7 @@ func TestImportBoundsEachLine(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := &lazyDump{head: header + row, n: 2 << 30}
 			if name == "long spaces" {
+				bigUnderRace(t)
 				d.head = header + `{"table":"store_items","key":`
 				// Spaces cost no memory: the line bound ends them.
 				d.n = MaxImportLineBytes + 4<<20

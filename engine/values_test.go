@@ -42,11 +42,11 @@ func rawNested(n int) []byte {
 	return append(b, 0xc0)
 }
 
-// wideValue is one map of 20,000 keys beside a list of 20,000 numbers.
-func wideValue() any {
-	m := make(map[string]any, 20000)
-	l := make([]any, 20000)
-	for i := range 20000 {
+// wideValue is one map of n keys beside a list of n numbers.
+func wideValue(n int) any {
+	m := make(map[string]any, n)
+	l := make([]any, n)
+	for i := range n {
 		m[fmt.Sprintf("key-%05d", i)] = int64(i)
 		l[i] = float64(i) / 3
 	}
@@ -245,6 +245,25 @@ func readsBack(t *testing.T, db *DB) {
 	}
 }
 
+// bigUnderRace skips a test of sizes under the race detector, which finds
+// nothing in these single-goroutine calls and makes them ten times slower:
+// the run without -race (CI runs both) covers them.
+func bigUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("sizes, not concurrency: run without -race")
+	}
+}
+
+// valueModes are the modes the value tests run in: one under the race
+// detector (see bigUnderRace).
+func valueModes() []string {
+	if raceEnabled {
+		return []string{ModeDelta}
+	}
+	return []string{ModeFull, ModeDelta}
+}
+
 func valuesDB(t *testing.T, mode string) *DB {
 	t.Helper()
 	o := DefaultOptions()
@@ -260,7 +279,11 @@ func valuesDB(t *testing.T, mode string) *DB {
 // with the file unchanged. Wide values pass everywhere too.
 func TestDeepValuesAreStoredOnlyIfReadable(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []string{ModeFull, ModeDelta} {
+	wideN := 20000
+	if raceEnabled {
+		wideN = 2000
+	}
+	for _, mode := range valueModes() {
 		t.Run(mode, func(t *testing.T) {
 			db := valuesDB(t, mode)
 			for i, s := range valueSurfaces() {
@@ -301,7 +324,7 @@ func TestDeepValuesAreStoredOnlyIfReadable(t *testing.T) {
 				if strings.HasPrefix(s.name, "Commit") {
 					id = fmt.Sprintf("api-%02d-wide", i)
 				}
-				var wide any = wideValue()
+				var wide any = wideValue(wideN)
 				if strings.Contains(s.name, "engine's type") {
 					b, _ := codec.Marshal(wide)
 					wide = b
@@ -316,6 +339,9 @@ func TestDeepValuesAreStoredOnlyIfReadable(t *testing.T) {
 				}
 			}
 			readsBack(t, db)
+			if raceEnabled {
+				return
+			}
 			// A second handle without caches reads everything cold.
 			o := db.Options()
 			o.HistoryCacheBytes = 0
@@ -350,7 +376,7 @@ func TestLargeValuesAreStoredOnlyIfReadable(t *testing.T) {
 	const slack = 4 << 10 // room for the engine's wrapping and the other fields
 	within := bigString(MaxValueBytes - slack)
 	over := within + bigString(slack+1)
-	for _, mode := range []string{ModeFull, ModeDelta} {
+	for _, mode := range valueModes() {
 		t.Run(mode, func(t *testing.T) {
 			small := valuesDB(t, mode)
 			for i, s := range valueSurfaces() {
@@ -385,8 +411,8 @@ func TestLargeValuesAreStoredOnlyIfReadable(t *testing.T) {
 			}
 			readsBack(t, small)
 
-			if mode == ModeDelta {
-				return // the growth of a delta list: TestDeltaListGrowsToItsLimit
+			if mode == ModeDelta || raceEnabled {
+				return // a delta list's growth: TestDeltaListGrowsToItsLimit; and see bigUnderRace
 			}
 			// One surface of each kind at its limit, then every reader:
 			// the file holds about 200 MB of values.
@@ -441,6 +467,7 @@ func rawString(n int) []byte {
 // way every accepted step reads back cold, verify passes, and Compact lets
 // the thread go on.
 func TestDeltaListGrowsToItsLimit(t *testing.T) {
+	bigUnderRace(t)
 	ctx := context.Background()
 	const step = 12 << 20
 	for _, mode := range []string{ModeFull, ModeDelta} {
@@ -528,6 +555,7 @@ func TestDeltaListGrowsToItsLimit(t *testing.T) {
 // pages sorted with their values, copying every value into its memory, a
 // few times over: 48 MiB of writes in one step made Commit panic.
 func TestManyLargeWritesAtOneCheckpoint(t *testing.T) {
+	bigUnderRace(t)
 	ctx := context.Background()
 	big := bigString(MaxValueBytes - 4<<10)
 	for _, mode := range []string{ModeFull, ModeDelta} {
