@@ -60,6 +60,7 @@ type guard struct {
 	skip  int // payload bytes still to pass
 	key   *gframe
 	stack []gframe // stack[0] is the root, which holds one value
+	one   [1]byte  // WriteByte's buffer
 }
 
 type gframe struct {
@@ -89,7 +90,8 @@ func (g *guard) release() {
 }
 
 func (g *guard) WriteByte(c byte) error {
-	_, err := g.Write([]byte{c})
+	g.one[0] = c
+	_, err := g.Write(g.one[:])
 	return err
 }
 
