@@ -145,9 +145,13 @@ func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, n
 	if err != nil {
 		return Config{}, err
 	}
+	budget := callBudget{what: "Put"}
 	for ch := range newVersions {
 		if b, ok := cp.ChannelValues[ch]; ok {
 			if err := checkBlob(fmt.Sprintf("value of channel %q", ch), b, MaxListBytes, "MaxListBytes"); err != nil {
+				return Config{}, err
+			}
+			if err := budget.add(len(b.Data)); err != nil {
 				return Config{}, err
 			}
 		}
@@ -379,8 +383,12 @@ func validateWrites(cfg Config, writes []Write, taskID string) error {
 	if taskID == "" {
 		return fmt.Errorf("%w: writes need a task_id", ErrInvalidArgument)
 	}
+	budget := callBudget{what: "PutWrites"}
 	for _, w := range writes {
 		if err := validateChannel(w.Channel); err != nil {
+			return err
+		}
+		if err := budget.add(len(w.Value.Data)); err != nil {
 			return err
 		}
 		if err := w.Value.Validate(); err != nil {

@@ -183,6 +183,7 @@ func (e Events) PutIfAbsent(ctx context.Context, ev Event) (Event, bool, error) 
 // prepare validates and encodes a batch; it never changes the callers' maps.
 func (e Events) prepare(evs []Event) ([]eventRow, error) {
 	rows := make([]eventRow, len(evs))
+	budget := callBudget{what: "the event batch"}
 	for i, ev := range evs {
 		if err := checkEvent(ev); err != nil {
 			if len(evs) > 1 {
@@ -212,6 +213,9 @@ func (e Events) prepare(evs []Event) ([]eventRow, error) {
 			return nil, err
 		}
 		if r.metadata, err = encodeMap(what+" metadata", ev.Metadata); err != nil {
+			return nil, err
+		}
+		if err := budget.add(len(r.content) + len(r.metadata)); err != nil {
 			return nil, err
 		}
 		if t, ok := ev.Metadata["task_id"].(string); ok {

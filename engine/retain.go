@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math/bits"
 	"slices"
@@ -241,7 +242,10 @@ func (db *DB) protectSurvivors(c *conn, thread string, rows []cpRow, drop map[cp
 				}
 				data, err := db.compress(values[ch])
 				if err != nil {
-					return err
+					// A delta list may pass MaxListBytes between snapshots:
+					// kept as the new root of its history, it cannot be stored.
+					return encodeError(fmt.Sprintf("channel %q of checkpoint %q of thread %q, which retention would keep as a snapshot (Compact the thread first)",
+						ch, r.id, thread), "MaxListBytes", MaxListBytes, err)
 				}
 				if err := c.exec(sqlInsertBlob, thread, r.ns, ch, v, r.id, codec.TypeMsgpack, data); err != nil {
 					return err

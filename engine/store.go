@@ -185,8 +185,12 @@ func (s Store) ListNamespaces(ctx context.Context, op ListNamespacesOp) ([][]str
 func (s Store) Batch(ctx context.Context, ops ...StoreOp) ([]StoreResult, error) {
 	plan := make([]storePlanned, len(ops))
 	writes := false
+	budget := callBudget{what: "the store batch"}
 	for i, op := range ops {
 		p, err := s.plan(op)
+		if err == nil {
+			err = budget.add(len(p.value))
+		}
 		if err != nil {
 			if len(ops) > 1 {
 				return nil, fmt.Errorf("store batch op %d: %w", i, err)

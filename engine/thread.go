@@ -101,6 +101,9 @@ type encodedTask struct {
 func (db *DB) encodeTasks(tasks []TaskWrites) ([]encodedTask, error) {
 	out := make([]encodedTask, 0, len(tasks))
 	seen := map[string]bool{}
+	// The writes, and the lists the step stores (at most MaxListBytes
+	// for a message channel) share MaxCallBytes.
+	budget := callBudget{what: "the step's writes", n: MaxListBytes}
 	for _, t := range tasks {
 		if t.TaskID == "" {
 			return nil, fmt.Errorf("%w: task without id", ErrInvalidArgument)
@@ -118,6 +121,9 @@ func (db *DB) encodeTasks(tasks []TaskWrites) ([]encodedTask, error) {
 			data, err := encodeUpdate(ch, w.Value)
 			if err != nil {
 				return nil, encodeError(fmt.Sprintf("task %q write %d to %q", t.TaskID, i, w.Channel), "MaxValueBytes", MaxValueBytes, err)
+			}
+			if err := budget.add(len(data)); err != nil {
+				return nil, err
 			}
 			et.writes = append(et.writes, Write{Channel: w.Channel, Value: codec.Blob{Type: codec.TypeMsgpack, Data: data}})
 		}

@@ -679,3 +679,58 @@ func TestDriverPanicsBecomeErrors(t *testing.T) {
 	})
 	t.Fatal("a panic of the engine's own was hidden")
 }
+
+// TestOneCallWritesAtMostMaxCallBytes: SQLite holds the pages of large
+// values a transaction writes until it commits, so what one call writes is
+// bounded too: a batch past MaxCallBytes is refused before anything is
+// written; one within it commits. An import writes a whole dump in one
+// transaction and has no such bound: past what SQLite holds it fails with
+// ErrTooLarge, changing nothing, and the handle goes on.
+func TestOneCallWritesAtMostMaxCallBytes(t *testing.T) {
+	bigUnderRace(t)
+	ctx := context.Background()
+	db := valuesDB(t, ModeFull)
+	big := bigString(MaxValueBytes - 4<<10)
+	batch := func(ns string, n int) []StoreOp {
+		var ops []StoreOp
+		for i := range n {
+			ops = append(ops, PutOp{Namespace: []string{ns}, Key: fmt.Sprint(i), Value: map[string]any{"v": big}})
+		}
+		return ops
+	}
+	before := fingerprint(t, db)
+	if _, err := db.Store().Batch(ctx, batch("over", MaxCallBytes/MaxValueBytes+1)...); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "MaxCallBytes") {
+		t.Fatalf("a batch past MaxCallBytes: %v", err)
+	}
+	var evs []Event
+	for range MaxCallBytes/MaxValueBytes + 1 {
+		evs = append(evs, Event{ThreadID: "rec-ev", RunID: "r", EventType: "e", Category: CategoryMessage, Content: big})
+	}
+	if _, err := db.Events().PutBatch(ctx, evs); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("an event batch past MaxCallBytes: %v", err)
+	}
+	if fingerprint(t, db) != before {
+		t.Fatal("a refused batch changed the file")
+	}
+	for _, ns := range []string{"a", "b"} { // two calls, each within the bound
+		if _, err := db.Store().Batch(ctx, batch(ns, MaxCallBytes/MaxValueBytes)...); err != nil {
+			t.Fatalf("a batch within MaxCallBytes: %v", err)
+		}
+	}
+	var dump bytes.Buffer
+	if _, err := db.Export(ctx, &dump, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "copy.db")
+	dst := openTest(t, path, nil)
+	_, err := dst.Import(ctx, bytes.NewReader(dump.Bytes()), ImportOptions{})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("an import of 256 MiB of large values in one transaction: %v", err)
+	}
+	if in, err := dst.Info(ctx); err != nil || in.Rows["store_items"] != 0 {
+		t.Fatalf("the failed import left %d items (%v)", in.Rows["store_items"], err)
+	}
+	if err := dst.Store().Put(ctx, []string{"after"}, "k", map[string]any{"v": big}); err != nil {
+		t.Fatalf("the handle after a failed import: %v", err)
+	}
+}
