@@ -2,7 +2,6 @@ package codec
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -166,15 +165,7 @@ func (g *guard) start(c byte) error {
 			return fmt.Errorf("%w: a map key that is not a string (code 0x%02x) at %s", ErrUnreadable, c, g.path())
 		}
 	}
-	g.hlen = 1
-	switch c {
-	case 0xc4, 0xd9, 0xc7: // bin8, str8, ext8: a one-byte length
-		g.hlen = 2
-	case 0xc5, 0xda, 0xc8, 0xdc, 0xde: // 16-bit lengths and counts
-		g.hlen = 3
-	case 0xc6, 0xdb, 0xc9, 0xdd, 0xdf: // 32-bit
-		g.hlen = 5
-	case 0xc1:
+	if g.hlen = headerLen(c); g.hlen == 0 {
 		return fmt.Errorf("%w: reserved code 0xc1", ErrCorrupt)
 	}
 	if isContainer(c) {
@@ -188,52 +179,20 @@ func (g *guard) start(c byte) error {
 
 // header is called once the header of a value is complete.
 func (g *guard) header() error {
-	c, h := g.hdr[0], g.hdr[1:g.hn]
+	c := g.hdr[0]
+	payload, items := headerOf(g.hdr[:g.hn])
 	g.hn = 0
-	var n int
-	switch len(h) {
-	case 1:
-		n = int(h[0])
-	case 2:
-		n = int(binary.BigEndian.Uint16(h))
-	case 4:
-		n = int(binary.BigEndian.Uint32(h))
-	}
-	payload, items := 0, 0
 	switch {
-	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-	case c&0xf0 == 0x80:
-		items = 2 * int(c&0x0f)
-	case c&0xf0 == 0x90:
-		items = int(c & 0x0f)
-	case c&0xe0 == 0xa0:
-		payload = int(c & 0x1f)
-	case c == 0xc4 || c == 0xc5 || c == 0xc6 || c == 0xd9 || c == 0xda || c == 0xdb:
-		payload = n
 	case c == 0xc7 || c == 0xc8 || c == 0xc9:
-		payload = n + 1 // the type byte
-		if n != 12 {
-			return fmt.Errorf("%w: a msgpack extension of %d bytes at %s", ErrUnreadable, n, g.path())
+		if payload-1 != 12 {
+			return fmt.Errorf("%w: a msgpack extension of %d bytes at %s", ErrUnreadable, payload-1, g.path())
 		}
 		g.ext = true
-	case c == 0xcc || c == 0xd0:
-		payload = 1
-	case c == 0xcd || c == 0xd1:
-		payload = 2
-	case c == 0xca || c == 0xce || c == 0xd2:
-		payload = 4
-	case c == 0xcb || c == 0xcf || c == 0xd3:
-		payload = 8
 	case c >= 0xd4 && c <= 0xd8:
-		payload = 1 + 1<<(c-0xd4)
 		if c != 0xd6 && c != 0xd7 {
 			return fmt.Errorf("%w: a msgpack extension of %d bytes at %s", ErrUnreadable, payload-1, g.path())
 		}
 		g.ext = true
-	case c == 0xdc || c == 0xdd:
-		items = n
-	case c == 0xde || c == 0xdf:
-		items = 2 * n
 	}
 	if items > 0 {
 		g.key = nil

@@ -828,29 +828,8 @@ func (p *jsonParser) canonical(from int) ([]byte, error) {
 
 // checkDepth reports a value nested deeper than max containers.
 func checkDepth(body []byte, max int) error {
-	pos := 0
-	pending := []int{1}
-	for len(pending) > 0 {
-		if pending[len(pending)-1] == 0 {
-			pending = pending[:len(pending)-1]
-			continue
-		}
-		pending[len(pending)-1]--
-		next, payload, items, err := Head(body, pos)
-		if err != nil {
-			return err
-		}
-		if isContainer(body[pos]) {
-			if len(pending) > max {
-				return fmt.Errorf("%w: containers nest deeper than %d", ErrTooDeep, max)
-			}
-			if items > 0 {
-				pending = append(pending, items)
-			}
-		}
-		pos = next + payload
-	}
-	return nil
+	_, err := scanDepth(body, max, ErrTooDeep)
+	return err
 }
 
 // The smallest msgpack form of each value, as Marshal writes it.

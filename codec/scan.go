@@ -26,81 +26,78 @@ func Head(b []byte, pos int) (next, payload, items int, err error) {
 	if pos < 0 || pos >= len(b) {
 		return 0, 0, 0, errHead
 	}
-	c := b[pos]
-	pos++
-	uintN := func(size int) (int, error) {
-		if size > len(b)-pos {
-			return 0, errHead
-		}
-		var v uint64
-		switch size {
-		case 1:
-			v = uint64(b[pos])
-		case 2:
-			v = uint64(binary.BigEndian.Uint16(b[pos:]))
-		case 4:
-			v = uint64(binary.BigEndian.Uint32(b[pos:]))
-		}
-		pos += size
-		if v > uint64(len(b)) {
-			return 0, errHead
-		}
-		return int(v), nil
+	n := headerLen(b[pos])
+	if n == 0 || n > len(b)-pos {
+		return 0, 0, 0, errHead
+	}
+	payload, items = headerOf(b[pos : pos+n])
+	next = pos + n
+	if payload > len(b)-next || items > len(b)-next || payload < 0 || items < 0 {
+		// Every nested value takes at least one byte (and a 32-bit int
+		// can read a 32-bit length as negative).
+		return 0, 0, 0, errHead
+	}
+	return next, payload, items, nil
+}
+
+// headerLen is the length of the header of a value whose first byte is c:
+// the code and the bytes of its length or count (an extension's type byte
+// counts as payload). It is 0 for 0xc1, a code msgpack never uses.
+func headerLen(c byte) int {
+	switch c {
+	case 0xc4, 0xd9, 0xc7: // bin8, str8, ext8
+		return 2
+	case 0xc5, 0xda, 0xc8, 0xdc, 0xde: // 16-bit lengths and counts
+		return 3
+	case 0xc6, 0xdb, 0xc9, 0xdd, 0xdf: // 32-bit
+		return 5
+	case 0xc1:
+		return 0
+	}
+	return 1
+}
+
+// headerOf decodes a whole header (headerLen(h[0]) bytes): the payload
+// length and the number of nested values, as Head returns them.
+func headerOf(h []byte) (payload, items int) {
+	c := h[0]
+	var n int
+	switch len(h) {
+	case 2:
+		n = int(h[1])
+	case 3:
+		n = int(binary.BigEndian.Uint16(h[1:]))
+	case 5:
+		n = int(binary.BigEndian.Uint32(h[1:]))
 	}
 	switch {
 	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-	case c >= 0x80 && c <= 0x8f:
+	case c&0xf0 == 0x80:
 		items = 2 * int(c&0x0f)
-	case c >= 0x90 && c <= 0x9f:
+	case c&0xf0 == 0x90:
 		items = int(c & 0x0f)
-	case c >= 0xa0 && c <= 0xbf:
+	case c&0xe0 == 0xa0:
 		payload = int(c & 0x1f)
-	case c == 0xc4 || c == 0xd9:
-		payload, err = uintN(1)
-	case c == 0xc5 || c == 0xda:
-		payload, err = uintN(2)
-	case c == 0xc6 || c == 0xdb:
-		payload, err = uintN(4)
-	case c == 0xc7:
-		payload, err = uintN(1)
-		payload++
-	case c == 0xc8:
-		payload, err = uintN(2)
-		payload++
-	case c == 0xc9:
-		payload, err = uintN(4)
-		payload++
-	case c == 0xca || c == 0xce || c == 0xd2:
-		payload = 4
-	case c == 0xcb || c == 0xcf || c == 0xd3:
-		payload = 8
+	case c == 0xc4 || c == 0xc5 || c == 0xc6 || c == 0xd9 || c == 0xda || c == 0xdb:
+		payload = n
+	case c == 0xc7 || c == 0xc8 || c == 0xc9:
+		payload = n + 1 // the type byte
 	case c == 0xcc || c == 0xd0:
 		payload = 1
 	case c == 0xcd || c == 0xd1:
 		payload = 2
+	case c == 0xca || c == 0xce || c == 0xd2:
+		payload = 4
+	case c == 0xcb || c == 0xcf || c == 0xd3:
+		payload = 8
 	case c >= 0xd4 && c <= 0xd8:
 		payload = 1 + 1<<(c-0xd4)
-	case c == 0xdc:
-		items, err = uintN(2)
-	case c == 0xdd:
-		items, err = uintN(4)
-	case c == 0xde:
-		items, err = uintN(2)
-		items *= 2
-	case c == 0xdf:
-		items, err = uintN(4)
-		items *= 2
-	default:
-		return 0, 0, 0, errHead // 0xc1, never used
+	case c == 0xdc || c == 0xdd:
+		items = n
+	case c == 0xde || c == 0xdf:
+		items = 2 * n
 	}
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	if payload > len(b)-pos || items > len(b)-pos {
-		// Every nested value takes at least one byte.
-		return 0, 0, 0, errHead
-	}
-	return pos, payload, items, nil
+	return payload, items
 }
 
 // scan walks one msgpack value at the start of data without decoding it and
@@ -108,7 +105,11 @@ func Head(b []byte, pos int) (next, payload, items int, err error) {
 // containers nest at most MaxDepth deep. It exists because the msgpack decoder sizes
 // slices from declared lengths before reading them: a 6-byte input claiming
 // four billion elements must be refused here, not allocated.
-func scan(data []byte) (n int, err error) {
+func scan(data []byte) (n int, err error) { return scanDepth(data, MaxDepth, ErrCorrupt) }
+
+// scanDepth is scan with containers allowed maxDepth deep, refused with
+// deepErr past it.
+func scanDepth(data []byte, maxDepth int, deepErr error) (n int, err error) {
 	pos := 0
 	pending := []int{1} // values still to read at each open nesting level
 	for len(pending) > 0 {
@@ -123,8 +124,8 @@ func scan(data []byte) (n int, err error) {
 		}
 		if isContainer(data[pos]) {
 			// len(pending) is this container's nesting level.
-			if len(pending) > MaxDepth {
-				return 0, fmt.Errorf("%w: containers nested deeper than %d (at offset %d)", ErrCorrupt, MaxDepth, pos)
+			if len(pending) > maxDepth {
+				return 0, fmt.Errorf("%w: containers nested deeper than %d (at offset %d)", deepErr, maxDepth, pos)
 			}
 			if items > 0 {
 				pending = append(pending, items)
