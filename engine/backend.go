@@ -13,4 +13,8 @@ type backend interface {
 	memory() bool
 	// close frees what the connections shared, once they are closed.
 	close()
+	// liveness is how this handle shows other processes that it is alive
+	// and probes whether the owners of runs are (driver.Liveness), or nil
+	// where the driver has no way, and leases alone decide.
+	liveness() driver.Liveness
 }

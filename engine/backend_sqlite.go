@@ -51,6 +51,14 @@ func (b *sqliteBackend) dial(write bool) (driver.Conn, error) {
 
 func (b *sqliteBackend) memory() bool { return b.memID != "" }
 
+// liveness: a lock file per owner beside the database (sqlite.OwnerLocks).
+func (b *sqliteBackend) liveness() driver.Liveness {
+	if b.memID != "" {
+		return nil
+	}
+	return sqlite.OwnerLocks(b.name)
+}
+
 func (b *sqliteBackend) close() {
 	if b.memID != "" {
 		sqlite.DeleteMemory(b.memID)

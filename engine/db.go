@@ -195,7 +195,12 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 	if err := c.d.Begin(driver.TxWrite); err != nil {
 		return wrapErr(ctx, err)
 	}
+	began := time.Now()
 	if err := fn(c); err != nil {
+		c.d.Rollback()
+		return wrapErr(ctx, schemaErr(err))
+	}
+	if err := db.extendLeases(c, time.Since(began)); err != nil {
 		c.d.Rollback()
 		return wrapErr(ctx, schemaErr(err))
 	}

@@ -352,6 +352,10 @@ func TestMain(m *testing.M) {
 		eventsChildEnv: eventsChild,
 		crashChildEnv:  crashChild,
 		concChildEnv:   concChild,
+		holderEnv:      holderChild,
+		reconcilerEnv:  reconcilerChild,
+		maintainEnv:    maintainChild,
+		spinEnv:        spinChild,
 	} {
 		if arg := os.Getenv(env); arg != "" {
 			if err := child(arg); err != nil {

@@ -38,6 +38,10 @@ var (
 	// MaxValueBytes and the limits beside it), or a call needed more
 	// memory than SQLite has. It matches ErrInvalidArgument too.
 	ErrTooLarge error = tooLargeError{}
+	// ErrBusy: another connection (usually another process's long write:
+	// convert, vacuum, import, retain) held the lock a call needed for
+	// longer than Options.BusyTimeout. Nothing was written; retry later.
+	ErrBusy = errors.New("agentstate: database is busy")
 )
 
 // ModeMismatchError is every ErrModeMismatch error: what the file, thread
@@ -139,6 +143,9 @@ func wrapErr(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, driver.ErrNoMemory) {
 		return fmt.Errorf("%w: %w: the call writes more large values in one transaction than SQLite holds (see MaxCallBytes)", ErrTooLarge, err)
+	}
+	if errors.Is(err, driver.ErrBusy) && !errors.Is(err, ErrBusy) {
+		return fmt.Errorf("%w: another connection held the lock past the busy timeout: %w", ErrBusy, err)
 	}
 	return err
 }

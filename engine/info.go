@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"os"
+	"time"
+
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // Info describes the file behind a DB.
@@ -102,5 +105,22 @@ func (db *DB) exclusive(ctx context.Context, q string) error {
 		return err
 	}
 	defer release()
-	return wrapErr(ctx, c.exec(q))
+	began := time.Now()
+	if err := c.exec(q); err != nil {
+		return wrapErr(ctx, err)
+	}
+	if held := time.Since(began); held >= minLeaseGrace && !db.b.memory() {
+		// The statement kept other writers out; give the runs whose leases
+		// were valid when it began a full lease, in a transaction of their
+		// own (this one could not run inside it).
+		if err := c.d.Begin(driver.TxWrite); err != nil {
+			return wrapErr(ctx, err)
+		}
+		if err := db.extendLeases(c, held); err != nil {
+			c.d.Rollback()
+			return wrapErr(ctx, err)
+		}
+		return wrapErr(ctx, c.d.Commit())
+	}
+	return nil
 }

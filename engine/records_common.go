@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // Shared plumbing of the record surfaces (store, runs, events, threads):
@@ -106,7 +108,16 @@ func ignoreStop(err error) error {
 // recordsState is what a read-write handle keeps for the record surfaces.
 type recordsState struct {
 	ownerID string // identifies this handle as the owner of the runs it creates
+	// live proves this handle alive to other processes and probes theirs;
+	// nil where the driver has no way (leases alone decide).
+	live driver.Liveness
+	// unhold ends this handle's liveness hold (Close runs it).
+	unhold func() error
 }
+
+// noLiveness makes handles rely on leases alone, as on a platform without
+// file locks; tests set it.
+var noLiveness bool
 
 func (db *DB) records() *recordsState { return &db.recs }
 
@@ -116,8 +127,19 @@ func (db *DB) records() *recordsState { return &db.recs }
 // configured, sweeps expired store items. The loop stops on Close.
 func (db *DB) startRecords(ctx context.Context) error {
 	db.recs.ownerID = db.opts.RunOwner + "#" + rand.Text()[:12]
+	if live := db.b.liveness(); live != nil && !noLiveness {
+		// Held before the handle can own a run, so that no run of it is
+		// ever seen without it. A directory we cannot write to leaves the
+		// handle with leases alone rather than failing Open.
+		if release, err := live.Hold(db.recs.ownerID); err == nil {
+			db.recs.live, db.recs.unhold = live, release
+			db.onClose(func() { release() })
+		}
+	}
 	if db.opts.ReconcileOnOpen {
-		if _, err := db.Runs().Reconcile(ctx); err != nil {
+		// Another process's long write must not make Open fail: the
+		// background loop reconciles on its next tick.
+		if _, err := db.Runs().Reconcile(ctx); err != nil && !errors.Is(err, ErrBusy) {
 			return fmt.Errorf("reconcile runs: %w", err)
 		}
 	}

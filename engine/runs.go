@@ -211,9 +211,18 @@ const (
 	sqlRunPage   = `SELECT ` + runCols + `, created_at, rowid FROM runs
 		WHERE thread_id=?1 AND (created_at < ?2 OR (created_at = ?2 AND rowid < ?3))
 		ORDER BY created_at DESC, rowid DESC LIMIT ?4`
-	sqlRunReconcile = `UPDATE runs SET status='error', error=?1, updated_at=?2, lease_until=NULL
-		WHERE status IN ('pending', 'running') AND owner_id != ?3
+	// Owners other than ?1 with an active run whose lease lapsed by ?2.
+	sqlRunLapsedOwners = `SELECT DISTINCT owner_id FROM runs
+		WHERE status IN ('pending', 'running') AND owner_id != ?1
 		AND (owner_id = '' OR lease_until IS NULL OR lease_until <= ?2)`
+	sqlRunReconcile = `UPDATE runs SET status='error', error=?1, updated_at=?2, lease_until=NULL
+		WHERE status IN ('pending', 'running') AND owner_id = ?3
+		AND (owner_id = '' OR lease_until IS NULL OR lease_until <= ?2)`
+	// A write transaction that held the lock for ?1 microseconds gives
+	// that time back to the leases that were valid when it began (?2):
+	// their owners could not renew while it held the lock.
+	sqlRunExtendLeases = `UPDATE runs SET lease_until = lease_until + ?1
+		WHERE status IN ('pending', 'running') AND lease_until >= ?2`
 	sqlRunOwned = `SELECT count(*) FROM runs WHERE owner_id=? AND status IN ('pending', 'running')`
 	sqlRunRenew = `UPDATE runs SET lease_until=? WHERE owner_id=? AND status IN ('pending', 'running')`
 )
@@ -626,23 +635,90 @@ func (r Runs) Delete(ctx context.Context, runID string) error {
 	})
 }
 
-// Reconcile turns every active run whose owner is gone (its lease expired,
-// or it recorded no owner) into an error with OrphanReason, and returns how
-// many it changed. Runs of this handle are never touched. Open runs it
-// unless Options.ReconcileOnOpen is false; the background loop repeats it
-// every RunLease/3.
+// Reconcile turns every active run whose owner is gone into an error with
+// OrphanReason, and returns how many it changed. An owner is gone when its
+// lease expired (or it recorded none) and it cannot be shown alive: where
+// the driver offers liveness (SQLite files on Linux, macOS and the BSDs: a
+// lock file per owner), a run whose owner's handle is open in a live
+// process is never reconciled, however long its lease has lapsed, because
+// renewing the lease needs the write lock, which another process's long
+// write (convert, vacuum, import, retain) or a starved CPU can keep from
+// it. Runs of this handle are never touched. Open runs it unless
+// Options.ReconcileOnOpen is false; the background loop repeats it every
+// RunLease/3. It takes the write lock only when there is something to
+// change; a lock held past the busy timeout fails it with ErrBusy.
 func (r Runs) Reconcile(ctx context.Context) (int64, error) {
-	var n int64
-	err := r.db.write(ctx, func(c *conn) error {
-		changed, err := c.execN(sqlRunReconcile, OrphanReason, r.db.nowUS(), r.Owner())
-		if err != nil {
-			return err
+	if r.db.opts.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	me := r.Owner()
+	var owners []string
+	err := r.db.read(ctx, func(c *conn) error {
+		owners = owners[:0]
+		return c.query(sqlRunLapsedOwners, []any{me, r.db.nowUS()}, func(st row) error {
+			owners = append(owners, st.Text(0))
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	gone := owners[:0]
+	for _, o := range owners {
+		if !r.db.ownerAlive(o) {
+			gone = append(gone, o)
 		}
-		n = changed
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	var n int64
+	err = r.db.write(ctx, func(c *conn) error {
+		n = 0
+		now := r.db.nowUS()
+		for _, o := range gone {
+			// The lease is checked again under the lock: the owner may
+			// have renewed it since the read.
+			changed, err := c.execN(sqlRunReconcile, OrphanReason, now, o)
+			if err != nil {
+				return err
+			}
+			n += changed
+		}
 		return nil
 	})
 	return n, err
 }
+
+// ownerAlive reports whether a run owner is provably alive. An owner
+// without a liveness lock (a closed handle, another host whose locks we
+// cannot see, a platform without them) or whose probe fails is left to its
+// lease.
+func (db *DB) ownerAlive(owner string) bool {
+	live := db.recs.live
+	if owner == "" || live == nil {
+		return false
+	}
+	p, err := live.Probe(owner)
+	return err == nil && p == driver.PresenceAlive
+}
+
+// extendLeases runs at the end of a write transaction that held the lock
+// for held: every lease that was valid when it began is extended by held,
+// the time its owner could not renew it, so that a long write (a convert,
+// an import, a retention over a big file) does not make live owners look
+// dead to handles that rely on leases alone. Each owner keeps the lease it
+// had left, whatever its RunLease.
+func (db *DB) extendLeases(c *conn, held time.Duration) error {
+	if held < minLeaseGrace || db.b.memory() {
+		return nil
+	}
+	return c.exec(sqlRunExtendLeases, held.Microseconds(), db.nowUS()-held.Microseconds())
+}
+
+// minLeaseGrace is the shortest hold of the write lock that extends
+// leases: a quarter of the shortest lease allowed.
+const minLeaseGrace = 250 * time.Millisecond
 
 // RenewLeases extends the lease of every active run this handle owns by
 // Options.RunLease from now and returns how many it renewed. The background

@@ -512,7 +512,17 @@ func TestRunReconcile(t *testing.T) {
 	if n, _ := a.Runs().Reconcile(rctx); n != 0 {
 		t.Fatalf("owner reconciled %d of its own runs", n)
 	}
-	// Another handle does.
+	// Nor does another handle while the owner's handle is open: it may be
+	// starved of the write lock or the CPU, not dead.
+	if n, err := b.Runs().Reconcile(rctx); err != nil || n != 0 {
+		t.Fatalf("reconcile of a live owner's lapsed runs: %d %v, want 0", n, err)
+	}
+	// Once the owner cannot be shown alive (its process died, or it runs
+	// where there are no file locks), its lapsed lease decides.
+	if a.recs.unhold == nil {
+		t.Fatal("the owner holds no liveness lock on this platform")
+	}
+	a.recs.unhold()
 	if n, err := b.Runs().Reconcile(rctx); err != nil || n != 2 {
 		t.Fatalf("reconcile after lease expiry: %d %v, want 2", n, err)
 	}

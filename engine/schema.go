@@ -129,6 +129,19 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 		}
 		return nil
 	}
+	if st.version == int64(SchemaVersion) && !db.b.memory() {
+		// An up-to-date file in WAL mode needs no write lock to open:
+		// another process's long write must not keep this one from
+		// opening. (A copy made by other tools may be in another journal
+		// mode; it is switched below.)
+		var mode string
+		if _, err := w.queryRow("PRAGMA journal_mode", nil, func(r row) error { mode = r.Text(0); return nil }); err != nil {
+			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+		}
+		if strings.EqualFold(mode, "wal") {
+			return nil
+		}
+	}
 	if st.objects == 0 {
 		// Only an empty file can take this: retention returns the pages it
 		// frees to the file system (PRAGMA incremental_vacuum), so a file

@@ -23,6 +23,14 @@
 //     of its statements.
 //   - A statement interrupted by Conn.Interrupt's context fails with an
 //     error of kind ErrInterrupted (or ErrBusy while waiting for a lock).
+//   - A handle that owns runs can show that it is alive without writing to
+//     the database (Liveness), where the driver has a way to: a lease
+//     written to the database can only be renewed by writing, so a long
+//     write by another process or a starved CPU would otherwise make a
+//     live owner look dead. SQLite files use a lock file per owner beside
+//     the database; a server database would use a lock its sessions hold
+//     (PostgreSQL: a session-level advisory lock on a hash of the owner,
+//     probed with pg_try_advisory_lock from another session).
 package driver
 
 import (
@@ -151,4 +159,35 @@ type Func struct {
 	// string or []byte. aux persists across the rows of one statement, for
 	// work that depends only on constant arguments (a compiled filter).
 	Call func(aux *any, args []Value) (any, error)
+}
+
+// Presence is what a Liveness probe knows about an owner.
+type Presence int
+
+const (
+	// PresenceUnknown: no sign either way (the owner never held a
+	// liveness lock here, or released it on close); the engine falls back
+	// to the owner's lease.
+	PresenceUnknown Presence = iota
+	// PresenceAlive: a live process holds the owner's lock right now.
+	PresenceAlive
+	// PresenceGone: the owner's lock exists but nobody holds it: the
+	// process that took it ended without releasing it (killed, crashed).
+	PresenceGone
+)
+
+// Liveness lets a handle show other processes that it is alive without
+// taking the database's write lock, and lets them probe without blocking.
+// The guarantee: while Hold's release has not been called and the process
+// lives, Probe of that owner, from any process or handle that can open the
+// database, returns PresenceAlive, whatever the holder's CPU share or the
+// database's locks; once the process ends, by any means, the hold ends
+// with it. A driver that cannot give this returns no Liveness, and the
+// engine relies on leases alone.
+type Liveness interface {
+	// Hold marks owner as alive until release is called or the process
+	// ends.
+	Hold(owner string) (release func() error, err error)
+	// Probe reports what is known about owner without waiting.
+	Probe(owner string) (Presence, error)
 }
