@@ -425,6 +425,9 @@ func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHe
 	rep := ImportReport{Rows: map[string]int64{}, Mode: h.Mode, ThreadID: h.ThreadID}
 	threads := map[string]bool{}
 	err := db.write(ctx, func(c *conn) error {
+		if err := db.checkFileModeNow(c); err != nil {
+			return err
+		}
 		ended := false
 		for {
 			body, err := lines.Next()

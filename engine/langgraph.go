@@ -330,6 +330,9 @@ func (db *DB) ImportLangGraph(ctx context.Context, src string, o LangGraphOption
 	var rep LangGraphReport
 	err = db.write(ctx, func(c *conn) error {
 		rep = LangGraphReport{Source: src, Mode: db.opts.Mode, Dropped: map[string]int{}}
+		if err := db.checkFileModeNow(c); err != nil {
+			return err
+		}
 		done := 0
 		for _, th := range threads {
 			if ok, err := c.queryRow(sqlThreadExists, []any{th}, nil); err != nil {

@@ -323,6 +323,10 @@ func maintainChild(arg string) error {
 		switch op {
 		case "convert":
 			_, err = ConvertFile(rctx, uri, &o, ModeDelta, 4)
+		case "tofull":
+			_, err = ConvertFile(rctx, uri, &o, ModeFull, 4)
+		case "todelta":
+			_, err = ConvertFile(rctx, uri, &o, ModeDelta, 4)
 		case "import":
 			var in *os.File
 			if in, err = os.Open(dump); err == nil {

@@ -90,6 +90,24 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 	})
 }
 
+// checkFileModeNow compares the handle's mode with the one the file
+// records now, inside the write transaction of a call that creates a
+// thread: another process may have converted the file since this handle
+// opened (ConvertFile), and a thread created in the handle's old mode would
+// mix modes in the file. Existing threads need no such check: their own
+// mode is checked (checkThreadMode), and a conversion rewrites it.
+func (db *DB) checkFileModeNow(c *conn) error {
+	mode, every, found, err := fileMode(c)
+	if err != nil || !found {
+		return err
+	}
+	if mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery) {
+		return fmt.Errorf("%w: %s was converted to %s by another handle after this one opened it in %s; close this handle and open the file again",
+			ErrModeMismatch, db.path, describeMode(mode, every), describeMode(db.opts.Mode, db.opts.SnapshotEvery))
+	}
+	return nil
+}
+
 func setFileMode(c *conn, mode string, every int) error {
 	if err := c.exec(sqlMetaSet, metaMode, mode); err != nil {
 		return err

@@ -269,6 +269,9 @@ func (db *DB) resolveParent(c *conn, thread, id string) (*Tuple, error) {
 // putRoot creates the empty input checkpoint of a new thread and records
 // the thread's mode.
 func (db *DB) putRoot(c *conn, thread, runID string) (*committed, error) {
+	if err := db.checkFileModeNow(c); err != nil {
+		return nil, err
+	}
 	if err := c.exec(sqlSetThreadMod, thread, db.opts.Mode, db.opts.SnapshotEvery); err != nil {
 		return nil, err
 	}
