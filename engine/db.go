@@ -137,6 +137,10 @@ func (db *DB) Close() error {
 	db.closed = true
 	err := db.closeConns()
 	db.b.close()
+	if errors.Is(err, driver.ErrReplaced) {
+		// Every connection says so; once is enough.
+		return fmt.Errorf("%w: %s: commits made before that went to the old file only", ErrFileReplaced, db.path)
+	}
 	return err
 }
 

@@ -42,6 +42,11 @@ var (
 	// convert, vacuum, import, retain) held the lock a call needed for
 	// longer than Options.BusyTimeout. Nothing was written; retry later.
 	ErrBusy = errors.New("agentstate: database is busy")
+	// ErrFileReplaced: the file was deleted, or another file was moved over
+	// its path, while the handle had it open. Every write fails with it,
+	// before writing, and so does Close; reads still see the file as it was.
+	// The handle is of no further use: close it and open the path again.
+	ErrFileReplaced = errors.New("agentstate: database file was deleted or replaced while open")
 )
 
 // ModeMismatchError is every ErrModeMismatch error: what the file, thread
@@ -143,6 +148,9 @@ func wrapErr(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, driver.ErrNoMemory) {
 		return fmt.Errorf("%w: %w: the call writes more large values in one transaction than SQLite holds (see MaxCallBytes)", ErrTooLarge, err)
+	}
+	if errors.Is(err, driver.ErrReplaced) && !errors.Is(err, ErrFileReplaced) {
+		return fmt.Errorf("%w: %w", ErrFileReplaced, err)
 	}
 	if errors.Is(err, driver.ErrBusy) && !errors.Is(err, ErrBusy) {
 		return fmt.Errorf("%w: another connection held the lock past the busy timeout: %w", ErrBusy, err)

@@ -105,6 +105,14 @@ func (db *DB) exclusive(ctx context.Context, q string) error {
 		return err
 	}
 	defer release()
+	// A write transaction checks that the file is still the one at its
+	// path; VACUUM and checkpoints run outside one, so check first.
+	if err := c.d.Begin(driver.TxWrite); err != nil {
+		return wrapErr(ctx, err)
+	}
+	if err := c.d.Rollback(); err != nil {
+		return wrapErr(ctx, err)
+	}
 	began := time.Now()
 	if err := c.exec(q); err != nil {
 		return wrapErr(ctx, err)

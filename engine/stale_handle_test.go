@@ -88,3 +88,108 @@ func TestConvertUnderOpenHandle(t *testing.T) {
 		})
 	}
 }
+
+// TestFileReplacedUnderOpenHandle: the file of an open handle is deleted,
+// or another agentstate file is moved over its path (mv other.db this.db),
+// or it is moved away (mv this.db elsewhere.db). Every write surface must
+// then fail with ErrFileReplaced before writing, and Close too; the file
+// now at the path must read exactly as it was (none of the handle's
+// commits applied to it); a file moved away keeps every commit made before
+// the move.
+func TestFileReplacedUnderOpenHandle(t *testing.T) {
+	writes := []struct {
+		name string
+		fn   func(db *DB) error
+	}{
+		{"Commit", func(db *DB) error {
+			_, err := db.Commit(rctx, "mine", relWork{seed: 1}.step("mine", 2, ""))
+			return err
+		}},
+		{"Commit new thread", func(db *DB) error { _, err := db.Commit(rctx, "new", relWork{seed: 1}.step("new", 1, "")); return err }},
+		{"Events.Put", func(db *DB) error { _, err := db.Events().Put(rctx, msg("mine", "r", "late")); return err }},
+		{"Store.Put", func(db *DB) error { return db.Store().Put(rctx, []string{"ns"}, "late", map[string]any{"v": 1}) }},
+		{"Runs.Create", func(db *DB) error {
+			_, err := db.Runs().Create(rctx, NewRun{ThreadID: "late", Status: RunRunning})
+			return err
+		}},
+		{"Threads.Create", func(db *DB) error {
+			_, err := db.Threads().Create(rctx, AnyOwner, NewThread{ThreadID: "late"})
+			return err
+		}},
+		{"Retain", func(db *DB) error { _, err := db.Retain(rctx, RetainOptions{KeepLatest: 1}); return err }},
+		{"Vacuum", func(db *DB) error { return db.Vacuum(rctx) }},
+		{"CheckpointWAL", func(db *DB) error { return db.CheckpointWAL(rctx) }},
+	}
+	for _, how := range []string{"deleted", "replaced", "moved away"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "this.db")
+			db := openTest(t, path, nil)
+			w := relWork{seed: 1}
+			if _, err := db.Commit(rctx, "mine", w.step("mine", 1, "")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Events().Put(rctx, msg("mine", "r", "before")); err != nil {
+				t.Fatal(err)
+			}
+			var other bytes.Buffer
+			switch how {
+			case "deleted":
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			case "replaced":
+				otherPath := filepath.Join(dir, "other.db")
+				o := openTest(t, otherPath, nil)
+				if _, err := o.Commit(rctx, "theirs", w.step("theirs", 1, "")); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := o.Export(rctx, &other, ExportOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				o.Close()
+				if err := os.Rename(otherPath, path); err != nil {
+					t.Fatal(err)
+				}
+			case "moved away":
+				if err := os.Rename(path, filepath.Join(dir, "elsewhere.db")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, wr := range writes {
+				if err := wr.fn(db); !errors.Is(err, ErrFileReplaced) {
+					t.Errorf("%s after the file was %s: %v, want ErrFileReplaced", wr.name, how, err)
+				}
+			}
+			if err := db.Close(); !errors.Is(err, ErrFileReplaced) {
+				t.Errorf("Close after the file was %s: %v, want ErrFileReplaced", how, err)
+			}
+			switch how {
+			case "deleted":
+				// A new file at the path starts empty: no commit of the old
+				// one comes back from its log.
+				fresh := openTest(t, path, nil)
+				if _, err := fresh.State(rctx, Config{ThreadID: "mine"}); !errors.Is(err, ErrNotFound) {
+					t.Errorf("a new file at the deleted path reads the old thread: %v", err)
+				}
+				mustVerify(t, fresh, "a new file at the deleted path")
+			case "replaced":
+				ro := readOnly(t, path)
+				mustVerify(t, ro, "the file moved over the open one")
+				var got bytes.Buffer
+				if _, err := ro.Export(rctx, &got, ExportOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Bytes(), other.Bytes()) {
+					t.Errorf("the file moved over the open one changed: %d bytes exported, %d before", got.Len(), other.Len())
+				}
+			case "moved away":
+				ro := readOnly(t, filepath.Join(dir, "elsewhere.db"))
+				mustVerify(t, ro, "the file moved away")
+				if evs, err := ro.Events().ListMessages(rctx, "mine", MessageQuery{Limit: 10}); err != nil || len(evs) != 1 {
+					t.Errorf("the file moved away lost a commit: %d events, %v", len(evs), err)
+				}
+			}
+		})
+	}
+}

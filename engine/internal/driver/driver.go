@@ -23,6 +23,14 @@
 //     of its statements.
 //   - A statement interrupted by Conn.Interrupt's context fails with an
 //     error of kind ErrInterrupted (or ErrBusy while waiting for a lock).
+//   - A write transaction on a database that is no longer the one the
+//     connection opened fails with ErrReplaced before writing anything,
+//     and so does Close: for a file, when it was deleted or another file
+//     was moved over its name since the connection opened it (writing on
+//     would go to a file nobody can open again, and its write-ahead log,
+//     found by name, would be applied to the other file). A server
+//     database cannot be replaced under a session; its driver has nothing
+//     to check.
 //   - A handle that owns runs can show that it is alive without writing to
 //     the database (Liveness), where the driver has a way to: a lease
 //     written to the database can only be renewed by writing, so a long
@@ -64,6 +72,9 @@ var (
 	// and returns this, with the statement reset and the connection usable;
 	// the caller rolls back.
 	ErrNoMemory = errors.New("database is out of memory")
+	// ErrReplaced: the database file was deleted, or another file was
+	// moved over its name, since the connection opened it.
+	ErrReplaced = errors.New("database file was deleted or replaced")
 )
 
 // Error is a driver error: a kind and the driver's own error.

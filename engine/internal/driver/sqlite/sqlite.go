@@ -11,11 +11,15 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/util/vfsutil"
+	"github.com/ncruces/go-sqlite3/vfs"
 	"github.com/ncruces/go-sqlite3/vfs/memdb"
 )
 
@@ -32,6 +36,12 @@ type Options struct {
 type Conn struct {
 	c     *sqlite3.Conn
 	stmts map[string]*sqlite3.Stmt
+	busy  time.Duration
+	// The identity of the open file and its name, for replaced; noFile
+	// once known to have none.
+	ident  os.FileInfo
+	name   string
+	noFile bool
 }
 
 var _ driver.Conn = (*Conn)(nil)
@@ -51,7 +61,7 @@ func Open(name string, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
-	c := &Conn{c: sc, stmts: make(map[string]*sqlite3.Stmt)}
+	c := &Conn{c: sc, stmts: make(map[string]*sqlite3.Stmt), busy: o.BusyTimeout}
 	if err := sc.BusyTimeout(o.BusyTimeout); err != nil {
 		c.Close()
 		return nil, classify(err)
@@ -81,13 +91,66 @@ func DeleteMemory(id string) { memdb.Delete(id) }
 // Raw returns the ncruces connection, for what only SQLite has.
 func (c *Conn) Raw() *sqlite3.Conn { return c.c }
 
-// Close closes the statements and the connection.
+// Close closes the statements and the connection; it reports ErrReplaced
+// (after closing) when the file was deleted or replaced while open.
 func (c *Conn) Close() error {
+	replaced := c.replaced()
+	if replaced != nil {
+		c.evacuate()
+	}
 	for _, s := range c.stmts {
 		s.Close()
 	}
 	c.stmts = nil
-	return classify(c.c.Close())
+	if err := classify(c.c.Close()); err != nil {
+		return err
+	}
+	return replaced
+}
+
+// statFile is a VFS file over an *os.File (ncruces' OS VFS).
+type statFile interface {
+	vfs.File
+	Stat() (os.FileInfo, error)
+}
+
+// replaced compares the file this connection has open with the one at its
+// name now (device and inode, as the VFS's SQLITE_FCNTL_HAS_MOVED does),
+// and returns an ErrReplaced error when they differ or the name is gone.
+// The open file's identity is read once; each check then costs one stat of
+// the path. A database without a file (in memory) is never replaced; a
+// check that cannot be made (a permission error on the directory) passes.
+func (c *Conn) replaced() error {
+	if c.ident == nil {
+		if c.noFile {
+			return nil
+		}
+		c.noFile = true
+		f, err := c.c.FileControl("main", sqlite3.FCNTL_FILE_POINTER)
+		if err != nil {
+			return nil
+		}
+		file, ok := f.(vfs.File)
+		if !ok {
+			return nil
+		}
+		// ncruces wraps the OS file in its checksum shim.
+		osf, ok := vfsutil.UnwrapFile[statFile](file)
+		if !ok {
+			return nil
+		}
+		fi, err := osf.Stat()
+		if err != nil {
+			return nil
+		}
+		c.ident, c.name, c.noFile = fi, c.c.Filename("main").String(), false
+	}
+	pi, err := os.Stat(c.name)
+	if err == nil && os.SameFile(c.ident, pi) || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return &driver.Error{Kind: driver.ErrReplaced,
+		Err: fmt.Errorf("%s was deleted, or another file was moved over it, after it was opened", c.name)}
 }
 
 // prepare returns the cached statement for q, reset, with args bound.
@@ -240,14 +303,38 @@ func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, er
 }
 
 // Begin implements driver.Conn: a write transaction takes SQLite's write
-// lock at once (BEGIN IMMEDIATE), so writers are serial.
+// lock at once (BEGIN IMMEDIATE), so writers are serial, and then checks
+// that the file is still the one at its name (two stats), so that nothing
+// is written to a deleted or replaced file.
 func (c *Conn) Begin(kind driver.TxKind) error {
 	q := "BEGIN"
 	if kind == driver.TxWrite {
 		q = "BEGIN IMMEDIATE"
 	}
-	_, err := c.Exec(q)
-	return err
+	if _, err := c.Exec(q); err != nil {
+		return err
+	}
+	if kind == driver.TxWrite {
+		if err := c.replaced(); err != nil {
+			c.Rollback()
+			c.evacuate()
+			return err
+		}
+	}
+	return nil
+}
+
+// evacuate runs when the file was found deleted or replaced. The commits
+// in the write-ahead log belong to the file this connection has open, but
+// the log is found by name: the file now at the name (or one created there
+// later) would take them for its own and be corrupted. So they are copied
+// into the file they belong to (wherever it went) and the log is emptied.
+// Other connections get a second to finish their reads; SQLite itself does
+// not checkpoint a moved file on close.
+func (c *Conn) evacuate() {
+	c.c.BusyTimeout(time.Second)
+	c.c.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	c.c.BusyTimeout(c.busy)
 }
 
 // Commit implements driver.Conn.
