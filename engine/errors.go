@@ -32,12 +32,17 @@ var (
 	ErrModeMismatch = errors.New("agentstate: channel mode mismatch")
 	// ErrCorrupt: stored bytes or the file itself do not decode.
 	ErrCorrupt = errors.New("agentstate: corrupt data")
-	// ErrReadOnly: a write was attempted on a handle opened read-only.
+	// ErrReadOnly: a write was attempted on a handle opened read-only, or
+	// on a file its process cannot write (a read-only file system, a file
+	// or directory without write permission).
 	ErrReadOnly = errors.New("agentstate: database opened read-only")
 	// ErrTooLarge: a value is larger than the engine stores (see
 	// MaxValueBytes and the limits beside it), or a call needed more
 	// memory than SQLite has. It matches ErrInvalidArgument too.
 	ErrTooLarge error = tooLargeError{}
+	// ErrDiskFull: the disk or the user's quota is full. The call wrote
+	// nothing; the file is as it was before it.
+	ErrDiskFull = errors.New("agentstate: disk or quota full")
 	// ErrBusy: another connection (usually another process's long write:
 	// convert, vacuum, import, retain) held the lock a call needed for
 	// longer than Options.BusyTimeout. Nothing was written; retry later.
@@ -151,6 +156,12 @@ func wrapErr(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, driver.ErrReplaced) && !errors.Is(err, ErrFileReplaced) {
 		return fmt.Errorf("%w: %w", ErrFileReplaced, err)
+	}
+	if errors.Is(err, driver.ErrFull) && !errors.Is(err, ErrDiskFull) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	if errors.Is(err, driver.ErrReadOnly) && !errors.Is(err, ErrReadOnly) {
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
 	}
 	if errors.Is(err, driver.ErrBusy) && !errors.Is(err, ErrBusy) {
 		return fmt.Errorf("%w: another connection held the lock past the busy timeout: %w", ErrBusy, err)

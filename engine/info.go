@@ -80,23 +80,55 @@ func (db *DB) Info(ctx context.Context) (Info, error) {
 }
 
 // CheckpointWAL copies the write-ahead log into the main file and truncates
-// it, so the file's size on disk is the database's size.
+// it, so the file's size on disk is the database's size. A reader of
+// another connection keeps it from finishing (it waits up to BusyTimeout);
+// CheckpointWALStatus says whether it did.
 func (db *DB) CheckpointWAL(ctx context.Context) error {
+	_, err := db.CheckpointWALStatus(ctx)
+	return err
+}
+
+// WALStatus is what a WAL checkpoint did.
+type WALStatus struct {
+	// Truncated: every frame of the log was copied into the file and the
+	// log emptied, so the file's size on disk is the database's.
+	Truncated bool `json:"wal_truncated"`
+	// LogFrames is the number of pages in the log before, CopiedFrames how
+	// many of them are now in the file (-1 for both when the log could not
+	// be read at all).
+	LogFrames    int64 `json:"wal_frames"`
+	CopiedFrames int64 `json:"wal_frames_copied"`
+}
+
+// CheckpointWALStatus is CheckpointWAL reporting what it could do. A
+// connection (of this or another process) that is reading keeps the log
+// from being emptied until its read ends: the checkpoint waits for it up to
+// BusyTimeout, then gives up with Truncated false (not an error); the file
+// then shrinks at a later checkpoint.
+func (db *DB) CheckpointWALStatus(ctx context.Context) (WALStatus, error) {
 	if db.b.memory() {
-		return nil
+		return WALStatus{Truncated: true}, nil
 	}
-	return db.exclusive(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	var st WALStatus
+	err := db.exclusive(ctx, "PRAGMA wal_checkpoint(TRUNCATE)", func(r row) error {
+		st = WALStatus{Truncated: r.Int64(0) == 0, LogFrames: r.Int64(1), CopiedFrames: r.Int64(2)}
+		return nil
+	})
+	return st, err
 }
 
 // Vacuum rebuilds the file without its free pages (retention frees pages
-// for reuse; Vacuum gives them back to the file system).
+// for reuse; Vacuum gives them back to the file system). The rebuilt file
+// goes through the write-ahead log: CheckpointWALStatus after it says
+// whether the file on disk has shrunk.
 func (db *DB) Vacuum(ctx context.Context) error {
-	return db.exclusive(ctx, "VACUUM")
+	return db.exclusive(ctx, "VACUUM", nil)
 }
 
 // exclusive runs one statement on the writer connection outside any
-// transaction (checkpoints and VACUUM cannot run inside one).
-func (db *DB) exclusive(ctx context.Context, q string) error {
+// transaction (checkpoints and VACUUM cannot run inside one); fn, if not
+// nil, reads its first row.
+func (db *DB) exclusive(ctx context.Context, q string, fn func(row) error) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -114,13 +146,13 @@ func (db *DB) exclusive(ctx context.Context, q string) error {
 		return wrapErr(ctx, err)
 	}
 	began := time.Now()
-	if err := c.exec(q); err != nil {
+	if _, err := c.queryRow(q, nil, fn); err != nil {
 		return wrapErr(ctx, err)
 	}
 	if held := time.Since(began); held >= minLeaseGrace && !db.b.memory() {
-		// The statement kept other writers out; give the runs whose leases
-		// were valid when it began a full lease, in a transaction of their
-		// own (this one could not run inside it).
+		// The statement kept other writers out; give the time it held the
+		// lock back to the leases that were valid when it began, in a
+		// transaction of its own (this one could not run inside it).
 		if err := c.d.Begin(driver.TxWrite); err != nil {
 			return wrapErr(ctx, err)
 		}

@@ -758,6 +758,45 @@ func TestReadOnlyCommandsLeaveTheFileAlone(t *testing.T) {
 	}
 }
 
+// TestReadOnlyCommandsOnReadOnlyMedia: every read-only command works on a
+// file in a directory that cannot be written (a backup, a mounted image)
+// and prints what it prints on the writable original; commands that write
+// fail saying why.
+func TestReadOnlyCommandsOnReadOnlyMedia(t *testing.T) {
+	path, cps := fixture(t, engine.ModeDelta)
+	commands := func(p string) [][]string {
+		return [][]string{
+			{"info", "--json", p}, {"threads", p}, {"state", p, "chat"}, {"state", p, "chat", "--checkpoint", cps[2].CheckpointID},
+			{"history", p, "chat"}, {"runs", p, "chat"}, {"events", p, "chat"}, {"tokens", p, "chat"},
+			{"verify", p}, {"export", p},
+		}
+	}
+	var outs []string
+	for _, args := range commands(path) {
+		r := agentstate(t, nil, args...)
+		want(t, r, 0)
+		outs = append(outs, r.stdout)
+	}
+	view, kind := readOnlyView(t, filepath.Dir(path))
+	ro := filepath.Join(view, filepath.Base(path))
+	for i, args := range commands(ro) {
+		r := agentstate(t, nil, args...)
+		if r.code != 0 {
+			t.Errorf("%v on %s: exit %d: %s", args[:len(args)-1], kind, r.code, r.stderr)
+			continue
+		}
+		if got, exp := strings.ReplaceAll(r.stdout, ro, "FILE"), strings.ReplaceAll(outs[i], path, "FILE"); got != exp && args[0] != "info" {
+			t.Errorf("%v on %s prints\n%s\nwant\n%s", args[:1], kind, got, exp)
+		}
+	}
+	for _, args := range [][]string{{"retain", "--apply", ro}, {"vacuum", ro}} {
+		r := agentstate(t, nil, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "read-only") {
+			t.Errorf("%v on %s: exit %d, stderr %q; want 1 and a message saying the file is read-only", args[:1], kind, r.code, r.stderr)
+		}
+	}
+}
+
 func TestDemoAndBench(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "demo.db")
 	r := agentstate(t, nil, "demo", "--db", db, "--json")

@@ -97,11 +97,14 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return inFile(pos[0], err)
 	}
 	var before, after int64
+	var wal *engine.WALStatus
 	if *apply {
 		before = fileSize(pos[0])
-		if err := db.CheckpointWAL(ctx); err != nil {
+		st, err := db.CheckpointWALStatus(ctx)
+		if err != nil {
 			return inFile(pos[0], err)
 		}
+		wal = &st
 		after = fileSize(pos[0])
 	}
 	if *asJSON {
@@ -109,7 +112,8 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			engine.RetainResult
 			FileBytesBefore int64 `json:"file_bytes_before,omitempty"`
 			FileBytesAfter  int64 `json:"file_bytes_after,omitempty"`
-		}{res, before, after})
+			*engine.WALStatus
+		}{res, before, after, wal})
 	}
 	verb := "would remove"
 	if *apply {
@@ -120,6 +124,7 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		res.DataBytesFreed, res.BytesFreed)
 	if *apply {
 		fmt.Fprintf(stdout, "%s: file bytes %d before the WAL checkpoint, %d after\n", pos[0], before, after)
+		walNote(stdout, pos[0], *wal)
 	} else {
 		fmt.Fprintf(stdout, "%s: dry run, nothing changed; run with --apply to do it\n", pos[0])
 	}
@@ -153,15 +158,28 @@ func runVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := db.Vacuum(ctx); err != nil {
 		return inFile(pos[0], err)
 	}
-	if err := db.CheckpointWAL(ctx); err != nil {
+	wal, err := db.CheckpointWALStatus(ctx)
+	if err != nil {
 		return inFile(pos[0], err)
 	}
 	after := fileSize(pos[0])
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"path": pos[0], "bytes_before": before, "bytes_after": after})
+		return printJSON(stdout, map[string]any{"path": pos[0], "bytes_before": before, "bytes_after": after,
+			"wal_truncated": wal.Truncated, "wal_frames": wal.LogFrames, "wal_frames_copied": wal.CopiedFrames})
 	}
 	fmt.Fprintf(stdout, "%s: %d bytes before, %d after\n", pos[0], before, after)
+	walNote(stdout, pos[0], wal)
 	return nil
+}
+
+// walNote says when the write-ahead log could not be emptied, so that the
+// sizes printed are not taken for the result.
+func walNote(w io.Writer, path string, st engine.WALStatus) {
+	if st.Truncated {
+		return
+	}
+	fmt.Fprintf(w, "%s: the WAL could not be truncated: another process is reading the file (%d of %d pages copied into it); the file shrinks at the next checkpoint without readers (agentstate vacuum again, or when the last handle closes)\n",
+		path, st.CopiedFrames, st.LogFrames)
 }
 
 func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {

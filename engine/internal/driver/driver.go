@@ -23,6 +23,11 @@
 //     of its statements.
 //   - A statement interrupted by Conn.Interrupt's context fails with an
 //     error of kind ErrInterrupted (or ErrBusy while waiting for a lock).
+//   - A full disk or quota is reported as ErrFull, and a medium the
+//     process cannot write as ErrReadOnly, each with what the system said
+//     (for a file, its path); reading needs no write access where the
+//     database can be read without it (for SQLite: a read-only file
+//     system, a backup).
 //   - A write transaction on a database that is no longer the one the
 //     connection opened fails with ErrReplaced before writing anything,
 //     and so does Close: for a file, when it was deleted or another file

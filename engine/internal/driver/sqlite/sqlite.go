@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,8 +48,68 @@ type Conn struct {
 
 var _ driver.Conn = (*Conn)(nil)
 
-// Open opens one connection to name: a path or a "file:" URI.
+// Open opens one connection to name: a path or a "file:" URI. A path
+// opens through the driver's VFS (see osVFSName). A read-only connection
+// to a file whose directory cannot be written (a read-only file system, a
+// backup, a mounted image) works when the file's -wal and -shm exist, or
+// when the file has no write-ahead log to read: it is then opened
+// immutable, without locks or log, which is safe because nobody can write
+// a WAL-mode file whose -shm cannot be created (see Options.ReadOnly of
+// the engine). A read-write connection there fails with ErrReadOnly.
 func Open(name string, o Options) (*Conn, error) {
+	if strings.HasPrefix(name, "file:") || name == ":memory:" || !haveOSVFS {
+		return open(name, o)
+	}
+	c, err := open(fileURI(name, nil), o)
+	if err != nil {
+		return nil, err
+	}
+	// The first read opens the -wal and -shm files: try it now, so that
+	// a medium we cannot write is handled here, not in the engine's first
+	// statement.
+	perr := c.probe()
+	if perr == nil || !(errors.Is(perr, sqlite3.CANTOPEN) || errors.Is(perr, sqlite3.READONLY)) {
+		if perr != nil {
+			c.Close()
+			return nil, classify(perr)
+		}
+		return c, nil
+	}
+	c.Close()
+	if !o.ReadOnly {
+		return nil, &driver.Error{Kind: driver.ErrReadOnly, Err: fmt.Errorf(
+			"%s cannot be written here (a read-only file system, or a directory or file without write permission): %w; open it read-only", name, perr)}
+	}
+	if fi, err := os.Stat(name + "-wal"); err == nil && fi.Size() > 0 {
+		return nil, &driver.Error{Kind: driver.ErrReadOnly, Err: fmt.Errorf(
+			"%s: its write-ahead log %s-wal holds commits that cannot be read without creating %s-shm, and the directory cannot be written (%w); copy the files to a writable directory",
+			name, name, name, perr)}
+	}
+	return open(fileURI(name, url.Values{"immutable": {"1"}}), o)
+}
+
+// fileURI is the URI of path through the driver's VFS, with params.
+func fileURI(path string, params url.Values) string {
+	if params == nil {
+		params = url.Values{}
+	}
+	params.Set("vfs", osVFSName)
+	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(path), RawQuery: params.Encode()}
+	return u.String()
+}
+
+// probe reads the schema version, which opens the write-ahead log.
+func (c *Conn) probe() error {
+	st, _, err := c.c.Prepare("PRAGMA schema_version")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	st.Step()
+	return st.Err()
+}
+
+func open(name string, o Options) (*Conn, error) {
 	flags := sqlite3.OPEN_READWRITE
 	if o.ReadOnly {
 		flags = sqlite3.OPEN_READONLY
@@ -161,7 +223,7 @@ func (c *Conn) prepare(q string, args []any) (*sqlite3.Stmt, error) {
 		var err error
 		st, tail, err = c.c.Prepare(q)
 		if err != nil {
-			if err := classify(err); !errors.Is(err, sqlite3.ERROR) || errors.Is(err, driver.ErrCorrupt) {
+			if err := c.classify(err); !errors.Is(err, sqlite3.ERROR) || errors.Is(err, driver.ErrCorrupt) {
 				return nil, err
 			}
 			return nil, &driver.Error{Kind: driver.ErrSchema, Err: err}
@@ -232,7 +294,7 @@ func (c *Conn) Exec(q string, args ...any) (_ int64, err error) {
 	err = st.Exec()
 	st.Reset()
 	if err != nil {
-		return 0, classify(err)
+		return 0, c.classify(err)
 	}
 	return c.c.Changes(), nil
 }
@@ -251,7 +313,7 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) (err error
 			return err
 		}
 	}
-	return classify(st.Err())
+	return c.classify(st.Err())
 }
 
 // ExecScript implements driver.Conn: statements are split by SQLite's own
@@ -290,12 +352,12 @@ func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, er
 			if st != nil {
 				st.Close()
 			}
-			return classify(err)
+			return c.classify(err)
 		}
 		err = st.Exec()
 		st.Close()
 		if err != nil {
-			return classify(err)
+			return c.classify(err)
 		}
 		rest = tail
 	}
@@ -448,6 +510,18 @@ func (c *Conn) recoverPanic(err *error) {
 		return
 	}
 	*err = &driver.Error{Kind: kind, Err: perr}
+}
+
+// classify is the package's classify, and for a full disk it adds which
+// file and what the system said, which ncruces does not keep.
+func (c *Conn) classify(err error) error {
+	err = classify(err)
+	if errors.Is(err, driver.ErrFull) {
+		if cause := fullCause(c.c.Filename("main").String()); cause != nil {
+			err = &driver.Error{Kind: driver.ErrFull, Err: fmt.Errorf("%w: %w", err.(*driver.Error).Err, cause)}
+		}
+	}
+	return err
 }
 
 // classify wraps an ncruces error with the driver's kind of it.
