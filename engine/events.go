@@ -93,10 +93,13 @@ const eventCols = `thread_id, seq, run_id, event_type, category, content, metada
 
 const (
 	// The counter row starts from the highest seq present, so a thread
-	// whose counter was dropped (DeleteThread) starts again after its rows.
+	// whose counter was dropped (DeleteThread) starts again after its rows,
+	// and a counter behind its rows (a file written by an import before
+	// imports advanced counters) catches up instead of handing out a seq
+	// that exists: the VALUES expression is computed anyway.
 	sqlEventSeq = `INSERT INTO event_seqs(thread_id, last_seq)
 		VALUES (?1, coalesce((SELECT max(seq) FROM events WHERE thread_id=?1), 0) + ?2)
-		ON CONFLICT(thread_id) DO UPDATE SET last_seq = last_seq + ?2
+		ON CONFLICT(thread_id) DO UPDATE SET last_seq = max(last_seq + ?2, excluded.last_seq)
 		RETURNING last_seq`
 	sqlEventInsert = `INSERT INTO events(thread_id, seq, run_id, event_type, category, content, metadata, task_id, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`

@@ -306,6 +306,11 @@ func rowKey(t *exportTable, st row) string {
 
 // ImportOptions govern Import.
 type ImportOptions struct {
+	// User, when not empty, is the only user the dump may speak for: every
+	// thread record it holds must belong to User, and every run to User
+	// or to no user (ErrConflict otherwise). Empty imports any owner's
+	// (an administrator restoring a backup).
+	User string
 	// Progress, if not nil, is called now and then with the lines read.
 	Progress func(lines int64)
 }
@@ -322,10 +327,32 @@ type ImportReport struct {
 var ErrBadExport = errors.New("agentstate: malformed export")
 
 // Import reads an export written by Export (from this or another file) and
-// inserts every row, in one transaction: a malformed line, a row that
-// already exists (ErrConflict) or a truncated input (no trailer) changes
-// nothing. The export's channel mode must be the handle's (ErrModeMismatch
-// otherwise; ImportFile opens a file in the export's mode).
+// inserts every row, in one transaction: it either imports everything,
+// into a file that verifies and whose every thread can still be written,
+// or changes nothing. The rules for a file that holds data already:
+//
+//   - A dump adds whole threads. A thread the dump names (in any table
+//     that belongs to threads: checkpoints, values, writes, modes, thread
+//     records, runs, events and their counter) must not exist in the file
+//     in any of them: ErrConflict otherwise, even for identical rows. So
+//     a dump cannot write into another owner's thread, add events past
+//     its counter, or append checkpoints under its head.
+//   - Store items and runs are keyed across threads: one that exists
+//     already is ErrConflict.
+//   - With ImportOptions.User set, every thread record must belong to
+//     that user and every run to that user or to none (ErrConflict).
+//   - A thread's mode must be one this file's handles can write: the
+//     file's mode and K, or full (ErrModeMismatch otherwise).
+//   - Each imported thread's event counter is advanced past its highest
+//     imported seq, whatever the dump's counter says.
+//   - At the end, inside the transaction, the imported threads (their
+//     checkpoints replayed, runs, events, records) and store items are
+//     verified as Verify would; a problem fails the import (ErrBadExport,
+//     naming it).
+//
+// A malformed line or a truncated input (no trailer) is ErrBadExport. The
+// export's channel mode must be the file's (ErrModeMismatch otherwise;
+// ImportFile opens a file in the export's mode).
 //
 // Import holds one line's values at a time, never a whole line: a line
 // longer than MaxImportLineBytes, or whose values pass MaxRowBytes, is
@@ -428,6 +455,7 @@ func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHe
 		if err := db.checkFileModeNow(c); err != nil {
 			return err
 		}
+		rules := newImportRules(db, h, o.User)
 		ended := false
 		for {
 			body, err := lines.Next()
@@ -465,6 +493,9 @@ func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHe
 			if err != nil {
 				return fmt.Errorf("%w: line %d (%s): %w", ErrBadExport, lineNo, table, err)
 			}
+			if err := rules.row(c, t, args, thread); err != nil {
+				return fmt.Errorf("line %d (%s): %w", lineNo, table, err)
+			}
 			if err := c.exec(t.ins, args...); err != nil {
 				if errors.Is(err, driver.ErrConstraint) {
 					return fmt.Errorf("%w: line %d (%s): %v", ErrConflict, lineNo, table, err)
@@ -486,7 +517,7 @@ func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHe
 		if !ended {
 			return fmt.Errorf("%w: no trailer after line %d: the export is truncated", ErrBadExport, lines.Line())
 		}
-		return nil
+		return rules.finish(c)
 	})
 	for th := range threads {
 		db.purge(th)

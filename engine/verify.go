@@ -120,6 +120,9 @@ type verifier struct {
 	o   VerifyOptions
 	c   *conn
 	rep VerifyReport
+	// fixed: c is a connection inside a transaction of the caller (an
+	// import verifying what it wrote), not one phase opens on its own.
+	fixed bool
 
 	seed  maphash.Seed
 	seeds map[seedKey]any
@@ -156,6 +159,12 @@ func (v *verifier) failed(kind, thread string, err error) error {
 // stops one check (SQLite may abandon a transaction on a corrupt page)
 // does not stop the others; such damage is reported as a problem.
 func (v *verifier) phase(ctx context.Context, kind, thread string, fn func() error) error {
+	if v.fixed {
+		if err := fn(); err != nil {
+			return v.failed(kind, thread, err)
+		}
+		return nil
+	}
 	err := v.db.read(ctx, func(c *conn) error {
 		v.c = c
 		return fn()

@@ -71,7 +71,8 @@ func rowCounts(m map[string]int64) string {
 }
 
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import", "import [--json] FILE < dump.jsonl", stdout)
+	fs := newFlags("import", "import [--user U] [--json] FILE < dump.jsonl", stdout)
+	user := fs.String("user", "", "the only user the dump may speak for: refuse thread records and runs of anyone else")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parse(fs, args, "FILE")
 	if err != nil {
@@ -84,7 +85,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	opts := engine.DefaultOptions()
 	opts.ReconcileOnOpen = false
 	created := !exists(pos[0])
-	rep, err := engine.ImportFile(ctx, pos[0], stdin, &opts, engine.ImportOptions{Progress: func(lines int64) {
+	rep, err := engine.ImportFile(ctx, pos[0], stdin, &opts, engine.ImportOptions{User: *user, Progress: func(lines int64) {
 		prog.show("import: %d lines", lines)
 	}})
 	prog.done()
@@ -97,7 +98,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *asJSON {
 		return printJSON(stdout, rep)
 	}
-	fmt.Fprintf(stdout, "%s: imported %d rows (%s), %s\n", pos[0], rep.Total, rowCounts(rep.Rows), rep.Mode)
+	fmt.Fprintf(stdout, "%s: imported %d rows (%s), %s; the imported threads verify\n", pos[0], rep.Total, rowCounts(rep.Rows), rep.Mode)
 	return nil
 }
 

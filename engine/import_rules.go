@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"fmt"
+	"hash/maphash"
+	"strings"
+
+	"github.com/agentstate/agentstate/codec"
+)
+
+// importRules enforces, row by row and at the end, the rules under which
+// Import merges a dump into a file that may hold data already (see Import):
+// a dump adds whole threads and never writes into one the file has, speaks
+// only for the user it was allowed to, leaves every thread writable (event
+// counters past the imported seqs, modes this file can write), and the
+// result verifies, or nothing changes.
+type importRules struct {
+	db    *DB
+	user  string // ImportOptions.User
+	mode  string // the dump's mode and K (the file's, checked before)
+	every int
+
+	threads map[string]bool // threads of the dump, each checked absent from the file
+	order   []string
+	events  map[string]bool // threads with imported events
+	store   [][2]string     // imported store keys
+}
+
+func newImportRules(db *DB, h exportHeader, user string) *importRules {
+	return &importRules{db: db, user: user, mode: h.Mode, every: h.SnapshotEvery,
+		threads: map[string]bool{}, events: map[string]bool{}}
+}
+
+// sqlThreadAnywhere finds any row of a thread in any table that belongs to
+// threads; each lookup is a prefix of a primary key or an index.
+const sqlThreadAnywhere = `SELECT 'checkpoints' FROM checkpoints WHERE thread_id = ?1
+	UNION ALL SELECT 'writes' FROM writes WHERE thread_id = ?1
+	UNION ALL SELECT 'blobs' FROM blobs WHERE thread_id = ?1
+	UNION ALL SELECT 'thread_modes' FROM thread_modes WHERE thread_id = ?1
+	UNION ALL SELECT 'threads' FROM threads WHERE thread_id = ?1
+	UNION ALL SELECT 'runs' FROM runs WHERE thread_id = ?1
+	UNION ALL SELECT 'event_seqs' FROM event_seqs WHERE thread_id = ?1
+	UNION ALL SELECT 'events' FROM events WHERE thread_id = ?1
+	LIMIT 1`
+
+// sqlEventSeqPastMax makes a thread's event counter at least its highest
+// seq, so the next event never reuses one.
+const sqlEventSeqPastMax = `INSERT INTO event_seqs(thread_id, last_seq)
+	SELECT ?1, max(seq) FROM events WHERE thread_id = ?1
+	ON CONFLICT(thread_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`
+
+func colOf(t *exportTable, args []any, name string) string {
+	for i, c := range t.cols {
+		if c.name == name {
+			s, _ := args[i].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+func colIntOf(t *exportTable, args []any, name string) int64 {
+	for i, c := range t.cols {
+		if c.name == name {
+			n, _ := args[i].(int64)
+			return n
+		}
+	}
+	return 0
+}
+
+// row checks one row before it is inserted.
+func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) error {
+	if t.threadCol != "" {
+		if thread == "" {
+			return fmt.Errorf("%w: a %s row has an empty thread id", ErrBadExport, t.name)
+		}
+		if !g.threads[thread] {
+			// Checked before the first row of the thread goes in, so what
+			// is found was there before the import.
+			var table string
+			found, err := c.queryRow(sqlThreadAnywhere, []any{thread}, func(r row) error { table = r.Text(0); return nil })
+			if err != nil {
+				return err
+			}
+			if found {
+				return fmt.Errorf("%w: thread %q exists in %s already (%s); an import adds whole threads and never writes into an existing one", ErrConflict, thread, g.db.path, table)
+			}
+			g.threads[thread] = true
+			g.order = append(g.order, thread)
+		}
+	}
+	switch t.name {
+	case "threads":
+		if u := colOf(t, args, "user_id"); g.user != "" && u != g.user {
+			return fmt.Errorf("%w: the thread record of %q belongs to user %q, and this import speaks for user %q only", ErrConflict, thread, u, g.user)
+		}
+	case "runs":
+		if u := colOf(t, args, "user_id"); g.user != "" && u != "" && u != g.user {
+			return fmt.Errorf("%w: run %q of thread %q belongs to user %q, and this import speaks for user %q only", ErrConflict, colOf(t, args, "run_id"), thread, u, g.user)
+		}
+	case "thread_modes":
+		mode, every := colOf(t, args, "mode"), int(colIntOf(t, args, "every"))
+		if mode != ModeFull && (mode != g.mode || every != g.every) {
+			return fmt.Errorf("%w: thread %q is in %s and the file in %s: this file could not write it; convert it in the source first",
+				ErrModeMismatch, thread, describeMode(mode, every), describeMode(g.mode, g.every))
+		}
+	case "events":
+		g.events[thread] = true
+	case "store_items":
+		g.store = append(g.store, [2]string{colOf(t, args, "namespace"), colOf(t, args, "key")})
+	}
+	return nil
+}
+
+// finish runs after the last row, in the same transaction: it advances the
+// event counters of the imported threads past their seqs and verifies what
+// was imported; a problem fails the import, which then changes nothing.
+func (g *importRules) finish(c *conn) error {
+	for th := range g.events {
+		if err := c.exec(sqlEventSeqPastMax, th); err != nil {
+			return err
+		}
+	}
+	v := &verifier{db: g.db, o: VerifyOptions{MaxProblems: 10}, seed: maphash.MakeSeed(), c: c, fixed: true,
+		rep: VerifyReport{Path: g.db.path, Problems: []Problem{}}}
+	for _, th := range g.order {
+		v.o.ThreadID = th
+		for _, check := range []struct {
+			kind string
+			fn   func() error
+		}{{"checkpoint", func() error { return v.thread(th) }}, {"run", v.runs}, {"event", v.events}, {"thread", v.threadRecords}} {
+			if err := check.fn(); err != nil {
+				v.addf(check.kind, th, "", "", "cannot be read: %v", err)
+			}
+		}
+	}
+	for _, k := range g.store {
+		var data []byte
+		if _, err := c.queryRow(`SELECT value FROM store_items WHERE namespace = ? AND key = ?`, []any{k[0], k[1]}, func(r row) error {
+			data = copyBytes(r.Blob(0))
+			return nil
+		}); err != nil {
+			return err
+		}
+		var x map[string]any
+		if err := codec.Unmarshal(data, &x); err != nil {
+			v.addf("store", "", "", "", "item %q in namespace %q does not decode as a map: %v", k[1], k[0], err)
+		}
+	}
+	if len(v.rep.Problems) == 0 {
+		return nil
+	}
+	var lines []string
+	for _, p := range v.rep.Problems {
+		lines = append(lines, p.String())
+	}
+	if v.rep.Truncated > 0 {
+		lines = append(lines, fmt.Sprintf("and %d more", v.rep.Truncated))
+	}
+	return fmt.Errorf("%w: the imported rows do not verify, nothing was imported: %s", ErrBadExport, strings.Join(lines, "; "))
+}
