@@ -232,6 +232,10 @@ func (db *DB) Commit(ctx context.Context, thread string, step Step) (Config, err
 	return done[len(done)-1].tuple.Config, nil
 }
 
+// sqlLatestID is the greatest checkpoint id of a namespace (a seek at the
+// end of the primary key's prefix).
+const sqlLatestID = `SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`
+
 // committed is a checkpoint written by the thread API, with its state for
 // the state cache.
 type committed struct {
@@ -355,8 +359,21 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 			pending[w.channel] = append(pending[w.channel], w.TaskWrite)
 		}
 	}
+	// The new checkpoint becomes the thread's latest (a fork, a rollback, a
+	// commit on an older checkpoint too), so its id must sort after every
+	// id of the namespace, not only its parent's: after the clock went back
+	// (a restart, another process whose clock is behind) an id from the
+	// clock alone would sort before the head, and the fork would be lost.
+	after := parent.Config.CheckpointID
+	var latest string
+	if _, err := c.queryRow(sqlLatestID, []any{thread, parent.Config.CheckpointNS}, func(r row) error { latest = r.Text(0); return nil }); err != nil {
+		return nil, err
+	}
+	if latest > after {
+		after = latest
+	}
 	now := db.opts.Now()
-	cp := Checkpoint{V: 4, ID: db.ids.next(now, parent.Config.CheckpointID), TS: now.UTC().Format(time.RFC3339Nano),
+	cp := Checkpoint{V: 4, ID: db.ids.next(now, after), TS: now.UTC().Format(time.RFC3339Nano),
 		ChannelValues: map[string]codec.Blob{}, ChannelVersions: maps.Clone(parent.Checkpoint.ChannelVersions),
 		VersionsSeen: map[string]map[string]string{}}
 	values := maps.Clone(state)
