@@ -139,7 +139,20 @@ func (db *DB) Close() error {
 	db.b.close()
 	if errors.Is(err, driver.ErrReplaced) {
 		// Every connection says so; once is enough.
-		return fmt.Errorf("%w: %s: commits made before that went to the old file only", ErrFileReplaced, db.path)
+		return fmt.Errorf("%w: %w", ErrFileReplaced, firstKind(err, driver.ErrReplaced))
+	}
+	return err
+}
+
+// firstKind returns the first driver error of kind in err (a join of the
+// connections' errors).
+func firstKind(err, kind error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if de, ok := e.(*driver.Error); ok && de.Kind == kind {
+				return de
+			}
+		}
 	}
 	return err
 }

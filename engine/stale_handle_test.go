@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -192,4 +193,45 @@ func TestFileReplacedUnderOpenHandle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWALDeletedUnderOpenHandle: the -wal of an open handle is deleted (a
+// cleanup script, an operator who thought it stale). The handle must stop
+// writing (its commits would go to a log nobody else sees and die with the
+// process) with ErrFileReplaced, keep every commit made before, and let
+// another process open and write the file.
+func TestWALDeletedUnderOpenHandle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	a := openTest(t, path, nil)
+	w := relWork{seed: 8}
+	for n := 1; n <= 3; n++ {
+		if _, err := a.Commit(rctx, "t", w.step("t", n, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(path + "-wal"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Commit(rctx, "t", w.step("t", 4, "")); !errors.Is(err, ErrFileReplaced) || !strings.Contains(err.Error(), "-wal") {
+		t.Fatalf("commit after the WAL was deleted: %v, want ErrFileReplaced naming the log", err)
+	}
+	if _, err := a.Events().Put(rctx, msg("t", "r", "late")); !errors.Is(err, ErrFileReplaced) {
+		t.Fatalf("event after the WAL was deleted: %v, want ErrFileReplaced", err)
+	}
+	b := openTest(t, path, nil)
+	if st, err := b.State(rctx, Config{ThreadID: "t"}); err != nil || relN(st.Metadata) != 3 {
+		t.Fatalf("another handle reads step %d (%v), want 3: the commits before the deletion", relN(st.Metadata), err)
+	}
+	if _, err := b.Commit(rctx, "t", w.step("t", 4, "")); err != nil {
+		t.Fatalf("another handle cannot write: %v", err)
+	}
+	if err := a.Close(); !errors.Is(err, ErrFileReplaced) {
+		t.Fatalf("Close: %v, want ErrFileReplaced", err)
+	}
+	b.Close()
+	c := openTest(t, path, nil)
+	if st, err := c.State(rctx, Config{ThreadID: "t"}); err != nil || relN(st.Metadata) != 4 {
+		t.Fatalf("after reopening: step %d (%v), want 4", relN(st.Metadata), err)
+	}
+	mustVerify(t, c, "after the WAL was deleted")
 }

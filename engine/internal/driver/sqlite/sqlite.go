@@ -44,6 +44,7 @@ type Conn struct {
 	ident  os.FileInfo
 	name   string
 	noFile bool
+	wal    statFile // the write-ahead log's file, once looked up
 }
 
 var _ driver.Conn = (*Conn)(nil)
@@ -209,10 +210,41 @@ func (c *Conn) replaced() error {
 	}
 	pi, err := os.Stat(c.name)
 	if err == nil && os.SameFile(c.ident, pi) || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if c.walUnlinked() {
+			return &driver.Error{Kind: driver.ErrReplaced,
+				Err: fmt.Errorf("%s-wal, the write-ahead log of %s, was deleted while open: commits would go to a file nobody else can see and be lost with this process", c.name, c.name)}
+		}
 		return nil
 	}
 	return &driver.Error{Kind: driver.ErrReplaced,
 		Err: fmt.Errorf("%s was deleted, or another file was moved over it, after it was opened", c.name)}
+}
+
+// walUnlinked reports that the write-ahead log this connection has open
+// has no name left (someone deleted it, or moved another file over it): one
+// fstat. Its commits are then in a file only this process sees; other
+// processes start another log and fail to open the database.
+func (c *Conn) walUnlinked() bool {
+	if c.wal == nil {
+		f, err := c.c.FileControl("main", sqlite3.FCNTL_JOURNAL_POINTER)
+		if err != nil {
+			return false
+		}
+		file, ok := f.(vfs.File)
+		if !ok {
+			return false
+		}
+		if c.wal, ok = vfsutil.UnwrapFile[statFile](file); !ok {
+			c.wal = nil
+			return false
+		}
+	}
+	fi, err := c.wal.Stat()
+	if err != nil {
+		c.wal = nil // closed and reopened: look it up again next time
+		return false
+	}
+	return links(fi) == 0
 }
 
 // prepare returns the cached statement for q, reset, with args bound.
@@ -374,6 +406,11 @@ func (c *Conn) Begin(kind driver.TxKind) error {
 		q = "BEGIN IMMEDIATE"
 	}
 	if _, err := c.Exec(q); err != nil {
+		if rerr := c.replaced(); kind == driver.TxWrite && rerr != nil {
+			// SQLite may notice first, as a bare I/O error.
+			c.evacuate()
+			return rerr
+		}
 		return err
 	}
 	if kind == driver.TxWrite {
