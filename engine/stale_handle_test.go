@@ -235,3 +235,50 @@ func TestWALDeletedUnderOpenHandle(t *testing.T) {
 	}
 	mustVerify(t, c, "after the WAL was deleted")
 }
+
+// TestHistoryWhileRetentionRuns: a reader walks a delta thread's history
+// (pages of checkpoints, each state built in its own snapshot) while
+// another handle's retention removes all but the newest checkpoints. The
+// walk must end without an error, and every state it yields must be the
+// one that checkpoint had.
+func TestHistoryWhileRetentionRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	o := DefaultOptions()
+	o.Mode, o.SnapshotEvery, o.HistoryCacheBytes = ModeDelta, 3, 0
+	a := openTest(t, path, &o)
+	w := relWork{seed: 6}
+	for n := 1; n <= 150; n++ {
+		if _, err := a.Commit(rctx, "t", w.step("t", n, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{}
+	for st, err := range a.StateHistory(rctx, "t", HistoryOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[st.Config.CheckpointID] = fmt.Sprint(st.Values)
+	}
+	b := openTest(t, path, &o)
+	n, removed := 0, 0
+	for st, err := range a.StateHistory(rctx, "t", HistoryOptions{}) {
+		if err != nil {
+			t.Fatalf("history after %d states, with retention run at the 5th: %v", n, err)
+		}
+		if got := fmt.Sprint(st.Values); got != want[st.Config.CheckpointID] {
+			t.Fatalf("checkpoint %s read differently during retention", st.Config.CheckpointID)
+		}
+		n++
+		if n == 5 {
+			rep, err := b.Retain(rctx, RetainOptions{KeepLatest: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			removed = rep.CheckpointsRemoved
+		}
+	}
+	if removed < 100 {
+		t.Fatalf("retention removed %d checkpoints: the test proves nothing", removed)
+	}
+	t.Logf("%d states read while retention removed %d checkpoints", n, removed)
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -601,7 +602,10 @@ type HistoryOptions struct {
 }
 
 // StateHistory yields the thread's checkpoints newest first, each with its
-// materialized state.
+// materialized state. Checkpoints are listed a page at a time and each
+// state is built in a snapshot of its own, so a checkpoint that another
+// handle or process removes while the loop runs (retention, a delete) is
+// skipped, as if it had been removed before.
 func (db *DB) StateHistory(ctx context.Context, thread string, o HistoryOptions) iter.Seq2[State, error] {
 	return func(yield func(State, error) bool) {
 		root := ""
@@ -611,14 +615,27 @@ func (db *DB) StateHistory(ctx context.Context, thread string, o HistoryOptions)
 				return
 			}
 			var s State
+			gone := false
 			err := db.read(ctx, func(c *conn) error {
 				if err := db.checkThreadMode(c, thread, false); err != nil {
 					return err
 				}
 				var err error
 				s, err = db.stateOf(c, t)
+				if errors.Is(err, ErrNotFound) {
+					// Its page was read before it was removed? Then it
+					// is gone, not missing from a damaged chain.
+					found, qerr := c.queryRow(sqlGetByID, []any{thread, "", t.Config.CheckpointID}, nil)
+					if qerr != nil {
+						return qerr
+					}
+					gone = !found
+				}
 				return err
 			})
+			if gone {
+				continue
+			}
 			if !yield(s, err) || err != nil {
 				return
 			}
