@@ -533,6 +533,10 @@ func (s liveScenario) run(t *testing.T, path string) {
 	if orphaned != s.runs {
 		t.Errorf("the killed holder's runs: %d of %d reconciled (the reconciler must still work)", orphaned, s.runs)
 	}
+	// Every handle closed, or was found dead: no lock file is left behind.
+	if left, _ := filepath.Glob(path + "-owner-*"); len(left) > 0 {
+		t.Errorf("lock files left after every owner ended: %v", left)
+	}
 }
 
 // TestLiveRunsSurviveMaintenance: two processes own runs with a one-second
