@@ -61,8 +61,10 @@ var (
 type ModeMismatchError struct {
 	// Op is where the modes met: "open" (the handle's options against the
 	// file's), "thread" (a thread's mode against the handle's), "import" (an
-	// export against the file) or "convert" (ConvertThread to delta on a
-	// handle that is not in delta mode).
+	// export against the file; with Thread, a thread of the export against
+	// the file), "convert" (ConvertThread to delta on a handle that is not
+	// in delta mode) or "converted" (another handle converted the file after
+	// this one opened it).
 	Op     string
 	Path   string // the file as the handle was opened
 	Thread string // the thread, for "thread" and "convert"
@@ -86,8 +88,15 @@ func (e *ModeMismatchError) Error() string {
 		return fmt.Sprintf("%v: thread %q of %s is in %s and this handle is in %s; convert the thread with db.ConvertThread(ctx, %q, %q)",
 			ErrModeMismatch, e.Thread, e.Path, what, want, e.Thread, e.WantMode)
 	case "import":
+		if e.Thread != "" {
+			return fmt.Sprintf("%v: thread %q of the export is in %s and %s is in %s, so this file could not write it; convert the thread in the source (db.ConvertThread(ctx, %q, %q)) and export it again",
+				ErrModeMismatch, e.Thread, what, e.Path, want, e.Thread, e.WantMode)
+		}
 		return fmt.Sprintf("%v: the export is in %s and %s is in %s; import it into a new file (ImportFile creates one in the export's mode), or convert the file first with engine.ConvertFile(ctx, %q, nil, %q, %d)",
 			ErrModeMismatch, want, e.Path, what, e.Path, e.WantMode, e.convertK())
+	case "converted":
+		return fmt.Sprintf("%v: %s was converted to %s by another handle after this one opened it in %s; close this handle and open the file again (Options.Mode = engine.ModeAuto adopts the file's mode)",
+			ErrModeMismatch, e.Path, what, want)
 	case "convert":
 		return fmt.Sprintf("%v: thread %q cannot become a delta thread in %s, which is in %s (it could not read it back); convert the whole file with engine.ConvertFile(ctx, %q, nil, %q, %d)",
 			ErrModeMismatch, e.Thread, e.Path, what, e.Path, e.WantMode, e.convertK())

@@ -102,8 +102,7 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 	case "thread_modes":
 		mode, every := colOf(t, args, "mode"), int(colIntOf(t, args, "every"))
 		if mode != ModeFull && (mode != g.mode || every != g.every) {
-			return fmt.Errorf("%w: thread %q is in %s and the file in %s: this file could not write it; convert it in the source first",
-				ErrModeMismatch, thread, describeMode(mode, every), describeMode(g.mode, g.every))
+			return modeMismatch("import", g.db.path, thread, mode, every, g.mode, g.every)
 		}
 	case "events":
 		g.events[thread] = true

@@ -102,8 +102,7 @@ func (db *DB) checkFileModeNow(c *conn) error {
 		return err
 	}
 	if mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery) {
-		return fmt.Errorf("%w: %s was converted to %s by another handle after this one opened it in %s; close this handle and open the file again",
-			ErrModeMismatch, db.path, describeMode(mode, every), describeMode(db.opts.Mode, db.opts.SnapshotEvery))
+		return modeMismatch("converted", db.path, "", mode, every, db.opts.Mode, db.opts.SnapshotEvery)
 	}
 	return nil
 }

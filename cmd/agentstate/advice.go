@@ -17,8 +17,14 @@ func modeAdvice(mm *engine.ModeMismatchError) string {
 	path := shellQuote(mm.Path)
 	switch mm.Op {
 	case "import":
+		if mm.Thread != "" {
+			return fmt.Sprintf("channel mode mismatch: thread %q of the dump is in %s and %s is in %s, so the file could not write it; convert the thread in the source file (%s) and export it again",
+				mm.Thread, have, mm.Path, want, convertCommand("SOURCE", mm.Thread, mm.WantMode, 0))
+		}
 		return fmt.Sprintf("channel mode mismatch: the dump is in %s and %s is in %s; convert the file to the dump's mode first (%s), then import again, or import into a new file",
 			want, mm.Path, have, convertCommand(path, "", mm.WantMode, mm.WantEvery))
+	case "converted":
+		return fmt.Sprintf("channel mode mismatch: %s was converted to %s by another process while this one had it open; run the command again", mm.Path, have)
 	case "thread":
 		return fmt.Sprintf("channel mode mismatch: thread %q of %s is in %s and the file is in %s; convert the thread first: %s",
 			mm.Thread, mm.Path, have, want, convertCommand(path, mm.Thread, mm.WantMode, 0))
