@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -165,7 +164,7 @@ func holderChild(arg string) error {
 	n, _ := strconv.Atoi(f[2])
 	leaseMS, _ := strconv.Atoi(f[3])
 	if f[4] == "1" {
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, 19); err != nil {
+		if err := lowestPriority(); err != nil {
 			return fmt.Errorf("setpriority: %v", err)
 		}
 	}
@@ -606,11 +605,13 @@ func TestLiveRunsSurviveStarvation(t *testing.T) {
 		disturb: func(t *testing.T, holders []*proc) {
 			time.Sleep(3 * lease)
 			for _, h := range holders {
-				h.cmd.Process.Signal(syscall.SIGSTOP)
+				if err := pause(h.cmd.Process, true); err != nil {
+					t.Fatal(err)
+				}
 			}
 			time.Sleep(3 * lease)
 			for _, h := range holders {
-				h.cmd.Process.Signal(syscall.SIGCONT)
+				pause(h.cmd.Process, false)
 			}
 			time.Sleep(lease)
 		}}.run(t, path)
