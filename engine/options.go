@@ -51,7 +51,11 @@ type Options struct {
 	ReadConns int
 	// ReadOnly opens the file without ever writing to it: no schema upgrade,
 	// no reconciliation, and every write call fails with ErrReadOnly. The file
-	// must already hold the current schema.
+	// must already hold the current schema. It works on media this process
+	// cannot write (a read-only mount, a backup): the file's -wal and -shm
+	// are read as they are; without a -wal the file is opened immutable (no
+	// locks, no log), which holds because no writer can work where the -shm
+	// cannot be created; a -wal without its -shm there is ErrReadOnly.
 	ReadOnly bool
 	// Mode is the message channel mode, ModeFull (default), ModeDelta or
 	// ModeAuto. It is frozen for the handle's life and must match what the
