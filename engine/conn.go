@@ -15,6 +15,10 @@ type row = driver.Row
 // the helpers the surfaces write their SQL against.
 type conn struct {
 	d driver.Conn
+	// runsBefore, when >= 0, limits the lease extension at the end of the
+	// current write transaction to runs with a rowid up to it (see
+	// keepInsertedLeases); -1 otherwise.
+	runsBefore int64
 }
 
 func (c *conn) close() error { return c.d.Close() }

@@ -212,6 +212,7 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 	if err := c.d.Begin(driver.TxWrite); err != nil {
 		return wrapErr(ctx, err)
 	}
+	c.runsBefore = -1
 	began := time.Now()
 	if err := fn(c); err != nil {
 		c.d.Rollback()

@@ -456,6 +456,9 @@ func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHe
 			return err
 		}
 		rules := newImportRules(db, h, o.User)
+		if err := keepInsertedLeases(c); err != nil {
+			return err
+		}
 		ended := false
 		for {
 			body, err := lines.Next()

@@ -156,6 +156,7 @@ func (db *DB) exclusive(ctx context.Context, q string, fn func(row) error) error
 		if err := c.d.Begin(driver.TxWrite); err != nil {
 			return wrapErr(ctx, err)
 		}
+		c.runsBefore = -1
 		if err := db.extendLeases(c, held); err != nil {
 			c.d.Rollback()
 			return wrapErr(ctx, err)

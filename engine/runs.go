@@ -222,7 +222,7 @@ const (
 	// that time back to the leases that were valid when it began (?2):
 	// their owners could not renew while it held the lock.
 	sqlRunExtendLeases = `UPDATE runs SET lease_until = lease_until + ?1
-		WHERE status IN ('pending', 'running') AND lease_until >= ?2`
+		WHERE status IN ('pending', 'running') AND lease_until >= ?2 AND rowid <= ?3`
 	sqlRunOwned = `SELECT count(*) FROM runs WHERE owner_id=? AND status IN ('pending', 'running')`
 	sqlRunRenew = `UPDATE runs SET lease_until=? WHERE owner_id=? AND status IN ('pending', 'running')`
 )
@@ -713,7 +713,24 @@ func (db *DB) extendLeases(c *conn, held time.Duration) error {
 	if held < minLeaseGrace || db.b.memory() {
 		return nil
 	}
-	return c.exec(sqlRunExtendLeases, held.Microseconds(), db.nowUS()-held.Microseconds())
+	limit := int64(math.MaxInt64)
+	if c.runsBefore >= 0 {
+		limit = c.runsBefore
+	}
+	return c.exec(sqlRunExtendLeases, held.Microseconds(), db.nowUS()-held.Microseconds(), limit)
+}
+
+// keepInsertedLeases makes the lease extension of the current write
+// transaction leave alone the runs it inserts (an import's, which keep the
+// leases their export recorded): only rows that existed when it was called
+// are extended.
+func keepInsertedLeases(c *conn) error {
+	n, err := c.queryInt64(`SELECT coalesce(max(rowid), 0) FROM runs`)
+	if err != nil {
+		return err
+	}
+	c.runsBefore = n
+	return nil
 }
 
 // minLeaseGrace is the shortest hold of the write lock that extends
