@@ -406,10 +406,12 @@ func (c *Conn) Begin(kind driver.TxKind) error {
 		q = "BEGIN IMMEDIATE"
 	}
 	if _, err := c.Exec(q); err != nil {
-		if rerr := c.replaced(); kind == driver.TxWrite && rerr != nil {
+		if kind == driver.TxWrite {
 			// SQLite may notice first, as a bare I/O error.
-			c.evacuate()
-			return rerr
+			if rerr := c.replaced(); rerr != nil {
+				c.evacuate()
+				return rerr
+			}
 		}
 		return err
 	}
@@ -429,7 +431,9 @@ func (c *Conn) Begin(kind driver.TxKind) error {
 // later) would take them for its own and be corrupted. So they are copied
 // into the file they belong to (wherever it went) and the log is emptied.
 // Other connections get a second to finish their reads; SQLite itself does
-// not checkpoint a moved file on close.
+// not checkpoint a moved file on close. What this cannot undo: a process
+// that opened the new file at the name before this connection noticed
+// shares the log with it, and its view already held these commits.
 func (c *Conn) evacuate() {
 	c.c.BusyTimeout(time.Second)
 	c.c.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
