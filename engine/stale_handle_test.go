@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -281,4 +282,74 @@ func TestHistoryWhileRetentionRuns(t *testing.T) {
 		t.Fatalf("retention removed %d checkpoints: the test proves nothing", removed)
 	}
 	t.Logf("%d states read while retention removed %d checkpoints", n, removed)
+}
+
+// TestCachesAfterRetentionElsewhere: a handle has read (and cached) every
+// checkpoint of a thread; another handle's retention removes all but the
+// newest. The first handle must report the removed checkpoints as not
+// found, never serve them from its caches, in either mode.
+func TestCachesAfterRetentionElsewhere(t *testing.T) {
+	for _, mode := range []string{ModeFull, ModeDelta} {
+		path := filepath.Join(t.TempDir(), "c.db")
+		o := DefaultOptions()
+		o.Mode, o.SnapshotEvery = mode, 3
+		a := openTest(t, path, &o)
+		w := relWork{seed: 12}
+		var cfgs []Config
+		for n := 1; n <= 8; n++ {
+			c, err := a.Commit(rctx, "t", w.step("t", n, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgs = append(cfgs, c)
+		}
+		for _, c := range cfgs {
+			if _, err := a.State(rctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := openTest(t, path, &o)
+		if _, err := b.Retain(rctx, RetainOptions{KeepLatest: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cfgs[:len(cfgs)-1] {
+			if _, err := a.State(rctx, c); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s: state of a checkpoint another handle removed: %v, want ErrNotFound", mode, err)
+			}
+			if _, err := a.GetTuple(rctx, c); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s: tuple of a checkpoint another handle removed: %v, want ErrNotFound", mode, err)
+			}
+		}
+	}
+}
+
+// TestConvertsInOppositeDirections: two converts of one file run at once,
+// to full and to delta with another K; the second must convert what the
+// first left, so the file verifies in one mode, whichever won.
+func TestConvertsInOppositeDirections(t *testing.T) {
+	for round := range 4 {
+		path := filepath.Join(t.TempDir(), "c.db")
+		o := DefaultOptions()
+		o.Mode, o.SnapshotEvery = ModeDelta, 3
+		a := openTest(t, path, &o)
+		w := relWork{seed: uint64(round)}
+		for _, th := range []string{"x", "y", "z"} {
+			if err := runWorkload(rctx, a, w, th, 20, func(string, ...any) {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.Close()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		wg.Go(func() { _, errs[0] = ConvertFile(rctx, path, nil, ModeFull, 3) })
+		wg.Go(func() { _, errs[1] = ConvertFile(rctx, path, nil, ModeDelta, 5) })
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		ro := readOnly(t, path)
+		mustVerify(t, ro, fmt.Sprintf("round %d, after two converts (the file is in %s)", round, describeMode(ro.Options().Mode, ro.Options().SnapshotEvery)))
+	}
 }
