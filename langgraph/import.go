@@ -1,0 +1,645 @@
+package langgraph
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine"
+)
+
+// Options govern Import and Compare.
+type Options struct {
+	// Progress, if not nil, is called after each imported checkpoint with
+	// the number imported and the source's total.
+	Progress func(done, total int)
+	// SkipUnsupported imports the threads the import can read and lists the
+	// others in Report.Skipped; without it, one such thread fails the whole
+	// import with an *UnsupportedError listing them all.
+	SkipUnsupported bool
+	// DeltaReducers names the reducer of each DeltaChannel that is not a
+	// message channel of the destination's Schema, by channel name. A
+	// DeltaChannel without one makes its thread unsupported.
+	DeltaReducers map[string]Reducer
+}
+
+func (o Options) validate(schema engine.Schema) error {
+	for ch, r := range o.DeltaReducers {
+		if r != Concat {
+			return fmt.Errorf("%w: DeltaReducers[%q] is %q; the reducers an import knows are %q (and, for the message channels of the Schema, LangGraph's message reducer)", engine.ErrInvalidArgument, ch, r, Concat)
+		}
+		if _, isMsg := schema[ch].(channels.Messages); isMsg {
+			return fmt.Errorf("%w: DeltaReducers[%q]: %q is a message channel of the Schema and is rebuilt with LangGraph's message reducer", engine.ErrInvalidArgument, ch, ch)
+		}
+	}
+	return nil
+}
+
+// The writes the import adds so that a checkpoint replays exactly (see
+// the package documentation): their task and path sort after every task of
+// LangGraph's (paths "", "~__pregel_pull, ...", "~~0000000001~..."), so they
+// apply last.
+const (
+	importTaskID   = "~agentstate-import"
+	importTaskPath = "~~~~agentstate-import"
+)
+
+// placeholderPrefix marks ids given to id-less messages of writes while
+// matching them with the state's.
+const placeholderPrefix = "\x00agentstate-import-"
+
+// Import copies every thread of the LangGraph saver's storage at src (a
+// SqliteSaver file of LangGraph.js or Python, or a PostgresSaver database
+// given as a postgres:// URL) into db, in db's channel mode, in one
+// transaction: it writes all of it or nothing. A thread id already in db is
+// refused with engine.ErrConflict; a source it cannot read with
+// ErrUnsupportedSource, and threads holding what it cannot read with an
+// *UnsupportedError naming each (unless o.SkipUnsupported).
+func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, error) {
+	dbo := db.Options()
+	if err := o.validate(dbo.Schema); err != nil {
+		return Report{}, err
+	}
+	s, err := openSource(ctx, src)
+	if err != nil {
+		return Report{}, err
+	}
+	defer s.close()
+	threads, err := s.threads(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
+	}
+	total, err := s.count(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
+	}
+	effort := codec.Small
+	if dbo.Mode == engine.ModeFull {
+		effort = codec.Fast
+	}
+	comp, err := codec.NewCompressor(effort, dbo.HistoryCacheBytes/8)
+	if err != nil {
+		return Report{}, err
+	}
+	prep := newPreparer(dbo.Schema, o.DeltaReducers)
+	var rep Report
+	err = db.Batch(ctx, func(b *engine.Batch) error {
+		rep = newReport(s, dbo.Mode)
+		var problems []Problem
+		done := 0
+		for _, th := range threads {
+			t, err := readThread(ctx, s, prep, th)
+			var ops []op
+			var counts *Report
+			if err == nil {
+				ops, counts, err = planThread(t, dbo, comp)
+			}
+			var p *Problem
+			if errors.As(err, &p) {
+				problems = append(problems, *p)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if len(problems) > 0 && !o.SkipUnsupported {
+				continue // the import fails: only the list of problems goes on
+			}
+			if err := b.NewThread(th); err != nil {
+				return err
+			}
+			for _, x := range ops {
+				if err := x.run(b); err != nil {
+					return fmt.Errorf("thread %q: %w", th, err)
+				}
+				if x.put != nil {
+					done++
+					if o.Progress != nil {
+						o.Progress(done, total)
+					}
+				}
+			}
+			rep.add(counts)
+		}
+		if len(problems) > 0 {
+			if !o.SkipUnsupported {
+				return &UnsupportedError{Source: s.name(), Problems: problems, Importable: len(threads) - len(problems)}
+			}
+			rep.Skipped = problems
+		}
+		return nil
+	})
+	if err != nil {
+		return Report{}, err
+	}
+	return rep, nil
+}
+
+func newReport(s source, mode string) Report {
+	return Report{Source: s.name(), Saver: s.saver(), Mode: mode, DeltaChannels: map[string]int{},
+		Dropped: map[string]int{}, Blobs: map[string]int{}, Skipped: []Problem{}}
+}
+
+// add merges one thread's counts.
+func (r *Report) add(t *Report) {
+	r.Threads++
+	r.Namespaces += t.Namespaces
+	r.Checkpoints += t.Checkpoints
+	r.Writes += t.Writes
+	r.Snapshots += t.Snapshots
+	r.Overwrites += t.Overwrites
+	r.IDsFilled += t.IDsFilled
+	r.ParentsMissing += t.ParentsMissing
+	r.Renumbered += t.Renumbered
+	for _, m := range [][2]map[string]int{{r.DeltaChannels, t.DeltaChannels}, {r.Dropped, t.Dropped}, {r.Blobs, t.Blobs}} {
+		for k, n := range m[1] {
+			m[0][k] += n
+		}
+	}
+}
+
+func newPreparer(schema engine.Schema, reducers map[string]Reducer) *preparer {
+	msg := map[string]bool{}
+	for name, ch := range schema {
+		if _, ok := ch.(channels.Messages); ok {
+			msg[name] = true
+		}
+	}
+	return &preparer{msg: msg, reducers: reducers, memo: map[string]memoMessage{}}
+}
+
+// readThread reads and prepares one thread; a *Problem says why it cannot.
+func readThread(ctx context.Context, s source, prep *preparer, th string) (*thread, error) {
+	raw, err := s.read(ctx, th)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw.cps) == 0 {
+		return nil, &Problem{ThreadID: th, Reason: "no checkpoint"}
+	}
+	return prep.prepare(raw)
+}
+
+// op is one protocol call of an import.
+type op struct {
+	put    *putOp
+	writes *writesOp
+}
+
+type putOp struct {
+	cfg engine.Config
+	cp  engine.Checkpoint
+	md  engine.Metadata
+	nv  map[string]string
+}
+
+type writesOp struct {
+	cfg        engine.Config
+	writes     []engine.Write
+	task, path string
+}
+
+func (x op) run(b *engine.Batch) error {
+	if x.put != nil {
+		_, err := b.Put(x.put.cfg, x.put.cp, x.put.md, x.put.nv)
+		return err
+	}
+	return b.PutWrites(x.writes.cfg, x.writes.writes, x.writes.task, x.writes.path)
+}
+
+// planThread turns a prepared thread into the protocol calls that write it,
+// with the counts they add to the report. Nothing is written yet: a thread
+// the engine cannot represent is a *Problem before any of it is stored.
+func planThread(t *thread, dbo engine.Options, comp *codec.Compressor) ([]op, *Report, error) {
+	pl := &planner{thread: t.id, mode: dbo.Mode, cadence: channels.Cadence{K: dbo.SnapshotEvery}, comp: comp,
+		rep: &Report{DeltaChannels: map[string]int{}, Dropped: t.dropped, Blobs: map[string]int{}}}
+	for name, ch := range dbo.Schema {
+		if _, ok := ch.(channels.Messages); ok {
+			pl.msg = append(pl.msg, name)
+		}
+	}
+	slices.Sort(pl.msg)
+	for k, r := range t.deltas {
+		_ = k
+		pl.rep.DeltaChannels[string(r)]++
+	}
+	for _, ns := range t.namespaces {
+		if err := pl.namespace(ns); err != nil {
+			var p *Problem
+			if errors.As(err, &p) {
+				return nil, nil, err
+			}
+			return nil, nil, &Problem{ThreadID: t.id, CheckpointNS: ns.ns, Reason: err.Error()}
+		}
+		pl.rep.Namespaces++
+	}
+	return pl.ops, pl.rep, nil
+}
+
+type planner struct {
+	thread  string
+	mode    string
+	cadence channels.Cadence
+	msg     []string // message channels of the Schema, sorted
+	comp    *codec.Compressor
+	rep     *Report
+	ops     []op
+}
+
+// planned is a checkpoint already planned: what the engine will read for it.
+type planned struct {
+	versions map[string]string          // our channel versions
+	src      map[string]string          // the source versions they came from
+	walk     map[string][]codec.Message // message channels as the history walk sees them
+	has      map[string]bool            // message channels with a value
+	values   map[string]any             // the source's values (other channels)
+	counters map[string]channels.Counter
+	sealed   bool     // its writes were consumed by a child already
+	pending  []*write // its writes, stored when its first child comes
+}
+
+func (pl *planner) namespace(ns *namespace) error {
+	done := map[string]*planned{}
+	claimed := map[[2]string]bool{} // (channel, version) already used in this namespace
+	// LangGraph.js counts versions per branch, so a fork reuses numbers; the
+	// engine keys values by version: a reused one gets the checkpoint id.
+	mapVersion := func(ch, src, cpID string) string {
+		if src == "" {
+			src = "0"
+		}
+		if !claimed[[2]string{ch, src}] {
+			claimed[[2]string{ch, src}] = true
+			return src
+		}
+		v := src + "." + cpID
+		claimed[[2]string{ch, v}] = true
+		return v
+	}
+	for _, cp := range ns.cps {
+		fail := func(ch string, err error) error {
+			return &Problem{ThreadID: pl.thread, CheckpointNS: ns.ns, CheckpointID: cp.id, Channel: ch, Reason: err.Error()}
+		}
+		parent := done[cp.parent]
+		parentID := cp.parent
+		if cp.parent != "" && parent == nil {
+			pl.rep.ParentsMissing++
+			parentID = ""
+		}
+		if parentID != "" && cp.id <= parentID {
+			return fail("", fmt.Errorf("its id does not sort after its parent %q", parentID))
+		}
+		d := &planned{versions: map[string]string{}, src: map[string]string{}, walk: map[string][]codec.Message{},
+			has: map[string]bool{}, values: map[string]any{}, counters: map[string]channels.Counter{}}
+		// The writes this checkpoint consumes: all of its parent's if it is
+		// the parent's first child, none otherwise.
+		var sealing []*write
+		if parent != nil && !parent.sealed {
+			sealing = parent.pending
+		}
+		out := engine.Checkpoint{V: cp.v, ID: cp.id, TS: cp.ts, ChannelValues: map[string]codec.Blob{},
+			VersionsSeen: cp.seen, UpdatedChannels: cp.updated}
+		newVersions := map[string]string{}
+		var synthetic []engine.Write
+		for _, ch := range pl.msg {
+			target, has := cp.values[ch].([]codec.Message)
+			var walkIn []codec.Message
+			var parentHas bool
+			var parentSrc string
+			var counter channels.Counter
+			if parent != nil {
+				walkIn, parentHas, parentSrc, counter = parent.walk[ch], parent.has[ch], parent.src[ch], parent.counters[ch]
+			}
+			var step []*write
+			for _, w := range sealing {
+				if w.channel == ch {
+					step = append(step, w)
+				}
+			}
+			replay, overwrite := pl.replay(walkIn, step, target, has)
+			if has && !messagesSame(replay, target) {
+				if parent != nil {
+					// The engine rebuilds this checkpoint from its parent and
+					// the writes it consumes: an added Overwrite makes that
+					// give the source's list.
+					if overwrite {
+						return fail(ch, fmt.Errorf("its step overwrites the list and LangGraph's value is not what the step's writes give; the import cannot represent it"))
+					}
+					u := channels.MessageUpdate{Overwrite: true, Messages: target}
+					data, err := u.Encode()
+					if err != nil {
+						return fail(ch, err)
+					}
+					synthetic = append(synthetic, engine.Write{Channel: ch, Value: codec.Blob{Type: codec.TypeMsgpack, Data: data}})
+					pl.rep.Overwrites++
+					overwrite = true
+				}
+				replay = target
+			}
+			d.walk[ch] = replay
+			if !has {
+				continue
+			}
+			d.has[ch] = true
+			srcVer := cp.versions[ch]
+			d.src[ch] = srcVer
+			changed := parent == nil || !parentHas || srcVer != parentSrc || len(step) > 0 || overwrite
+			if !changed {
+				d.versions[ch] = parent.versions[ch]
+				d.counters[ch] = counter
+				continue
+			}
+			ver := mapVersion(ch, srcVer, cp.id)
+			d.versions[ch] = ver
+			newVersions[ch] = ver
+			store := true
+			if pl.mode == engine.ModeDelta {
+				var next channels.Counter
+				store, next = pl.cadence.Next(counter, true, overwrite, parent == nil || !parentHas)
+				d.counters[ch] = next
+			}
+			if store {
+				data, err := pl.comp.Marshal(target)
+				if err != nil {
+					return fail(ch, err)
+				}
+				out.ChannelValues[ch] = codec.Blob{Type: codec.TypeMsgpack, Data: data}
+				pl.rep.Snapshots++
+			}
+		}
+		// Other channels: one stored value per distinct version.
+		others := map[string]bool{}
+		for ch := range cp.values {
+			others[ch] = true
+		}
+		for ch := range cp.versions {
+			others[ch] = true
+		}
+		for _, ch := range pl.msg {
+			delete(others, ch)
+		}
+		for _, ch := range slices.Sorted(maps.Keys(others)) {
+			v, has := cp.values[ch]
+			srcVer := cp.versions[ch]
+			d.src[ch] = srcVer
+			if has {
+				d.values[ch] = v
+			}
+			if parent != nil {
+				pv, pHas := parent.values[ch]
+				if pver, ok := parent.versions[ch]; ok && pHas == has && parent.src[ch] == srcVer && srcVer != "" && sameValue(pv, v) {
+					d.versions[ch] = pver
+					continue
+				}
+			}
+			ver := mapVersion(ch, srcVer, cp.id)
+			d.versions[ch] = ver
+			newVersions[ch] = ver
+			if has {
+				b, err := pl.blob(v, cp.why[ch])
+				if err != nil {
+					return fail(ch, err)
+				}
+				out.ChannelValues[ch] = b
+			}
+		}
+		out.ChannelVersions = d.versions
+		md := maps.Clone(cp.metadata)
+		if pl.mode == engine.ModeDelta {
+			cs := map[string]channels.Counter{}
+			for _, ch := range pl.msg {
+				cs[ch] = d.counters[ch]
+			}
+			md = channels.SetCounters(md, cs)
+		}
+		// The parent's writes (sealed by this put) and any added ones.
+		if parent != nil && !parent.sealed {
+			if err := pl.storeWrites(ns.ns, parentID, parent.pending); err != nil {
+				return err
+			}
+			parent.sealed, parent.pending = true, nil
+		}
+		if len(synthetic) > 0 {
+			pl.ops = append(pl.ops, op{writes: &writesOp{cfg: engine.Config{ThreadID: pl.thread, CheckpointNS: ns.ns, CheckpointID: parentID},
+				writes: synthetic, task: importTaskID, path: importTaskPath}})
+		}
+		pl.ops = append(pl.ops, op{put: &putOp{cfg: engine.Config{ThreadID: pl.thread, CheckpointNS: ns.ns, CheckpointID: parentID},
+			cp: out, md: md, nv: newVersions}})
+		d.pending = ns.writes[cp.id]
+		done[cp.id] = d
+		pl.rep.Checkpoints++
+	}
+	// Writes of checkpoints without children stay pending.
+	for _, cp := range ns.cps {
+		if d := done[cp.id]; !d.sealed && len(d.pending) > 0 {
+			if err := pl.storeWrites(ns.ns, cp.id, d.pending); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// blob encodes a non-message value to store: an engine value as the
+// engine's msgpack, a blob (the source's bytes) as it is.
+func (pl *planner) blob(v any, why string) (codec.Blob, error) {
+	if b, ok := v.(codec.Blob); ok {
+		pl.rep.Blobs[why]++
+		return b, nil
+	}
+	data, err := codec.Marshal(v)
+	if err != nil {
+		return codec.Blob{}, err
+	}
+	return codec.Blob{Type: codec.TypeMsgpack, Data: data}, nil
+}
+
+// replay folds one step's message writes onto the list the walk gives the
+// parent, as the engine will, giving id-less messages the ids the target
+// state shows. It reports whether the step holds an Overwrite; a step that
+// does not fold gives nil (the added Overwrite then makes it replay).
+func (pl *planner) replay(walkIn []codec.Message, step []*write, target []codec.Message, has bool) ([]codec.Message, bool) {
+	n := 0
+	overwrite := false
+	for _, w := range step {
+		overwrite = overwrite || w.update.Overwrite
+		for i := range w.update.Messages {
+			m := &w.update.Messages[i]
+			if m.ID == "" && m.Type != codec.Remove {
+				m.ID = placeholderPrefix + strconv.Itoa(n)
+				n++
+			}
+		}
+	}
+	fold := func() ([]codec.Message, error) {
+		tw := make([]channels.TaskWrite, len(step))
+		for i, w := range step {
+			// The engine orders a step's writes by (task_path, task_id, idx).
+			tw[i] = channels.TaskWrite{TaskID: w.path + "\x00" + w.task, Idx: w.idx, Value: *w.update}
+		}
+		ordered, err := channels.OrderStep(channels.Messages{}, tw)
+		if err != nil {
+			return nil, err
+		}
+		out, err := channels.Fold(channels.Messages{}, walkIn, ordered)
+		if err != nil {
+			return nil, err
+		}
+		return out.([]codec.Message), nil
+	}
+	out, err := fold()
+	if n > 0 {
+		ids := map[string]string{}
+		if err == nil && has && len(out) == len(target) {
+			for i, m := range out {
+				if strings.HasPrefix(m.ID, placeholderPrefix) && target[i].ID != "" {
+					ids[m.ID] = target[i].ID
+				}
+			}
+		}
+		for _, w := range step {
+			for i := range w.update.Messages {
+				m := &w.update.Messages[i]
+				if !strings.HasPrefix(m.ID, placeholderPrefix) {
+					continue
+				}
+				if id, ok := ids[m.ID]; ok {
+					m.ID = id
+					pl.rep.IDsFilled++
+				} else {
+					m.ID = fmt.Sprintf("%s-%d-%s", w.task, w.idx, strings.TrimPrefix(m.ID, placeholderPrefix))
+				}
+			}
+		}
+		out, err = fold()
+	}
+	if err != nil {
+		return nil, overwrite
+	}
+	return out, overwrite
+}
+
+// specialIdx are the fixed indexes of LangGraph's special write channels.
+var specialIdx = map[string]int{engine.ChannelError: -1, engine.ChannelScheduled: -2, engine.ChannelInterrupt: -3, engine.ChannelResume: -4}
+
+// storeWrites plans the PutWrites calls that store one checkpoint's writes.
+// The protocol numbers a task's writes by position, special channels at
+// their fixed indexes, so each task's writes go in one call with every
+// source index at its position, the gaps (where a special write stood in
+// LangGraph's own call) filled by the task's special writes; an index no
+// call can give is renumbered, keeping the order. Message writes still
+// holding a placeholder id (a leaf's writes) get a stable one.
+func (pl *planner) storeWrites(ns, cpID string, ws []*write) error {
+	cfg := engine.Config{ThreadID: pl.thread, CheckpointNS: ns, CheckpointID: cpID}
+	for start := 0; start < len(ws); {
+		end := start
+		for end < len(ws) && ws[end].task == ws[start].task && ws[end].path == ws[start].path {
+			end++
+		}
+		group := ws[start:end]
+		start = end
+		var regular, special []*write
+		for _, w := range group {
+			if idx, ok := specialIdx[w.channel]; ok && idx == w.idx {
+				special = append(special, w)
+			} else {
+				regular = append(regular, w)
+			}
+		}
+		var slots []*write
+		ok := true
+		for i, w := range regular {
+			if w.idx < len(slots) || (i > 0 && w.idx <= regular[i-1].idx) {
+				ok = false
+				break
+			}
+			for len(slots) < w.idx {
+				if len(special) == 0 {
+					ok = false
+					break
+				}
+				slots, special = append(slots, special[0]), special[1:]
+			}
+			if !ok {
+				break
+			}
+			slots = append(slots, w)
+		}
+		if !ok {
+			slots = nil
+			special = nil
+			for _, w := range group {
+				if idx, isSpecial := specialIdx[w.channel]; isSpecial && idx == w.idx {
+					special = append(special, w)
+					continue
+				}
+				if w.idx != len(slots) {
+					pl.rep.Renumbered++
+				}
+				slots = append(slots, w)
+			}
+		}
+		for _, call := range [][]*write{slots, special} {
+			if len(call) == 0 {
+				continue
+			}
+			out := make([]engine.Write, len(call))
+			for i, w := range call {
+				b, err := pl.encodeWrite(w)
+				if err != nil {
+					return &Problem{ThreadID: pl.thread, CheckpointNS: ns, CheckpointID: cpID, Channel: w.channel,
+						Reason: fmt.Sprintf("write of task %q idx %d: %v", w.task, w.idx, err)}
+				}
+				out[i] = engine.Write{Channel: w.channel, Value: b}
+			}
+			pl.ops = append(pl.ops, op{writes: &writesOp{cfg: cfg, writes: out, task: call[0].task, path: call[0].path}})
+			pl.rep.Writes += len(call)
+		}
+	}
+	return nil
+}
+
+func (pl *planner) encodeWrite(w *write) (codec.Blob, error) {
+	if w.update == nil {
+		return pl.blob(w.value, w.why)
+	}
+	for i := range w.update.Messages {
+		m := &w.update.Messages[i]
+		if strings.HasPrefix(m.ID, placeholderPrefix) || (m.ID == "" && m.Type != codec.Remove) {
+			m.ID = fmt.Sprintf("%s-%d-%d", w.task, w.idx, i)
+		}
+	}
+	data, err := w.update.Encode()
+	if err != nil {
+		return codec.Blob{}, err
+	}
+	return codec.Blob{Type: codec.TypeMsgpack, Data: data}, nil
+}
+
+// messagesSame compares two lists as the engine stores them.
+func messagesSame(a, b []codec.Message) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, err1 := codec.Marshal(a)
+	y, err2 := codec.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// sameValue compares two prepared values of a channel.
+func sameValue(a, b any) bool {
+	ba, aBlob := a.(codec.Blob)
+	bb, bBlob := b.(codec.Blob)
+	if aBlob || bBlob {
+		return aBlob && bBlob && ba.Type == bb.Type && bytes.Equal(ba.Data, bb.Data)
+	}
+	x, err1 := codec.Marshal(a)
+	y, err2 := codec.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}

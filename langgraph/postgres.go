@@ -1,0 +1,257 @@
+package langgraph
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PostgresSaver databases (langgraph-checkpoint-postgres 3.x):
+//
+//	checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+//	            type, checkpoint jsonb, metadata jsonb)
+//	checkpoint_blobs(thread_id, checkpoint_ns, channel, version, type, blob bytea)
+//	checkpoint_writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
+//	                  channel, type, blob bytea, task_path)
+//	checkpoint_migrations(v)
+//
+// The checkpoint's JSON keeps inline only the channel values that are
+// None, str, int, float or bool (a DeltaChannel snapshot leaves the marker
+// true); every other value is a row of checkpoint_blobs at the channel's
+// version, shared by every checkpoint with that version. Reading a
+// checkpoint joins its channel_versions with the blobs, which override the
+// inline values, as the saver's get_tuple does. The whole import reads one
+// snapshot of the database (a read-only, repeatable-read transaction).
+type pgSource struct {
+	url  string // without the password
+	conn *pgx.Conn
+	tx   pgx.Tx
+}
+
+// pgTables are the columns the reader needs, with their types.
+var pgTables = map[string]map[string]string{
+	"checkpoints": {"thread_id": "text", "checkpoint_ns": "text", "checkpoint_id": "text", "parent_checkpoint_id": "text",
+		"checkpoint": "jsonb", "metadata": "jsonb"},
+	"checkpoint_blobs": {"thread_id": "text", "checkpoint_ns": "text", "channel": "text", "version": "text", "type": "text", "blob": "bytea"},
+	"checkpoint_writes": {"thread_id": "text", "checkpoint_ns": "text", "checkpoint_id": "text", "task_id": "text", "idx": "integer",
+		"channel": "text", "type": "text", "blob": "bytea", "task_path": "text"},
+	"checkpoint_migrations": {"v": "integer"},
+}
+
+func openPostgres(ctx context.Context, src string) (*pgSource, error) {
+	shown := src
+	if u, err := url.Parse(src); err == nil {
+		shown = u.Redacted()
+	}
+	conn, err := pgx.Connect(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, shown, err)
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, shown, err)
+	}
+	s := &pgSource{url: shown, conn: conn, tx: tx}
+	if err := s.checkLayout(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkLayout refuses a database without the saver's tables and columns.
+func (s *pgSource) checkLayout(ctx context.Context) error {
+	rows, err := s.tx.Query(ctx, `SELECT table_name, column_name, data_type FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = ANY($1)`,
+		[]string{"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"})
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.url, err)
+	}
+	have := map[string]map[string]string{}
+	for rows.Next() {
+		var table, col, typ string
+		if err := rows.Scan(&table, &col, &typ); err != nil {
+			rows.Close()
+			return err
+		}
+		if have[table] == nil {
+			have[table] = map[string]string{}
+		}
+		have[table][col] = typ
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.url, err)
+	}
+	for _, table := range slices.Sorted(maps.Keys(pgTables)) {
+		if have[table] == nil {
+			return fmt.Errorf("%w: %s is not a LangGraph PostgresSaver database: it has no table %s", ErrUnsupportedSource, s.url, table)
+		}
+		for _, col := range slices.Sorted(maps.Keys(pgTables[table])) {
+			want := pgTables[table][col]
+			got, ok := have[table][col]
+			if !ok {
+				return fmt.Errorf("%w: %s is not a LangGraph PostgresSaver database: table %s has no column %s", ErrUnsupportedSource, s.url, table, col)
+			}
+			if got != want {
+				return fmt.Errorf("%w: %s is not a LangGraph PostgresSaver database: column %s.%s is %s, not %s", ErrUnsupportedSource, s.url, table, col, got, want)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *pgSource) name() string  { return s.url }
+func (s *pgSource) saver() string { return "postgres" }
+
+func (s *pgSource) close() error {
+	ctx := context.Background()
+	s.tx.Rollback(ctx)
+	return s.conn.Close(ctx)
+}
+
+func (s *pgSource) threads(ctx context.Context) ([]string, error) {
+	rows, err := s.tx.Query(ctx, `SELECT DISTINCT thread_id COLLATE "C" FROM checkpoints ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+func (s *pgSource) count(ctx context.Context) (int, error) {
+	var n int
+	err := s.tx.QueryRow(ctx, `SELECT count(*) FROM checkpoints`).Scan(&n)
+	return n, err
+}
+
+type pgBlob struct {
+	typ  string
+	data []byte
+}
+
+func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) {
+	blobs := map[[3]string]pgBlob{}
+	rows, err := s.tx.Query(ctx, `SELECT checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs WHERE thread_id = $1`, thread)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var ns, ch, ver, typ string
+		var data []byte
+		if err := rows.Scan(&ns, &ch, &ver, &typ, &data); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		blobs[[3]string{ns, ch, ver}] = pgBlob{typ, data}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	t := &rawThread{id: thread, writes: map[cpKey][]*rawWrite{}}
+	rows, err = s.tx.Query(ctx, `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_checkpoint_id, ''), checkpoint::text, metadata::text
+		FROM checkpoints WHERE thread_id = $1`, thread)
+	if err != nil {
+		return nil, err
+	}
+	type row struct {
+		cp        *rawCheckpoint
+		doc, meta string
+	}
+	var cps []row
+	for rows.Next() {
+		var r row
+		r.cp = &rawCheckpoint{}
+		if err := rows.Scan(&r.cp.ns, &r.cp.id, &r.cp.parent, &r.doc, &r.meta); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		cps = append(cps, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// Byte order, as LangGraph compares ids (the database's collation may not).
+	slices.SortFunc(cps, func(a, b row) int {
+		return cmp.Or(strings.Compare(a.cp.ns, b.cp.ns), strings.Compare(a.cp.id, b.cp.id))
+	})
+	for _, r := range cps {
+		cp := r.cp
+		doc, values, err := decodeCheckpoint("json", []byte(r.doc))
+		if err == nil {
+			err = s.joinBlobs(cp, doc, values, blobs)
+		}
+		if err == nil {
+			cp.metadata, err = decodeMetadata([]byte(r.meta))
+		}
+		if err != nil {
+			return nil, checkpointProblem(thread, cp, err)
+		}
+		t.cps = append(t.cps, cp)
+	}
+
+	rows, err = s.tx.Query(ctx, `SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, coalesce(type, ''), blob
+		FROM checkpoint_writes WHERE thread_id = $1`, thread)
+	if err != nil {
+		return nil, err
+	}
+	type wrow struct {
+		k    cpKey
+		w    *rawWrite
+		typ  string
+		data []byte
+	}
+	var ws []wrow
+	for rows.Next() {
+		var r wrow
+		r.w = &rawWrite{}
+		if err := rows.Scan(&r.k.ns, &r.k.id, &r.w.task, &r.w.path, &r.w.idx, &r.w.channel, &r.typ, &r.data); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ws = append(ws, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ws, func(a, b wrow) int {
+		return cmp.Or(strings.Compare(a.k.ns, b.k.ns), strings.Compare(a.k.id, b.k.id),
+			strings.Compare(a.w.path, b.w.path), strings.Compare(a.w.task, b.w.task), cmp.Compare(a.w.idx, b.w.idx))
+	})
+	for _, r := range ws {
+		v, err := decodeTyped(r.typ, r.data)
+		if err != nil {
+			return nil, writeProblem(thread, r.k, r.w, err)
+		}
+		r.w.value = v
+		t.writes[r.k] = append(t.writes[r.k], r.w)
+	}
+	return t, nil
+}
+
+// joinBlobs fills a checkpoint from its JSON document, its values the
+// inline ones overridden by the blobs of its channel versions.
+func (s *pgSource) joinBlobs(cp *rawCheckpoint, doc, inline map[string]any, blobs map[[3]string]pgBlob) error {
+	values := map[string]any{}
+	for ch, v := range inline {
+		values[ch] = v
+	}
+	for ch, ver := range fieldsOf(doc["channel_versions"]) {
+		b, ok := blobs[[3]string{cp.ns, ch, versionString(ver)}]
+		if !ok || b.typ == "empty" {
+			continue
+		}
+		v, err := decodeTyped(b.typ, b.data)
+		if err != nil {
+			return &channelError{ch, fmt.Errorf("value at version %s: %w", versionString(ver), err)}
+		}
+		values[ch] = v
+	}
+	return cp.fill(doc, values)
+}
