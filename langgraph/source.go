@@ -38,7 +38,7 @@ type cpKey struct{ ns, id string }
 
 type rawThread struct {
 	id     string
-	cps    []*rawCheckpoint        // in (namespace, id) order
+	cps    []*rawCheckpoint      // in (namespace, id) order
 	writes map[cpKey][]*rawWrite // each checkpoint's, in (task_path, task_id, idx) order
 }
 
