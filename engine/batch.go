@@ -24,7 +24,8 @@ type Batch struct {
 // fn returns after it), nothing is applied and Batch returns that error.
 // Such a failure spoils the batch: every later call returns it, because the
 // call may have written part of its rows. Calls refused before they write
-// (invalid arguments, NewThread's ErrConflict) leave the batch usable.
+// (invalid arguments, NewThread's ErrConflict and ErrModeMismatch) leave
+// the batch usable.
 //
 // fn holds the file's only writer connection: other write calls of db
 // made inside fn wait for the batch to end (and so would wait for their
@@ -108,22 +109,34 @@ func (b *Batch) PutWrites(cfg Config, writes []Write, taskID, taskPath string) e
 // codec.MarshalCompressed) of its value, its writes as the channel encodes
 // updates (channels.MessageUpdate.Encode for messages), and in delta mode
 // the snapshot counters in the metadata (channels.SetCounters). A thread
-// that has checkpoints already is ErrConflict.
+// that has checkpoints already is ErrConflict; a file another handle
+// converted to another mode since this one opened, ErrModeMismatch.
 func (b *Batch) NewThread(threadID string) error {
 	if err := validateThread(Config{ThreadID: threadID}); err != nil {
 		return err
 	}
-	var exists bool
+	// Both refusals come before anything is written: they leave the batch
+	// usable.
+	var refused error
 	err := b.call(threadID, func() error {
+		// Another handle may have converted the file since this one opened:
+		// a thread in the handle's old mode would mix the two.
+		if err := b.db.checkFileModeNow(b.c); err != nil {
+			refused = err
+			return nil
+		}
 		found, err := b.c.queryRow(sqlThreadExists, []any{threadID}, nil)
-		if err != nil || found {
-			exists = found
+		if err != nil {
 			return err
+		}
+		if found {
+			refused = fmt.Errorf("%w: thread %q already exists in %s", ErrConflict, threadID, b.db.path)
+			return nil
 		}
 		return b.c.exec(sqlSetThreadMod, threadID, b.db.opts.Mode, b.db.opts.SnapshotEvery)
 	})
-	if err == nil && exists {
-		err = fmt.Errorf("%w: thread %q already exists in %s", ErrConflict, threadID, b.db.path)
+	if err == nil {
+		err = refused
 	}
 	return err
 }

@@ -16,7 +16,8 @@ import (
 
 // TestConvertUnderOpenHandle: a handle open while another process converts
 // the file (both directions) must not create threads in its old mode: every
-// call that creates a thread (Commit of a new thread, Import, ImportLangGraph)
+// call that creates a thread (Commit of a new thread, Import, a Batch's
+// NewThread, which package langgraph's import uses)
 // fails with ErrModeMismatch, and the file verifies with one mode.
 func TestConvertUnderOpenHandle(t *testing.T) {
 	if testing.Short() {
@@ -50,15 +51,7 @@ func TestConvertUnderOpenHandle(t *testing.T) {
 			_, calls["Commit of a new thread"] = a.Commit(rctx, "new", w.step("new", 1, ""))
 			_, calls["Commit of an old thread"] = a.Commit(rctx, "old", w.step("old", 2, ""))
 			_, calls["Import"] = a.Import(rctx, bytes.NewReader(dump.Bytes()), ImportOptions{})
-			lg, err := os.ReadFile(filepath.Join("..", "testdata", "langgraph", "langgraph-js.sqlite"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			lgPath := filepath.Join(dir, "lg.sqlite")
-			if err := os.WriteFile(lgPath, lg, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, calls["ImportLangGraph"] = a.ImportLangGraph(rctx, lgPath, LangGraphOptions{})
+			calls["Batch.NewThread"] = a.Batch(rctx, func(b *Batch) error { return b.NewThread("imported") })
 			for call, err := range calls {
 				if !errors.Is(err, ErrModeMismatch) {
 					t.Errorf("%s on a %s handle after the file was converted to %s: %v, want ErrModeMismatch", call, c.from, c.to, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/ncruces/go-sqlite3"
 )
 
 // opsFixture writes a file that uses every surface: a thread-API thread
@@ -141,6 +142,20 @@ func tamper(t *testing.T, path string, q string, args ...any) {
 		t.Fatalf("%s: %v", q, err)
 	}
 	db.Close()
+}
+
+// tamperSource runs q on the file through a bare SQLite connection, for
+// changes the engine's own connections would refuse (the schema text).
+func tamperSource(t *testing.T, path, q string) {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Exec(q); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func wantProblem(t *testing.T, rep VerifyReport, kind, text string) {

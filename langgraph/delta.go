@@ -58,16 +58,21 @@ func snapshotOf(v any) (inner any, ok bool) {
 }
 
 // deltaChannelsOf lists the DeltaChannels of one namespace: the channels
-// with a snapshot anywhere, or with snapshot counters in some metadata.
-func deltaChannelsOf(cps []*rawCheckpoint) map[string]bool {
-	out := map[string]bool{}
+// with a snapshot anywhere, or with snapshot counters in some metadata,
+// each with the first checkpoint that shows it.
+func deltaChannelsOf(cps []*rawCheckpoint) map[string]string {
+	out := map[string]string{}
 	for _, cp := range cps {
 		for ch := range fieldsOf(cp.metadata[channels.CountersKey]) {
-			out[ch] = true
+			if _, seen := out[ch]; !seen {
+				out[ch] = cp.id
+			}
 		}
 		for ch, v := range cp.values {
 			if _, ok := snapshotOf(v); ok {
-				out[ch] = true
+				if _, seen := out[ch]; !seen {
+					out[ch] = cp.id
+				}
 			}
 		}
 	}

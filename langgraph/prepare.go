@@ -213,7 +213,7 @@ func (p *preparer) namespace(t *thread, raw *rawThread, rcps []*rawCheckpoint) (
 		if !p.msg[ch] {
 			r, ok := p.reducers[ch]
 			if !ok {
-				return nil, fail("", ch, fmt.Errorf("a DeltaChannel (snapshots every K steps, only writes between them) whose reducer is code the file does not name; give it (Options.DeltaReducers, --delta-reducer %s=concat) or import without the thread", ch))
+				return nil, fail(deltas[ch], ch, fmt.Errorf("a DeltaChannel (snapshots every K steps, only writes between them) whose reducer is code the file does not name; give it (Options.DeltaReducers, --delta-reducer %s=concat) or import without the thread", ch))
 			}
 			reducer = r
 		}
@@ -225,7 +225,7 @@ func (p *preparer) namespace(t *thread, raw *rawThread, rcps []*rawCheckpoint) (
 	for i, cp := range rcps {
 		dst := out.cps[i]
 		for ch, v := range cp.values {
-			if deltas[ch] {
+			if _, isDelta := deltas[ch]; isDelta {
 				continue
 			}
 			if p.msg[ch] {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/langgraph"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -676,7 +677,7 @@ func TestImportLangGraph(t *testing.T) {
 			j := agentstate(t, nil, "import-langgraph", src, filepath.Join(t.TempDir(), "j.db"), "--mode", mode, "--json")
 			want(t, j, 0)
 			var rep struct {
-				engine.LangGraphReport
+				langgraph.Report
 				Verified bool `json:"verified"`
 				Compared int  `json:"compared"`
 			}

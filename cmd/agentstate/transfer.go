@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/langgraph"
 )
 
 // stdin is what import reads; tests replace it.
@@ -103,9 +106,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import-langgraph", "import-langgraph [--mode full|delta] [--every K] [--json] SRC DST", stdout)
+	fs := newFlags("import-langgraph", "import-langgraph [--mode full|delta] [--every K] [--skip-unsupported] [--delta-reducer CHANNEL=concat]... [--json] SRC DST", stdout)
 	mode := fs.String("mode", "", "channel mode of a new DST: full or delta (default delta; an existing DST keeps its own)")
 	every := fs.Int("every", 10, "delta snapshot cadence K of a new DST")
+	skip := fs.Bool("skip-unsupported", false, "import the threads that can be read and list the others, instead of importing nothing")
+	reducers := reducerFlags{}
+	fs.Var(reducers, "delta-reducer", "the reducer of a DeltaChannel that is not a message channel: CHANNEL=concat (list concatenation); repeatable")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parse(fs, args, "SRC", "DST")
 	if err != nil {
@@ -118,8 +124,11 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		return fs.usageErr("--every %d must be at least 1", *every)
 	}
 	src, dst := pos[0], pos[1]
-	if err := existingFile(src); err != nil {
-		return err
+	isURL := strings.HasPrefix(src, "postgres://") || strings.HasPrefix(src, "postgresql://")
+	if !isURL {
+		if err := existingFile(src); err != nil {
+			return err
+		}
 	}
 	if err := notDir(dst); err != nil {
 		return err
@@ -140,14 +149,19 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	defer db.Close()
 	prog := newProgress(stderr, *asJSON)
-	rep, err := db.ImportLangGraph(ctx, src, engine.LangGraphOptions{Progress: func(done, total int) {
+	lo := langgraph.Options{SkipUnsupported: *skip, DeltaReducers: reducers, Progress: func(done, total int) {
 		prog.show("import-langgraph: %d/%d checkpoints", done, total)
-	}})
+	}}
+	rep, err := langgraph.Import(ctx, db, src, lo)
 	prog.done()
 	if err != nil {
 		if created {
 			db.Close()
 			removeFile(dst)
+		}
+		var ue *langgraph.UnsupportedError
+		if errors.As(err, &ue) && !*skip {
+			err = fmt.Errorf("%w\nnothing was imported; --skip-unsupported imports the other %d threads", err, ue.Importable)
 		}
 		return inFile(dst, err)
 	}
@@ -157,25 +171,38 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return inFile(dst, err)
 	}
-	checked, diffs, err := db.CompareLangGraph(ctx, src)
+	lo.Progress = nil
+	checked, diffs, err := langgraph.Compare(ctx, db, src, lo)
 	if err != nil {
 		return inFile(dst, err)
 	}
 	if *asJSON {
 		if err := printJSON(stdout, struct {
-			engine.LangGraphReport
-			Verified  bool                   `json:"verified"`
-			Problems  []engine.Problem       `json:"problems"`
-			Compared  int                    `json:"compared"`
-			Differing []engine.LangGraphDiff `json:"differing"`
+			langgraph.Report
+			Verified  bool             `json:"verified"`
+			Problems  []engine.Problem `json:"problems"`
+			Compared  int              `json:"compared"`
+			Differing []langgraph.Diff `json:"differing"`
 		}{rep, vr.OK, vr.Problems, checked, diffs}); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in %s mode: %d message lists stored, %d overwrites added, %d message ids filled in\n",
-			dst, rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, src, rep.Mode, rep.Snapshots, rep.Overwrites, rep.IDsFilled)
+			dst, rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rep.Mode, rep.Snapshots, rep.Overwrites, rep.IDsFilled)
+		if len(rep.DeltaChannels) > 0 {
+			fmt.Fprintf(stdout, "%s: DeltaChannels rebuilt from their snapshots and writes, by reducer: %s\n", dst, rowCounts(intCounts(rep.DeltaChannels)))
+		}
+		if len(rep.Blobs) > 0 {
+			fmt.Fprintf(stdout, "%s: values kept as the source's serde bytes (the engine's values cannot hold them), by what they hold: %s\n", dst, rowCounts(intCounts(rep.Blobs)))
+		}
 		if len(rep.Dropped) > 0 {
 			fmt.Fprintf(stdout, "%s: message fields without a place in agentstate's messages, dropped: %s\n", dst, rowCounts(intCounts(rep.Dropped)))
+		}
+		if rep.Renumbered > 0 {
+			fmt.Fprintf(stdout, "%s: %d writes stored at another index than the source's (their order kept)\n", dst, rep.Renumbered)
+		}
+		for _, p := range rep.Skipped {
+			fmt.Fprintf(stdout, "%s: skipped %s\n", dst, p)
 		}
 		for _, p := range vr.Problems {
 			fmt.Fprintf(stdout, "%s: %s\n", dst, p)
@@ -184,12 +211,26 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 			fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q: %s\n", dst, d.ThreadID, d.CheckpointNS, d.CheckpointID, d.Message)
 		}
 		if vr.OK && len(diffs) == 0 {
-			fmt.Fprintf(stdout, "%s: verified, and all %d checkpoints read as in %s\n", dst, checked, src)
+			fmt.Fprintf(stdout, "%s: verified, and all %d checkpoints read as in %s\n", dst, checked, rep.Source)
 		}
 	}
 	if !vr.OK || len(diffs) > 0 {
-		return problemsError{fmt.Sprintf("%s: the import does not verify (%d problems) or differs from %s (%d checkpoints)", dst, len(vr.Problems), src, len(diffs))}
+		return problemsError{fmt.Sprintf("%s: the import does not verify (%d problems) or differs from %s (%d checkpoints)", dst, len(vr.Problems), rep.Source, len(diffs))}
 	}
+	return nil
+}
+
+// reducerFlags collects repeated --delta-reducer CHANNEL=REDUCER flags.
+type reducerFlags map[string]langgraph.Reducer
+
+func (m reducerFlags) String() string { return "" }
+
+func (m reducerFlags) Set(s string) error {
+	ch, r, ok := strings.Cut(s, "=")
+	if !ok || ch == "" || langgraph.Reducer(r) != langgraph.Concat {
+		return fmt.Errorf("%q is not CHANNEL=%s", s, langgraph.Concat)
+	}
+	m[ch] = langgraph.Reducer(r)
 	return nil
 }
 

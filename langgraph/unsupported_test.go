@@ -1,0 +1,239 @@
+package langgraph
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// editBlob rewrites one BLOB of a SQLite file through fn.
+func editBlob(t *testing.T, path, table, column, where string, fn func([]byte) []byte) {
+	t.Helper()
+	c, err := sqlite3.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, _, err := c.Prepare(`SELECT rowid, ` + column + ` FROM ` + table + ` WHERE ` + where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		id   int64
+		data []byte
+	}
+	var rows []row
+	for st.Step() {
+		rows = append(rows, row{st.ColumnInt64(0), st.ColumnBlob(1, nil)})
+	}
+	st.Close()
+	if len(rows) == 0 {
+		t.Fatalf("no row of %s where %s", table, where)
+	}
+	for _, r := range rows {
+		up, _, err := c.Prepare(`UPDATE ` + table + ` SET ` + column + ` = ? WHERE rowid = ?`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up.BindBlob(1, fn(r.data))
+		up.BindInt64(2, r.id)
+		if err := up.Exec(); err != nil {
+			t.Fatal(err)
+		}
+		up.Close()
+	}
+}
+
+// seededDst is a destination that already holds a thread, so that a failed
+// import has something to leave alone.
+func seededDst(t *testing.T) (*engine.DB, string) {
+	t.Helper()
+	db := openDst(t, engine.ModeDelta, 3)
+	if _, err := db.Commit(context.Background(), "mine", engine.Step{Tasks: []engine.TaskWrites{{TaskID: "t", Writes: []engine.ChannelWrite{
+		{Channel: engine.MessagesChannel, Value: codec.Message{ID: "m1", Type: codec.Human, Content: "keep me"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return db, fingerprint(t, db)
+}
+
+// wantUnsupported checks that the import failed naming each problem, and
+// left the destination as it was.
+func wantUnsupported(t *testing.T, db *engine.DB, before string, err error, want ...Problem) {
+	t.Helper()
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupportedSource) {
+		t.Fatalf("import: %v, want an UnsupportedError", err)
+	}
+	if len(ue.Problems) != len(want) {
+		t.Fatalf("problems %v, want %d", ue.Problems, len(want))
+	}
+	for i, w := range want {
+		p := ue.Problems[i]
+		if p.ThreadID != w.ThreadID || p.CheckpointNS != w.CheckpointNS || p.CheckpointID != w.CheckpointID || p.Channel != w.Channel || !strings.Contains(p.Reason, w.Reason) {
+			t.Errorf("problem %d: %+v, want %+v", i, p, w)
+		}
+		if !strings.Contains(err.Error(), p.String()) {
+			t.Errorf("the error does not list %s:\n%v", p, err)
+		}
+	}
+	if fingerprint(t, db) != before {
+		t.Fatal("a failed import changed the destination")
+	}
+}
+
+const (
+	typesCheckpoint = "1f1ed183-c0e4-6b65-8001-d4a5306ffdee" // the first checkpoint of thread types holding datetimes
+	chatCheckpoint  = "1f1ed183-baa1-68b8-bfff-4093cb657e51" // thread chat's input checkpoint
+	// The first checkpoints of threads delta and delta-exit that show their
+	// DeltaChannel "notes" (a snapshot, or snapshot counters).
+	deltaFirst     = "1f1ed183-be5f-6730-bfff-ce3d946d2d9d"
+	deltaExitFirst = "1f1ed183-c087-6f47-8001-8601a74c54bf"
+)
+
+func TestUnsupportedInputLeavesDestinationUnchanged(t *testing.T) {
+	ctx := context.Background()
+	datetime := []byte{0xc7, 0x43, 0x03, 0x94, 0xa8}
+	t.Run("unknown extension type", func(t *testing.T) {
+		src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+		editBlob(t, src, "checkpoints", "checkpoint", "checkpoint_id = '"+typesCheckpoint+"'", func(b []byte) []byte {
+			i := bytes.Index(b, datetime)
+			b[i+2] = 0x2a // extension 42
+			return b
+		})
+		db, before := seededDst(t)
+		_, err := Import(ctx, db, src, pyOptions)
+		wantUnsupported(t, db, before, err, Problem{ThreadID: "types", CheckpointID: typesCheckpoint, Channel: "payload", Reason: "unknown msgpack extension type 42"})
+	})
+	t.Run("truncated checkpoint", func(t *testing.T) {
+		src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+		editBlob(t, src, "checkpoints", "checkpoint", "checkpoint_id = '"+typesCheckpoint+"'", func(b []byte) []byte {
+			return b[:bytes.Index(b, datetime)+20]
+		})
+		db, before := seededDst(t)
+		_, err := Import(ctx, db, src, pyOptions)
+		wantUnsupported(t, db, before, err, Problem{ThreadID: "types", CheckpointID: typesCheckpoint, Channel: "payload", Reason: "truncated"})
+	})
+	t.Run("truncated write", func(t *testing.T) {
+		src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+		editBlob(t, src, "writes", "value", "checkpoint_id = '"+chatCheckpoint+"' AND channel = 'messages'", func(b []byte) []byte {
+			return b[:len(b)-7]
+		})
+		db, before := seededDst(t)
+		_, err := Import(ctx, db, src, pyOptions)
+		wantUnsupported(t, db, before, err, Problem{ThreadID: "chat", CheckpointID: chatCheckpoint, Channel: "messages", Reason: "truncated"})
+	})
+	t.Run("foreign table layout", func(t *testing.T) {
+		src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+		c, err := sqlite3.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(`ALTER TABLE writes RENAME COLUMN channel TO chan`); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		db, before := seededDst(t)
+		_, err = Import(ctx, db, src, pyOptions)
+		if !errors.Is(err, ErrUnsupportedSource) || !strings.Contains(err.Error(), "table writes has no column channel") || !strings.Contains(err.Error(), src) {
+			t.Fatalf("import: %v", err)
+		}
+		if fingerprint(t, db) != before {
+			t.Fatal("a failed import changed the destination")
+		}
+		// An agentstate file is no LangGraph file either.
+		if _, err := Import(ctx, db, db.Path(), Options{}); !errors.Is(err, ErrUnsupportedSource) || !strings.Contains(err.Error(), "not a LangGraph SqliteSaver file") {
+			t.Fatalf("an agentstate file as source: %v", err)
+		}
+	})
+	t.Run("serde type", func(t *testing.T) {
+		src := copyFile(t, jsFixture)
+		c, err := sqlite3.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(`UPDATE writes SET type = 'pickle' WHERE thread_id = 'fork' AND channel = 'messages'`); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		db, before := seededDst(t)
+		_, err = Import(ctx, db, src, Options{})
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "fork" || !strings.Contains(ue.Problems[0].Reason, `serde type "pickle"`) {
+			t.Fatalf("import: %v", err)
+		}
+		if fingerprint(t, db) != before {
+			t.Fatal("a failed import changed the destination")
+		}
+	})
+}
+
+// Every unsupported thread is listed, not only the first; with
+// SkipUnsupported the others import and the skipped ones are reported.
+func TestSkipUnsupported(t *testing.T) {
+	ctx := context.Background()
+	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+	editBlob(t, src, "writes", "value", "checkpoint_id = '"+chatCheckpoint+"' AND channel = 'messages'", func(b []byte) []byte {
+		return b[:len(b)-7]
+	})
+	db, before := seededDst(t)
+	// Without a reducer for its DeltaChannel "notes", thread delta is
+	// unsupported too.
+	_, err := Import(ctx, db, src, Options{})
+	wantUnsupported(t, db, before, err,
+		Problem{ThreadID: "chat", CheckpointID: chatCheckpoint, Channel: "messages", Reason: "truncated"},
+		Problem{ThreadID: "delta", CheckpointID: deltaFirst, Channel: "notes", Reason: "--delta-reducer notes=concat"},
+		Problem{ThreadID: "delta-exit", CheckpointID: deltaExitFirst, Channel: "notes", Reason: "--delta-reducer notes=concat"})
+	var ue *UnsupportedError
+	errors.As(err, &ue)
+	if ue.Importable != 5 || !strings.Contains(err.Error(), "3 of 8 threads") {
+		t.Fatalf("importable %d: %v", ue.Importable, err)
+	}
+
+	rep, err := Import(ctx, db, src, Options{SkipUnsupported: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Threads != 5 || len(rep.Skipped) != 3 || rep.Skipped[0].ThreadID != "chat" || rep.Skipped[1].ThreadID != "delta" {
+		t.Fatalf("report %+v", rep)
+	}
+	var threads []string
+	ts, err := db.ListThreads(ctx, engine.ThreadListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ts {
+		threads = append(threads, s.ThreadID)
+	}
+	slices.Sort(threads)
+	if want := []string{"fanout", "fanout-pending", "fork", "mine", "sub", "types"}; !slices.Equal(threads, want) {
+		t.Fatalf("threads %v, want %v", threads, want)
+	}
+	vr, err := db.Verify(ctx, engine.VerifyOptions{})
+	if err != nil || !vr.OK {
+		t.Fatalf("verify: %v %v", err, vr.Problems)
+	}
+	checked, diffs, err := Compare(ctx, db, src, Options{})
+	if err != nil || len(diffs) > 0 || checked != 101-19-29-4 {
+		t.Fatalf("compare: %d %v %v", checked, err, diffs)
+	}
+}
+
+func TestOptionsRefuseUnknownReducers(t *testing.T) {
+	db := openDst(t, engine.ModeFull, 3)
+	for _, o := range []Options{
+		{DeltaReducers: map[string]Reducer{"notes": "sum"}},
+		{DeltaReducers: map[string]Reducer{engine.MessagesChannel: Concat}},
+	} {
+		if _, err := Import(context.Background(), db, jsFixture, o); !errors.Is(err, engine.ErrInvalidArgument) {
+			t.Errorf("%v: %v", o.DeltaReducers, err)
+		}
+	}
+}
