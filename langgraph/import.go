@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -622,10 +623,16 @@ func (pl *planner) encodeWrite(w *write) (codec.Blob, error) {
 	return codec.Blob{Type: codec.TypeMsgpack, Data: data}, nil
 }
 
-// messagesSame compares two lists as the engine stores them.
+// messagesSame compares two lists as the engine stores them. Lists of a
+// LangGraph file mostly share their messages (a checkpoint repeats its
+// parent's), so equal values are the fast path; anything else is settled by
+// the bytes the engine would store.
 func messagesSame(a, b []codec.Message) bool {
 	if len(a) != len(b) {
 		return false
+	}
+	if reflect.DeepEqual(a, b) {
+		return true
 	}
 	x, err1 := codec.Marshal(a)
 	y, err2 := codec.Marshal(b)

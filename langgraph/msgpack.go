@@ -63,11 +63,25 @@ const maxDepth = 512
 // decodePy decodes one complete msgpack document (LangGraph's unpackb
 // ignores bytes after it; so does this).
 func decodePy(b []byte) (any, error) {
-	v, _, err := (&pyReader{b: b}).value(0, 0)
+	return decodePyMemo(b, nil)
+}
+
+// extMemo holds the extension values of one thread by their bytes: a
+// LangGraph checkpoint repeats every message of the state, so each is
+// decoded once, and the values read from it are shared (never changed).
+type extMemo map[string]*pyRaw
+
+// decodePyMemo is decodePy with extension values looked up in memo (nil:
+// none) first.
+func decodePyMemo(b []byte, memo extMemo) (any, error) {
+	v, _, err := (&pyReader{b: b, memo: memo}).value(0, 0)
 	return v, err
 }
 
-type pyReader struct{ b []byte }
+type pyReader struct {
+	b    []byte
+	memo extMemo
+}
 
 func (r *pyReader) fail(pos int, format string, args ...any) error {
 	return fmt.Errorf("%w: at byte %d: %s", errMsgpack, pos, fmt.Sprintf(format, args...))
@@ -288,7 +302,12 @@ func (r *pyReader) ext(start, p, n, depth int) (any, int, error) {
 	code := int8(r.b[p])
 	data := r.b[p+1 : p+1+n]
 	end := p + 1 + n
-	inner := &pyReader{b: data}
+	if r.memo != nil {
+		if x, ok := r.memo[string(r.b[start:end])]; ok {
+			return x, end, nil
+		}
+	}
+	inner := &pyReader{b: data, memo: r.memo}
 	v, used, err := inner.value(0, depth+1)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: in extension %d at byte %d: %w", errMsgpack, code, start, err)
@@ -316,7 +335,14 @@ func (r *pyReader) ext(start, p, n, depth int) (any, int, error) {
 	default:
 		return nil, 0, r.fail(start, "unknown msgpack extension type %d (LangGraph's serde writes 0 to 7)", code)
 	}
-	return &pyRaw{data: r.b[start:end], why: extWhy(e), ext: e}, end, nil
+	x := &pyRaw{data: r.b[start:end], why: extWhy(e), ext: e}
+	if r.memo != nil && n >= 16 {
+		if len(r.memo) >= 1<<16 {
+			clear(r.memo)
+		}
+		r.memo[string(x.data)] = x
+	}
+	return x, end, nil
 }
 
 func extWhy(e *pyExt) string {

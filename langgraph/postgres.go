@@ -137,6 +137,7 @@ type pgBlob struct {
 
 func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) {
 	blobs := map[[3]string]pgBlob{}
+	memo := extMemo{}
 	rows, err := s.tx.Query(ctx, `SELECT checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs WHERE thread_id = $1`, thread)
 	if err != nil {
 		return nil, err
@@ -183,9 +184,9 @@ func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) 
 	})
 	for _, r := range cps {
 		cp := r.cp
-		doc, values, err := decodeCheckpoint("json", []byte(r.doc))
+		doc, values, err := decodeCheckpoint("json", []byte(r.doc), nil)
 		if err == nil {
-			err = s.joinBlobs(cp, doc, values, blobs)
+			err = s.joinBlobs(cp, doc, values, blobs, memo)
 		}
 		if err == nil {
 			cp.metadata, err = decodeMetadata([]byte(r.meta))
@@ -225,7 +226,7 @@ func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) 
 			strings.Compare(a.w.path, b.w.path), strings.Compare(a.w.task, b.w.task), cmp.Compare(a.w.idx, b.w.idx))
 	})
 	for _, r := range ws {
-		v, err := decodeTyped(r.typ, r.data)
+		v, err := decodeTyped(r.typ, r.data, memo)
 		if err != nil {
 			return nil, writeProblem(thread, r.k, r.w, err)
 		}
@@ -237,7 +238,7 @@ func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) 
 
 // joinBlobs fills a checkpoint from its JSON document, its values the
 // inline ones overridden by the blobs of its channel versions.
-func (s *pgSource) joinBlobs(cp *rawCheckpoint, doc, inline map[string]any, blobs map[[3]string]pgBlob) error {
+func (s *pgSource) joinBlobs(cp *rawCheckpoint, doc, inline map[string]any, blobs map[[3]string]pgBlob, memo extMemo) error {
 	values := map[string]any{}
 	for ch, v := range inline {
 		values[ch] = v
@@ -247,7 +248,7 @@ func (s *pgSource) joinBlobs(cp *rawCheckpoint, doc, inline map[string]any, blob
 		if !ok || b.typ == "empty" {
 			continue
 		}
-		v, err := decodeTyped(b.typ, b.data)
+		v, err := decodeTyped(b.typ, b.data, memo)
 		if err != nil {
 			return &channelError{ch, fmt.Errorf("value at version %s: %w", versionString(ver), err)}
 		}

@@ -23,12 +23,12 @@ import (
 //
 // Anything else ("pickle", an encrypted "msgpack+aes", a custom serde) is
 // refused by name: its bytes mean nothing without code this build lacks.
-func decodeTyped(typ string, data []byte) (any, error) {
+func decodeTyped(typ string, data []byte, memo extMemo) (any, error) {
 	switch typ {
 	case "json", "":
 		return decodeJSON(data)
 	case "msgpack":
-		return decodePy(data)
+		return decodePyMemo(data, memo)
 	case "bytes", "bytearray":
 		return codec.Blob{Type: typ, Data: bytes.Clone(nonNil(data))}, nil
 	case "null":

@@ -104,11 +104,11 @@ func (cp *rawCheckpoint) fill(doc, values map[string]any) error {
 
 // decodeCheckpoint decodes a checkpoint document stored with serde typ. A
 // value that does not decode is reported with its channel.
-func decodeCheckpoint(typ string, data []byte) (doc, values map[string]any, err error) {
+func decodeCheckpoint(typ string, data []byte, memo extMemo) (doc, values map[string]any, err error) {
 	if typ == "msgpack" {
-		return decodePyCheckpoint(data)
+		return decodePyCheckpoint(data, memo)
 	}
-	v, err := decodeTyped(typ, data)
+	v, err := decodeTyped(typ, data, memo)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,8 +132,8 @@ func (e *channelError) Unwrap() error { return e.err }
 // decodePyCheckpoint decodes LangGraph Python's msgpack checkpoint map,
 // channel value by channel value, so that a damaged value names its
 // channel.
-func decodePyCheckpoint(data []byte) (doc, values map[string]any, err error) {
-	r := &pyReader{b: data}
+func decodePyCheckpoint(data []byte, memo extMemo) (doc, values map[string]any, err error) {
+	r := &pyReader{b: data, memo: memo}
 	n, p, err := r.mapLen(0)
 	if err != nil {
 		return nil, nil, err

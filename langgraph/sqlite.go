@@ -106,10 +106,11 @@ func (s *sqliteSource) count(ctx context.Context) (int, error) {
 
 func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, error) {
 	t := &rawThread{id: thread, writes: map[cpKey][]*rawWrite{}}
+	memo := extMemo{}
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
 		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread}, func(st *sqlite3.Stmt) error {
 		cp := &rawCheckpoint{ns: st.ColumnText(0), id: st.ColumnText(1), parent: st.ColumnText(2)}
-		doc, values, err := decodeCheckpoint(st.ColumnText(3), st.ColumnBlob(4, nil))
+		doc, values, err := decodeCheckpoint(st.ColumnText(3), st.ColumnBlob(4, nil), memo)
 		if err == nil {
 			err = cp.fill(doc, values)
 		}
@@ -133,7 +134,7 @@ func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, err
 		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, `+path+`, task_id, idx`, []any{thread}, func(st *sqlite3.Stmt) error {
 		k := cpKey{st.ColumnText(0), st.ColumnText(1)}
 		w := &rawWrite{task: st.ColumnText(2), path: st.ColumnText(3), idx: st.ColumnInt(4), channel: st.ColumnText(5)}
-		v, err := decodeTyped(st.ColumnText(6), st.ColumnBlob(7, nil))
+		v, err := decodeTyped(st.ColumnText(6), st.ColumnBlob(7, nil), memo)
 		if err != nil {
 			return writeProblem(thread, k, w, err)
 		}
