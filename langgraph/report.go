@@ -50,8 +50,8 @@ type UnsupportedError struct {
 
 func (e *UnsupportedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v: %s: %d of %d threads cannot be imported (the other %d can, with SkipUnsupported):",
-		ErrUnsupportedSource, e.Source, len(e.Problems), len(e.Problems)+e.Importable, e.Importable)
+	fmt.Fprintf(&b, "%v: %s: %d of %d threads cannot be imported:",
+		ErrUnsupportedSource, e.Source, len(e.Problems), len(e.Problems)+e.Importable)
 	for _, p := range e.Problems {
 		b.WriteString("\n  ")
 		b.WriteString(p.String())
