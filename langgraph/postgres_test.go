@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/engine"
@@ -104,4 +106,72 @@ func TestImportPostgres(t *testing.T) {
 			}
 		})
 	}
+}
+
+func pgExec(t *testing.T, dbURL string, sql ...string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range sql {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func TestPostgresRefusals(t *testing.T) {
+	ctx := context.Background()
+	dump := filepath.Join(pyDir, "langgraph-py-postgres.sql")
+	t.Run("foreign layout", func(t *testing.T) {
+		for _, tc := range []struct{ sql, want string }{
+			{`DROP TABLE checkpoint_migrations`, "has no table checkpoint_migrations"},
+			{`ALTER TABLE checkpoint_blobs DROP COLUMN version`, "table checkpoint_blobs has no column version"},
+			{`ALTER TABLE checkpoints ALTER COLUMN checkpoint TYPE text`, "column checkpoints.checkpoint is text, not jsonb"},
+		} {
+			src := pgDatabase(t, dump)
+			pgExec(t, src, tc.sql)
+			db, before := seededDst(t)
+			_, err := Import(ctx, db, src, pyOptions)
+			if !errors.Is(err, ErrUnsupportedSource) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%s: %v", tc.sql, err)
+			}
+			if fingerprint(t, db) != before {
+				t.Fatal("a failed import changed the destination")
+			}
+		}
+		// An empty database, and a URL with a password: the error shows it redacted.
+		src := pgDatabase(t, "")
+		u, _ := url.Parse(src)
+		u.User = url.UserPassword(u.User.Username(), "s3cret")
+		db, _ := seededDst(t)
+		_, err := Import(ctx, db, u.String(), pyOptions)
+		if !errors.Is(err, ErrUnsupportedSource) || strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("empty database: %v", err)
+		}
+	})
+	t.Run("damaged values", func(t *testing.T) {
+		src := pgDatabase(t, dump)
+		pgExec(t, src,
+			`UPDATE checkpoint_blobs SET blob = substring(blob from 1 for 30) WHERE thread_id = 'chat' AND channel = 'messages'`,
+			`UPDATE checkpoint_writes SET blob = '\xd4 2a 90'::bytea WHERE thread_id = 'types' AND channel = 'when'`)
+		db, before := seededDst(t)
+		_, err := Import(ctx, db, src, pyOptions)
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || len(ue.Problems) != 2 {
+			t.Fatalf("import: %v", err)
+		}
+		for i, w := range []struct{ thread, channel, reason string }{{"chat", "messages", "truncated"}, {"types", "when", "unknown msgpack extension type 42"}} {
+			p := ue.Problems[i]
+			if p.ThreadID != w.thread || p.Channel != w.channel || p.CheckpointID == "" || !strings.Contains(p.Reason, w.reason) {
+				t.Errorf("problem %d: %+v, want %+v", i, p, w)
+			}
+		}
+		if fingerprint(t, db) != before {
+			t.Fatal("a failed import changed the destination")
+		}
+	})
 }
