@@ -116,7 +116,7 @@ func TestMessageUpdates(t *testing.T) {
 		in   any
 		want channels.MessageUpdate
 	}{
-		"one message": {decodeOne(t, human), channels.MessageUpdate{Messages: []codec.Message{{ID: "h", Type: codec.Human, Content: "a"}}}},
+		"one message":        {decodeOne(t, human), channels.MessageUpdate{Messages: []codec.Message{{ID: "h", Type: codec.Human, Content: "a"}}}},
 		"a list with a pair": {decodeOne(t, list), channels.MessageUpdate{Messages: []codec.Message{{ID: "h", Type: codec.Human, Content: "a"}, {Type: codec.Human, Content: "b"}}}},
 		"a pair":             {[]any{"ai", "x"}, channels.MessageUpdate{Messages: []codec.Message{{Type: codec.AI, Content: "x"}}}},
 		"python Overwrite":   {decodeOne(t, overwrite), channels.MessageUpdate{Overwrite: true, Messages: []codec.Message{}}},
