@@ -227,8 +227,7 @@ func planThread(t *thread, dbo engine.Options, comp *codec.Compressor) ([]op, *R
 		}
 	}
 	slices.Sort(pl.msg)
-	for k, r := range t.deltas {
-		_ = k
+	for _, r := range t.deltas {
 		pl.rep.DeltaChannels[string(r)]++
 	}
 	for _, ns := range t.namespaces {

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 )
 
@@ -38,26 +37,6 @@ var messageRoles = map[string]string{
 	"ai": codec.AI, "assistant": codec.AI,
 	"system": codec.System, "developer": codec.System,
 	"tool": codec.Tool, "remove": codec.Remove,
-}
-
-// messageList converts a message channel's value: a list of messages.
-func messageList(v any, drops map[string]int) ([]codec.Message, error) {
-	if v == nil {
-		return []codec.Message{}, nil
-	}
-	list, ok := listItems(v)
-	if !ok {
-		return nil, fmt.Errorf("value is %s, not a list of messages", describe(v))
-	}
-	out := make([]codec.Message, 0, len(list))
-	for i, x := range list {
-		m, err := message(x, drops)
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 // listItems returns the elements of a list, JSON or Python.
@@ -103,21 +82,6 @@ func fieldsOf(v any) map[string]any {
 		return x.fields
 	}
 	return nil
-}
-
-// messageUpdate converts a write to a message channel: one message-like, a
-// list of them, or an Overwrite of a list.
-func messageUpdate(v any, drops map[string]int) (channels.MessageUpdate, error) {
-	if inner, ok := overwriteOf(v); ok {
-		ms, err := messageList(inner, drops)
-		return channels.MessageUpdate{Overwrite: true, Messages: ms}, err
-	}
-	if list, ok := listItems(v); ok && !isMessagePair(list) {
-		ms, err := messageList(list, drops)
-		return channels.MessageUpdate{Messages: ms}, err
-	}
-	m, err := message(v, drops)
-	return channels.MessageUpdate{Messages: []codec.Message{m}}, err
 }
 
 // isMessagePair recognises a [role, content] pair: a known role and a

@@ -308,11 +308,11 @@ func (r *pyReader) ext(start, p, n, depth int) (any, int, error) {
 		}
 	}
 	inner := &pyReader{b: data, memo: r.memo}
-	v, used, err := inner.value(0, depth+1)
+	// LangGraph ignores bytes after the data's document, so do we.
+	v, _, err := inner.value(0, depth+1)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: in extension %d at byte %d: %w", errMsgpack, code, start, err)
 	}
-	_ = used // LangGraph ignores bytes after the document, so do we
 	e := &pyExt{code: code}
 	switch code {
 	case extDeltaSnapshot:

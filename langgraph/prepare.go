@@ -88,7 +88,8 @@ func (d *drops) add(id string, fields []string) {
 	}
 }
 
-// convert returns one message, through the memo for Python messages.
+// message converts one message (messages.go), through the memo for Python
+// messages.
 func (p *preparer) message(v any) (codec.Message, error) {
 	raw, isRaw := v.(*pyRaw)
 	if isRaw {
@@ -113,6 +114,7 @@ func (p *preparer) message(v any) (codec.Message, error) {
 	return m, nil
 }
 
+// messageList converts a message channel's value: a list of messages.
 func (p *preparer) messageList(v any) ([]codec.Message, error) {
 	if v == nil {
 		return []codec.Message{}, nil
@@ -132,6 +134,8 @@ func (p *preparer) messageList(v any) ([]codec.Message, error) {
 	return out, nil
 }
 
+// messageUpdate converts a write to a message channel: one message-like, a
+// list of them, or an Overwrite of a list.
 func (p *preparer) messageUpdate(v any) (channels.MessageUpdate, error) {
 	if inner, ok := overwriteOf(v); ok {
 		ms, err := p.messageList(inner)
