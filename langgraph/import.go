@@ -159,6 +159,7 @@ func (r *Report) add(t *Report) {
 	r.IDsFilled += t.IDsFilled
 	r.ParentsMissing += t.ParentsMissing
 	r.Renumbered += t.Renumbered
+	r.OrphanWrites += t.OrphanWrites
 	for _, m := range [][2]map[string]int{{r.DeltaChannels, t.DeltaChannels}, {r.Dropped, t.Dropped}, {r.Blobs, t.Blobs}} {
 		for k, n := range m[1] {
 			m[0][k] += n
@@ -220,7 +221,7 @@ func (x op) run(b *engine.Batch) error {
 // the engine cannot represent is a *Problem before any of it is stored.
 func planThread(t *thread, dbo engine.Options, comp *codec.Compressor) ([]op, *Report, error) {
 	pl := &planner{thread: t.id, mode: dbo.Mode, cadence: channels.Cadence{K: dbo.SnapshotEvery}, comp: comp,
-		rep: &Report{DeltaChannels: map[string]int{}, Dropped: t.dropped, Blobs: map[string]int{}}}
+		rep: &Report{DeltaChannels: map[string]int{}, Dropped: t.dropped, Blobs: map[string]int{}, OrphanWrites: t.orphans}}
 	for name, ch := range dbo.Schema {
 		if _, ok := ch.(channels.Messages); ok {
 			pl.msg = append(pl.msg, name)

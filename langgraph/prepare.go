@@ -24,6 +24,8 @@ type thread struct {
 	deltas map[string]Reducer
 	// dropped counts the message fields dropped (see drops).
 	dropped map[string]int
+	// orphans counts writes of checkpoints the source does not hold.
+	orphans int
 }
 
 type namespace struct {
@@ -175,6 +177,15 @@ func (p *preparer) prepare(raw *rawThread) (*thread, error) {
 		}
 		t.namespaces = append(t.namespaces, ns)
 		start = end
+	}
+	known := make(map[cpKey]bool, len(raw.cps))
+	for _, cp := range raw.cps {
+		known[cpKey{cp.ns, cp.id}] = true
+	}
+	for k, ws := range raw.writes {
+		if !known[k] {
+			t.orphans += len(ws)
+		}
 	}
 	return t, nil
 }

@@ -97,6 +97,10 @@ type Report struct {
 	// no position gives (a gap no special write of the task fills) cannot
 	// be kept. Their order is kept.
 	Renumbered int `json:"renumbered"`
+	// OrphanWrites counts writes stored under checkpoints the source does
+	// not hold (left by a deletion): they belong to nothing and are not
+	// imported.
+	OrphanWrites int `json:"orphan_writes"`
 	// Skipped lists the threads not imported (Options.SkipUnsupported).
 	Skipped []Problem `json:"skipped"`
 }

@@ -237,3 +237,23 @@ func TestOptionsRefuseUnknownReducers(t *testing.T) {
 		}
 	}
 }
+
+// Writes of a checkpoint the source lacks belong to nothing: counted, not
+// imported, and the rest imports.
+func TestOrphanWrites(t *testing.T) {
+	src := copyFile(t, jsFixture)
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(`INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value)
+		VALUES ('chat', '', 'gone', 't', 0, 'x', 'json', '1'), ('chat', '', 'gone', 't', 1, 'y', 'json', '2')`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	db := openDst(t, engine.ModeFull, 3)
+	rep, err := Import(context.Background(), db, src, Options{})
+	if err != nil || rep.OrphanWrites != 2 || rep.Writes != 50 {
+		t.Fatalf("import: %v %+v", err, rep)
+	}
+}

@@ -198,6 +198,9 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		if len(rep.Dropped) > 0 {
 			fmt.Fprintf(stdout, "%s: message fields without a place in agentstate's messages, dropped: %s\n", dst, rowCounts(intCounts(rep.Dropped)))
 		}
+		if rep.OrphanWrites > 0 {
+			fmt.Fprintf(stdout, "%s: %d writes of checkpoints the source does not hold, not imported\n", dst, rep.OrphanWrites)
+		}
 		if rep.Renumbered > 0 {
 			fmt.Fprintf(stdout, "%s: %d writes stored at another index than the source's (their order kept)\n", dst, rep.Renumbered)
 		}
