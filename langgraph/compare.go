@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
 )
 
@@ -36,9 +37,19 @@ func Compare(ctx context.Context, db *engine.DB, src string, o Options) (checked
 	if err != nil {
 		return 0, nil, err
 	}
-	prep := newPreparer(db.Options().Schema, o.DeltaReducers)
+	dbo := db.Options()
+	prep := newPreparer(dbo.Schema, o.DeltaReducers)
+	// Planning tells which threads the import can write; the values it
+	// encodes are not kept, so the cheapest effort does.
+	comp, err := codec.NewCompressor(codec.Fast, 0)
+	if err != nil {
+		return 0, nil, err
+	}
 	for _, th := range threads {
 		t, err := readThread(ctx, s, prep, th)
+		if err == nil {
+			_, _, err = planThread(t, dbo, comp)
+		}
 		var p *Problem
 		if errors.As(err, &p) {
 			continue

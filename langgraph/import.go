@@ -283,18 +283,25 @@ func (pl *planner) namespace(ns *namespace) error {
 		claimed[[2]string{ch, v}] = true
 		return v
 	}
+	inSource := make(map[string]bool, len(ns.cps))
+	for _, cp := range ns.cps {
+		inSource[cp.id] = true
+	}
 	for _, cp := range ns.cps {
 		fail := func(ch string, err error) error {
 			return &Problem{ThreadID: pl.thread, CheckpointNS: ns.ns, CheckpointID: cp.id, Channel: ch, Reason: err.Error()}
 		}
+		// Checkpoints come in id order, so a parent is planned before its
+		// children unless its id does not sort first, which the engine
+		// refuses.
 		parent := done[cp.parent]
 		parentID := cp.parent
 		if cp.parent != "" && parent == nil {
+			if inSource[cp.parent] {
+				return fail("", fmt.Errorf("its id does not sort after its parent %q", cp.parent))
+			}
 			pl.rep.ParentsMissing++
 			parentID = ""
-		}
-		if parentID != "" && cp.id <= parentID {
-			return fail("", fmt.Errorf("its id does not sort after its parent %q", parentID))
 		}
 		d := &planned{versions: map[string]string{}, src: map[string]string{}, walk: map[string][]codec.Message{},
 			has: map[string]bool{}, values: map[string]any{}, counters: map[string]channels.Counter{}}

@@ -257,3 +257,39 @@ func TestOrphanWrites(t *testing.T) {
 		t.Fatalf("import: %v %+v", err, rep)
 	}
 }
+
+// A parent that does not sort before its child cannot be represented; a
+// parent the source lacks makes its child a root.
+func TestParents(t *testing.T) {
+	ctx := context.Background()
+	src := copyFile(t, jsFixture)
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In thread fork, the first checkpoint's child names a parent that is
+	// not in the file; in thread chat, the last checkpoint becomes the
+	// parent of the second.
+	err = c.Exec(`UPDATE checkpoints SET parent_checkpoint_id = 'zz-missing' WHERE thread_id = 'fork' AND checkpoint_id =
+		(SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'fork' ORDER BY checkpoint_id LIMIT 1 OFFSET 1);
+	UPDATE checkpoints SET parent_checkpoint_id = (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = 'chat')
+		WHERE thread_id = 'chat' AND checkpoint_id = (SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'chat' ORDER BY checkpoint_id LIMIT 1 OFFSET 1)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	db := openDst(t, engine.ModeDelta, 3)
+	rep, err := Import(ctx, db, src, Options{SkipUnsupported: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ParentsMissing != 1 || len(rep.Skipped) != 1 || rep.Skipped[0].ThreadID != "chat" || !strings.Contains(rep.Skipped[0].Reason, "does not sort after its parent") {
+		t.Fatalf("report %+v", rep)
+	}
+	if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
+		t.Fatalf("verify: %v %v", err, vr.Problems)
+	}
+	if _, diffs, err := Compare(ctx, db, src, Options{}); err != nil || len(diffs) > 0 {
+		t.Fatalf("compare: %v %v", err, diffs)
+	}
+}
