@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
@@ -291,6 +292,9 @@ func (pl *planner) namespace(ns *namespace) error {
 		fail := func(ch string, err error) error {
 			return &Problem{ThreadID: pl.thread, CheckpointNS: ns.ns, CheckpointID: cp.id, Channel: ch, Reason: err.Error()}
 		}
+		if err := checkNames(cp, ns.ns, ns.writes[cp.id]); err != nil {
+			return fail("", err)
+		}
 		// Checkpoints come in id order, so a parent is planned before its
 		// children unless its id does not sort first, which the engine
 		// refuses.
@@ -531,6 +535,46 @@ func (pl *planner) replay(walkIn []codec.Message, step []*write, target []codec.
 		return nil, overwrite
 	}
 	return out, overwrite
+}
+
+// checkNames refuses what the engine's protocol calls would refuse in a
+// checkpoint's names, before anything of the thread is written: ids and
+// versions that are not UTF-8, channel names that are empty or hold control
+// characters, writes without a task.
+func checkNames(cp *checkpoint, ns string, ws []*write) error {
+	for _, s := range []string{ns, cp.id, cp.parent} {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("id or namespace %q is not UTF-8", s)
+		}
+	}
+	channel := func(ch string) error {
+		if ch == "" || !utf8.ValidString(ch) || strings.ContainsFunc(ch, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return fmt.Errorf("channel name %q is empty, not UTF-8 or holds control characters", ch)
+		}
+		return nil
+	}
+	for ch, v := range cp.versions {
+		if err := channel(ch); err != nil {
+			return err
+		}
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("channel %q: version %q is not UTF-8", ch, v)
+		}
+	}
+	for ch := range cp.values {
+		if err := channel(ch); err != nil {
+			return err
+		}
+	}
+	for _, w := range ws {
+		if err := channel(w.channel); err != nil {
+			return err
+		}
+		if w.task == "" || !utf8.ValidString(w.task) || !utf8.ValidString(w.path) {
+			return fmt.Errorf("a write to %q has an empty or non-UTF-8 task id or path", w.channel)
+		}
+	}
+	return nil
 }
 
 // specialIdx are the fixed indexes of LangGraph's special write channels.

@@ -293,3 +293,26 @@ func TestParents(t *testing.T) {
 		t.Fatalf("compare: %v %v", err, diffs)
 	}
 }
+
+// Names the engine refuses make the thread unsupported before any of it is
+// written.
+func TestNamesTheEngineRefuses(t *testing.T) {
+	src := copyFile(t, jsFixture)
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(`UPDATE writes SET channel = 'bad' || char(10) || 'name' WHERE thread_id = 'sub' AND channel = 'messages'`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	db, before := seededDst(t)
+	_, err = Import(context.Background(), db, src, Options{})
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "sub" || !strings.Contains(ue.Problems[0].Reason, "control characters") {
+		t.Fatalf("import: %v", err)
+	}
+	if fingerprint(t, db) != before {
+		t.Fatal("a failed import changed the destination")
+	}
+}
