@@ -27,6 +27,8 @@ type Batch struct {
 // (invalid arguments, NewThread's ErrConflict and ErrModeMismatch) leave
 // the batch usable.
 //
+// If fn panics, the batch is rolled back and the panic continues.
+//
 // fn holds the file's only writer connection: other write calls of db
 // made inside fn wait for the batch to end (and so would wait for their
 // context), and reads inside fn do not see the batch's writes.
@@ -34,6 +36,15 @@ func (db *DB) Batch(ctx context.Context, fn func(b *Batch) error) error {
 	b := &Batch{db: db, ctx: ctx, threads: map[string]bool{}}
 	err := db.write(ctx, func(c *conn) error {
 		b.c = c
+		defer func() {
+			// fn is the caller's code: if it panics, the transaction is
+			// rolled back before the panic goes on, so the connection goes
+			// back to the pool clean.
+			if r := recover(); r != nil {
+				c.d.Rollback()
+				panic(r)
+			}
+		}()
 		err := fn(b)
 		if b.err != nil {
 			return b.err

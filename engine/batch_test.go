@@ -223,3 +223,25 @@ func TestBatchNewThreadIsAThreadAPIThread(t *testing.T) {
 		})
 	}
 }
+
+func TestBatchPanicRollsBack(t *testing.T) {
+	db := openTest(t, Memory, nil)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not go on")
+			}
+		}()
+		db.Batch(bg, func(b *Batch) error {
+			if _, err := b.Put(Config{ThreadID: "t"}, cp("0001", nil, nil), nil, nil); err != nil {
+				return err
+			}
+			panic("caller bug")
+		})
+	}()
+	if n := rowCounts(t, db)["checkpoints"]; n != 0 {
+		t.Fatalf("a batch that panicked left %d checkpoints", n)
+	}
+	// The writer connection is usable again.
+	mustPut(t, db, Config{ThreadID: "u"}, cp("0001", nil, nil), nil, nil)
+}
