@@ -1,15 +1,19 @@
+//go:build !wasip1 && !js
+
 package langgraph
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"net/url"
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // PostgresSaver databases (langgraph-checkpoint-postgres 3.x):
@@ -30,8 +34,7 @@ import (
 // snapshot of the database (a read-only, repeatable-read transaction).
 type pgSource struct {
 	url  string // without the password
-	conn *pgx.Conn
-	tx   pgx.Tx
+	conn *pgconn.PgConn
 }
 
 // pgTables are the columns the reader needs, with their types.
@@ -44,21 +47,20 @@ var pgTables = map[string]map[string]string{
 	"checkpoint_migrations": {"v": "integer"},
 }
 
-func openPostgres(ctx context.Context, src string) (*pgSource, error) {
+func openPostgres(ctx context.Context, src string) (source, error) {
 	shown := src
 	if u, err := url.Parse(src); err == nil {
 		shown = u.Redacted()
 	}
-	conn, err := pgx.Connect(ctx, src)
+	conn, err := pgconn.Connect(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, shown, err)
 	}
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		conn.Close(ctx)
+	s := &pgSource{url: shown, conn: conn}
+	if _, err := conn.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`).ReadAll(); err != nil {
+		s.close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, shown, err)
 	}
-	s := &pgSource{url: shown, conn: conn, tx: tx}
 	if err := s.checkLayout(ctx); err != nil {
 		s.close()
 		return nil, err
@@ -66,27 +68,39 @@ func openPostgres(ctx context.Context, src string) (*pgSource, error) {
 	return s, nil
 }
 
-// checkLayout refuses a database without the saver's tables and columns.
-func (s *pgSource) checkLayout(ctx context.Context) error {
-	rows, err := s.tx.Query(ctx, `SELECT table_name, column_name, data_type FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = ANY($1)`,
-		[]string{"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"})
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.url, err)
+// query runs q with text parameters and calls fn with each row's columns
+// in binary format (text and bytea as their bytes, integers big-endian,
+// NULL as nil), valid only during the call.
+func (s *pgSource) query(ctx context.Context, q string, args []string, fn func(cols [][]byte) error) error {
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		params[i] = []byte(a)
 	}
-	have := map[string]map[string]string{}
-	for rows.Next() {
-		var table, col, typ string
-		if err := rows.Scan(&table, &col, &typ); err != nil {
-			rows.Close()
+	rr := s.conn.ExecParams(ctx, q, params, nil, nil, []int16{1})
+	for rr.NextRow() {
+		if err := fn(rr.Values()); err != nil {
+			rr.Close()
 			return err
 		}
-		if have[table] == nil {
-			have[table] = map[string]string{}
-		}
-		have[table][col] = typ
 	}
-	if err := rows.Err(); err != nil {
+	_, err := rr.Close()
+	return err
+}
+
+// checkLayout refuses a database without the saver's tables and columns.
+func (s *pgSource) checkLayout(ctx context.Context) error {
+	have := map[string]map[string]string{}
+	err := s.query(ctx, `SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name IN ('checkpoints', 'checkpoint_blobs', 'checkpoint_writes', 'checkpoint_migrations')`,
+		nil, func(cols [][]byte) error {
+			table := string(cols[0])
+			if have[table] == nil {
+				have[table] = map[string]string{}
+			}
+			have[table][string(cols[1])] = string(cols[2])
+			return nil
+		})
+	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.url, err)
 	}
 	for _, table := range slices.Sorted(maps.Keys(pgTables)) {
@@ -111,22 +125,24 @@ func (s *pgSource) name() string  { return s.url }
 func (s *pgSource) saver() string { return "postgres" }
 
 func (s *pgSource) close() error {
-	ctx := context.Background()
-	s.tx.Rollback(ctx)
-	return s.conn.Close(ctx)
+	return s.conn.Close(context.Background())
 }
 
 func (s *pgSource) threads(ctx context.Context) ([]string, error) {
-	rows, err := s.tx.Query(ctx, `SELECT DISTINCT thread_id COLLATE "C" FROM checkpoints ORDER BY 1`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	var out []string
+	err := s.query(ctx, `SELECT DISTINCT thread_id COLLATE "C" FROM checkpoints ORDER BY 1`, nil, func(cols [][]byte) error {
+		out = append(out, string(cols[0]))
+		return nil
+	})
+	return out, err
 }
 
 func (s *pgSource) count(ctx context.Context) (int, error) {
 	var n int
-	err := s.tx.QueryRow(ctx, `SELECT count(*) FROM checkpoints`).Scan(&n)
+	err := s.query(ctx, `SELECT count(*) FROM checkpoints`, nil, func(cols [][]byte) error {
+		n = int(binary.BigEndian.Uint64(cols[0]))
+		return nil
+	})
 	return n, err
 }
 
@@ -138,44 +154,28 @@ type pgBlob struct {
 func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) {
 	blobs := map[[3]string]pgBlob{}
 	memo := extMemo{}
-	rows, err := s.tx.Query(ctx, `SELECT checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs WHERE thread_id = $1`, thread)
+	err := s.query(ctx, `SELECT checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs WHERE thread_id = $1`, []string{thread},
+		func(cols [][]byte) error {
+			blobs[[3]string{string(cols[0]), string(cols[1]), string(cols[2])}] = pgBlob{string(cols[3]), bytes.Clone(cols[4])}
+			return nil
+		})
 	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var ns, ch, ver, typ string
-		var data []byte
-		if err := rows.Scan(&ns, &ch, &ver, &typ, &data); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		blobs[[3]string{ns, ch, ver}] = pgBlob{typ, data}
-	}
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 
 	t := &rawThread{id: thread, writes: map[cpKey][]*rawWrite{}}
-	rows, err = s.tx.Query(ctx, `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_checkpoint_id, ''), checkpoint::text, metadata::text
-		FROM checkpoints WHERE thread_id = $1`, thread)
-	if err != nil {
-		return nil, err
-	}
 	type row struct {
 		cp        *rawCheckpoint
-		doc, meta string
+		doc, meta []byte
 	}
 	var cps []row
-	for rows.Next() {
-		var r row
-		r.cp = &rawCheckpoint{}
-		if err := rows.Scan(&r.cp.ns, &r.cp.id, &r.cp.parent, &r.doc, &r.meta); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		cps = append(cps, r)
-	}
-	if err := rows.Err(); err != nil {
+	err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_checkpoint_id, ''), checkpoint::text, metadata::text
+		FROM checkpoints WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
+		cps = append(cps, row{cp: &rawCheckpoint{ns: string(cols[0]), id: string(cols[1]), parent: string(cols[2])},
+			doc: bytes.Clone(cols[3]), meta: bytes.Clone(cols[4])})
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	// Byte order, as LangGraph compares ids (the database's collation may not).
@@ -184,12 +184,12 @@ func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) 
 	})
 	for _, r := range cps {
 		cp := r.cp
-		doc, values, err := decodeCheckpoint("json", []byte(r.doc), nil)
+		doc, values, err := decodeCheckpoint("json", r.doc, nil)
 		if err == nil {
 			err = s.joinBlobs(cp, doc, values, blobs, memo)
 		}
 		if err == nil {
-			cp.metadata, err = decodeMetadata([]byte(r.meta))
+			cp.metadata, err = decodeMetadata(r.meta)
 		}
 		if err != nil {
 			return nil, checkpointProblem(thread, cp, err)
@@ -197,11 +197,6 @@ func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) 
 		t.cps = append(t.cps, cp)
 	}
 
-	rows, err = s.tx.Query(ctx, `SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, coalesce(type, ''), blob
-		FROM checkpoint_writes WHERE thread_id = $1`, thread)
-	if err != nil {
-		return nil, err
-	}
 	type wrow struct {
 		k    cpKey
 		w    *rawWrite
@@ -209,16 +204,14 @@ func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) 
 		data []byte
 	}
 	var ws []wrow
-	for rows.Next() {
-		var r wrow
-		r.w = &rawWrite{}
-		if err := rows.Scan(&r.k.ns, &r.k.id, &r.w.task, &r.w.path, &r.w.idx, &r.w.channel, &r.typ, &r.data); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ws = append(ws, r)
-	}
-	if err := rows.Err(); err != nil {
+	err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, coalesce(type, ''), blob
+		FROM checkpoint_writes WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
+		ws = append(ws, wrow{k: cpKey{string(cols[0]), string(cols[1])},
+			w:   &rawWrite{task: string(cols[2]), path: string(cols[3]), idx: int(int32(binary.BigEndian.Uint32(cols[4]))), channel: string(cols[5])},
+			typ: string(cols[6]), data: bytes.Clone(cols[7])})
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(ws, func(a, b wrow) int {

@@ -1,3 +1,5 @@
+//go:build !wasip1 && !js
+
 package langgraph
 
 import (
@@ -13,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/engine"
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // pgServer is the test server's URL (AGENTSTATE_TEST_PG, which
@@ -38,7 +40,7 @@ func pgDatabase(t *testing.T, dump string) string {
 	t.Helper()
 	ctx := context.Background()
 	server := pgServer(t)
-	conn, err := pgx.Connect(ctx, server)
+	conn, err := pgconn.Connect(ctx, server)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,13 +48,13 @@ func pgDatabase(t *testing.T, dump string) string {
 	var b [6]byte
 	rand.Read(b[:])
 	name := "lgimport_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name).ReadAll(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), server)
+		c, err := pgconn.Connect(context.Background(), server)
 		if err == nil {
-			c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)").ReadAll()
 			c.Close(context.Background())
 		}
 	})
@@ -111,13 +113,13 @@ func TestImportPostgres(t *testing.T) {
 func pgExec(t *testing.T, dbURL string, sql ...string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgconn.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
 	for _, q := range sql {
-		if _, err := conn.Exec(ctx, q); err != nil {
+		if _, err := conn.Exec(ctx, q).ReadAll(); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}

@@ -30,7 +30,11 @@ func openSource(ctx context.Context, src string) (source, error) {
 	if strings.HasPrefix(src, "postgres://") || strings.HasPrefix(src, "postgresql://") {
 		return openPostgres(ctx, src)
 	}
-	return openSQLite(src)
+	s, err := openSQLite(src)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // cpKey names a checkpoint inside a thread.
