@@ -69,6 +69,9 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 	if err := o.validate(dbo.Schema); err != nil {
 		return Report{}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
+	}
 	s, err := openSource(ctx, src)
 	if err != nil {
 		return Report{}, err
@@ -76,11 +79,11 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 	defer s.close()
 	threads, err := s.threads(ctx)
 	if err != nil {
-		return Report{}, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
+		return Report{}, sourceError(ctx, s, err)
 	}
 	total, err := s.count(ctx)
 	if err != nil {
-		return Report{}, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
+		return Report{}, sourceError(ctx, s, err)
 	}
 	effort := codec.Small
 	if dbo.Mode == engine.ModeFull {
@@ -130,6 +133,9 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 			}
 			rep.add(counts)
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if len(problems) > 0 {
 			if !o.SkipUnsupported {
 				return &UnsupportedError{Source: s.name(), Problems: problems, Importable: len(threads) - len(problems)}
@@ -142,6 +148,15 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 		return Report{}, err
 	}
 	return rep, nil
+}
+
+// sourceError is a failed read of the source: the context's error if it
+// ended, ErrUnsupportedSource otherwise.
+func sourceError(ctx context.Context, s source, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
 }
 
 func newReport(s source, mode string) Report {

@@ -316,3 +316,27 @@ func TestNamesTheEngineRefuses(t *testing.T) {
 		t.Fatal("a failed import changed the destination")
 	}
 }
+
+// A cancelled import writes nothing, wherever it stops.
+func TestCancelledImportWritesNothing(t *testing.T) {
+	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+	for _, after := range []int{0, 1, 30, 100} {
+		db, before := seededDst(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		if after == 0 {
+			cancel()
+		}
+		_, err := Import(ctx, db, src, Options{DeltaReducers: pyOptions.DeltaReducers, Progress: func(done, total int) {
+			if done == after {
+				cancel()
+			}
+		}})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled after %d checkpoints: %v", after, err)
+		}
+		if fingerprint(t, db) != before {
+			t.Fatalf("cancelled after %d checkpoints: the destination changed", after)
+		}
+	}
+}
