@@ -82,7 +82,7 @@ func BenchmarkImportPython(b *testing.B) {
 // TestPythonBenchFile checks the generated file against the import and
 // LangGraph's shape: the right counts, and every checkpoint reads back as
 // the source holds it.
-func TestPythonBenchFile(t *testing.T) {
+func TestLangGraphPythonBenchFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bench.sqlite")
 	if err := writePythonBench(path, 80); err != nil {
 		t.Fatal(err)

@@ -103,7 +103,7 @@ func writeJSDeltaFile(t *testing.T) string {
 	return path
 }
 
-func TestImportJSDeltaChannel(t *testing.T) {
+func TestImportLangGraphJSDeltaChannel(t *testing.T) {
 	ctx := context.Background()
 	src := writeJSDeltaFile(t)
 	// The message ids LangGraph.js shows at each checkpoint; nil: the

@@ -36,7 +36,7 @@ func decodeOne(t *testing.T, b []byte) any {
 	return v
 }
 
-func TestMessages(t *testing.T) {
+func TestLangGraphMessages(t *testing.T) {
 	drops := map[string]int{}
 	toolCall := map[string]any{"id": "c", "name": "w", "args": map[string]any{"a": int64(1)}, "type": "tool_call"}
 	for _, tc := range []struct {
@@ -105,7 +105,7 @@ func mustPy(t *testing.T, v any) []byte {
 }
 
 // Writes to a message channel: every form LangGraph stores.
-func TestMessageUpdates(t *testing.T) {
+func TestLangGraphMessageUpdates(t *testing.T) {
 	p := newPreparer(nil, nil)
 	p.drops = &drops{counts: map[string]int{}, seen: map[[3]string]bool{}}
 	human := pyExt5(t, "langchain_core.messages.human", "HumanMessage", map[string]any{"content": "a", "id": "h"})
@@ -134,7 +134,7 @@ func TestMessageUpdates(t *testing.T) {
 
 // LangGraph's delta message reducer, against add_messages where they
 // differ: an unknown removal is ignored, a re-added id moves to the end.
-func TestDeltaMessages(t *testing.T) {
+func TestLangGraphDeltaMessages(t *testing.T) {
 	m := func(id, c string) codec.Message { return codec.Message{ID: id, Type: codec.Human, Content: c} }
 	rm := func(id string) codec.Message { return codec.Message{ID: id, Type: codec.Remove} }
 	u := func(ms ...codec.Message) channels.MessageUpdate { return channels.MessageUpdate{Messages: ms} }

@@ -19,7 +19,7 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
-func TestDecodePyScalars(t *testing.T) {
+func TestLangGraphMsgpackScalars(t *testing.T) {
 	for _, tc := range []struct {
 		hex  string
 		want any
@@ -45,7 +45,7 @@ func TestDecodePyScalars(t *testing.T) {
 }
 
 // Values the engine's values cannot hold keep their bytes, and say why.
-func TestDecodePyRaw(t *testing.T) {
+func TestLangGraphMsgpackRaw(t *testing.T) {
 	for _, tc := range []struct{ hex, why string }{
 		{"c4 02 0102", "bytes"},
 		{"cb 7ff8000000000000", "a non-finite float"},
@@ -72,7 +72,7 @@ func TestDecodePyRaw(t *testing.T) {
 	}
 }
 
-func TestDecodePyRefusesBadBytes(t *testing.T) {
+func TestLangGraphMsgpackRefusesBadBytes(t *testing.T) {
 	for _, tc := range []struct{ hex, why string }{
 		{"", "truncated"},
 		{"c1", "starts no msgpack value"},
@@ -93,7 +93,7 @@ func TestDecodePyRefusesBadBytes(t *testing.T) {
 }
 
 // Every proper prefix of a document is refused, never read as something.
-func TestDecodePyTruncation(t *testing.T) {
+func TestLangGraphMsgpackTruncation(t *testing.T) {
 	doc := unhex(t, "83 a1 61 92 c7 13 00 93 a8 6275696c74696e73 a3 736574 92 a1 61 a1 62 cb 3ff0000000000000 a1 62 c4 03 010203 a1 63 de 0001 a1 64 dc 0002 cd 0100 d3 8000000000000000")
 	if _, err := decodePy(doc); err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestDecodePyTruncation(t *testing.T) {
 	}
 }
 
-func TestEncodePy(t *testing.T) {
+func TestLangGraphMsgpackEncode(t *testing.T) {
 	set := unhex(t, "c7 13 00 93 a8 6275696c74696e73 a3 736574 92 a1 61 a1 62")
 	raw, _ := decodePy(set)
 	for _, tc := range []struct {

@@ -83,7 +83,7 @@ func psqlPath(t *testing.T) string {
 	return ps[len(ps)-1]
 }
 
-func TestImportPostgres(t *testing.T) {
+func TestImportLangGraphPostgres(t *testing.T) {
 	ctx := context.Background()
 	src := pgDatabase(t, filepath.Join(pyDir, "langgraph-py-postgres.sql"))
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-postgres.json"))
@@ -125,7 +125,7 @@ func pgExec(t *testing.T, dbURL string, sql ...string) {
 	}
 }
 
-func TestPostgresRefusals(t *testing.T) {
+func TestLangGraphPostgresRefusals(t *testing.T) {
 	ctx := context.Background()
 	dump := filepath.Join(pyDir, "langgraph-py-postgres.sql")
 	t.Run("foreign layout", func(t *testing.T) {

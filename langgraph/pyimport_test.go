@@ -40,7 +40,7 @@ func openDst(t testing.TB, mode string, every int) *engine.DB {
 
 var pyOptions = Options{DeltaReducers: map[string]Reducer{"notes": Concat}}
 
-func TestImportPythonSqlite(t *testing.T) {
+func TestImportLangGraphPythonSqlite(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-sqlite.json"))

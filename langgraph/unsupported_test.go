@@ -98,7 +98,7 @@ const (
 	deltaExitFirst = "1f1ed183-c087-6f47-8001-8601a74c54bf"
 )
 
-func TestUnsupportedInputLeavesDestinationUnchanged(t *testing.T) {
+func TestLangGraphUnsupportedInput(t *testing.T) {
 	ctx := context.Background()
 	datetime := []byte{0xc7, 0x43, 0x03, 0x94, 0xa8}
 	t.Run("unknown extension type", func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestUnsupportedInputLeavesDestinationUnchanged(t *testing.T) {
 
 // Every unsupported thread is listed, not only the first; with
 // SkipUnsupported the others import and the skipped ones are reported.
-func TestSkipUnsupported(t *testing.T) {
+func TestLangGraphSkipUnsupported(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
 	editBlob(t, src, "writes", "value", "checkpoint_id = '"+chatCheckpoint+"' AND channel = 'messages'", func(b []byte) []byte {
@@ -226,7 +226,7 @@ func TestSkipUnsupported(t *testing.T) {
 	}
 }
 
-func TestOptionsRefuseUnknownReducers(t *testing.T) {
+func TestLangGraphOptions(t *testing.T) {
 	db := openDst(t, engine.ModeFull, 3)
 	for _, o := range []Options{
 		{DeltaReducers: map[string]Reducer{"notes": "sum"}},
@@ -240,7 +240,7 @@ func TestOptionsRefuseUnknownReducers(t *testing.T) {
 
 // Writes of a checkpoint the source lacks belong to nothing: counted, not
 // imported, and the rest imports.
-func TestOrphanWrites(t *testing.T) {
+func TestLangGraphOrphanWrites(t *testing.T) {
 	src := copyFile(t, jsFixture)
 	c, err := sqlite3.Open(src)
 	if err != nil {
@@ -260,7 +260,7 @@ func TestOrphanWrites(t *testing.T) {
 
 // A parent that does not sort before its child cannot be represented; a
 // parent the source lacks makes its child a root.
-func TestParents(t *testing.T) {
+func TestLangGraphParents(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, jsFixture)
 	c, err := sqlite3.Open(src)
@@ -296,7 +296,7 @@ func TestParents(t *testing.T) {
 
 // Names the engine refuses make the thread unsupported before any of it is
 // written.
-func TestNamesTheEngineRefuses(t *testing.T) {
+func TestLangGraphNames(t *testing.T) {
 	src := copyFile(t, jsFixture)
 	c, err := sqlite3.Open(src)
 	if err != nil {
@@ -318,7 +318,7 @@ func TestNamesTheEngineRefuses(t *testing.T) {
 }
 
 // A cancelled import writes nothing, wherever it stops.
-func TestCancelledImportWritesNothing(t *testing.T) {
+func TestLangGraphCancelled(t *testing.T) {
 	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
 	for _, after := range []int{0, 1, 30, 100} {
 		db, before := seededDst(t)
