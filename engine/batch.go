@@ -27,7 +27,10 @@ type Batch struct {
 // (invalid arguments, NewThread's ErrConflict and ErrModeMismatch) leave
 // the batch usable.
 //
-// If fn panics, the batch is rolled back and the panic continues.
+// Each call is held to the limits of its DB counterpart; the batch as a
+// whole is not bound by MaxCallBytes: past about 150 MiB of large values in
+// its transaction it fails with ErrTooLarge and changes nothing. If fn
+// panics, the batch is rolled back and the panic continues.
 //
 // fn holds the file's only writer connection: other write calls of db
 // made inside fn wait for the batch to end (and so would wait for their
@@ -85,9 +88,10 @@ func (b *Batch) call(thread string, fn func() error) error {
 
 // Put is DB.Put inside the batch: it stores checkpoint cp as a child of
 // cfg.CheckpointID, writing the channels of newVersions, and seals the
-// parent's writes that no earlier child consumed.
+// parent's writes that no earlier child consumed. Its values are held to
+// the same limits (MaxListBytes each, MaxCallBytes in all).
 func (b *Batch) Put(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (Config, error) {
-	p, err := preparePut(cfg, cp, md, newVersions)
+	p, err := preparePutValues(cfg, cp, md, newVersions)
 	if err != nil {
 		return Config{}, err // refused before touching the file: the batch goes on
 	}
@@ -100,7 +104,7 @@ func (b *Batch) Put(cfg Config, cp Checkpoint, md Metadata, newVersions map[stri
 
 // PutWrites is DB.PutWrites inside the batch: the writes of one task under
 // checkpoint cfg.CheckpointID, each at its position (special channels at
-// their fixed indexes). The next Put of a child of that checkpoint seals
+// their fixed indexes), within MaxValueBytes each and MaxCallBytes in all. The next Put of a child of that checkpoint seals
 // them, as it seals writes stored before the batch.
 func (b *Batch) PutWrites(cfg Config, writes []Write, taskID, taskPath string) error {
 	if err := validateWrites(cfg, writes, taskID); err != nil {

@@ -141,20 +141,9 @@ const (
 // The checkpoint seals the parent's writes received since its previous child
 // (contract §2.4), so forks never replay an abandoned sibling's writes.
 func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (Config, error) {
-	p, err := preparePut(cfg, cp, md, newVersions)
+	p, err := preparePutValues(cfg, cp, md, newVersions)
 	if err != nil {
 		return Config{}, err
-	}
-	budget := callBudget{what: "Put"}
-	for ch := range newVersions {
-		if b, ok := cp.ChannelValues[ch]; ok {
-			if err := checkBlob(fmt.Sprintf("value of channel %q", ch), b, MaxListBytes, "MaxListBytes"); err != nil {
-				return Config{}, err
-			}
-			if err := budget.add(len(b.Data)); err != nil {
-				return Config{}, err
-			}
-		}
 	}
 	p.wantSealed = cfg.CheckpointID != "" && db.cache.tracks(cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
 	if err := db.write(ctx, func(c *conn) error { return p.run(c) }); err != nil {
@@ -162,6 +151,28 @@ func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, n
 	}
 	db.afterPut(p)
 	return Config{ThreadID: cfg.ThreadID, CheckpointNS: cfg.CheckpointNS, CheckpointID: cp.ID}, nil
+}
+
+// preparePutValues is preparePut for a caller's Put: the values it stores
+// are checked against the limits too (the thread API's are checked where
+// it encodes them).
+func preparePutValues(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (*put, error) {
+	p, err := preparePut(cfg, cp, md, newVersions)
+	if err != nil {
+		return nil, err
+	}
+	budget := callBudget{what: "Put"}
+	for ch := range newVersions {
+		if b, ok := cp.ChannelValues[ch]; ok {
+			if err := checkBlob(fmt.Sprintf("value of channel %q", ch), b, MaxListBytes, "MaxListBytes"); err != nil {
+				return nil, err
+			}
+			if err := budget.add(len(b.Data)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p, nil
 }
 
 // put is one validated, encoded checkpoint write, run inside a transaction

@@ -46,9 +46,10 @@ const (
 	// values it stores): SQLite holds the pages of large values a
 	// transaction writes until it commits (measured: 12 values of 16 MiB
 	// commit in one transaction, 16 do not; 2 of 64 MiB do, 3 do not).
-	// Calls that write a whole file in one transaction (Import,
-	// ImportLangGraph, ConvertFile) have no such bound: past about 150 MiB
-	// of large values they fail with ErrTooLarge and change nothing.
+	// Calls that write a whole file in one transaction (Import, a Batch
+	// such as package langgraph's import, ConvertFile) have no such bound:
+	// past about 150 MiB of large values they fail with ErrTooLarge and
+	// change nothing.
 	MaxCallBytes = 128 << 20
 	// MaxImportLineBytes bounds one line of an export that Import reads:
 	// JSON spends at most 8 bytes per msgpack byte ({"$str":"/w=="} for a

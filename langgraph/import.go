@@ -429,7 +429,7 @@ func (pl *planner) namespace(ns *namespace) error {
 			d.versions[ch] = ver
 			newVersions[ch] = ver
 			if has {
-				b, err := pl.blob(v, cp.why[ch])
+				b, err := pl.blob(v, cp.why[ch], engine.MaxListBytes, "MaxListBytes")
 				if err != nil {
 					return fail(ch, err)
 				}
@@ -474,13 +474,22 @@ func (pl *planner) namespace(ns *namespace) error {
 }
 
 // blob encodes a non-message value to store: an engine value as the
-// engine's msgpack, a blob (the source's bytes) as it is.
-func (pl *planner) blob(v any, why string) (codec.Blob, error) {
+// engine's msgpack, a blob (the source's bytes) as it is, within the
+// engine's limit for it (engine.MaxListBytes for a channel's value,
+// engine.MaxValueBytes for a write), so that a value the engine would
+// refuse makes its thread unsupported before any of it is written.
+func (pl *planner) blob(v any, why string, limit int, limitName string) (codec.Blob, error) {
 	if b, ok := v.(codec.Blob); ok {
+		if len(b.Data) > limit {
+			return codec.Blob{}, fmt.Errorf("a value of %d bytes, more than the engine's %s (%d)", len(b.Data), limitName, limit)
+		}
 		pl.rep.Blobs[why]++
 		return b, nil
 	}
-	data, err := codec.Marshal(v)
+	data, err := codec.MarshalMax(v, limit)
+	if errors.Is(err, codec.ErrTooLarge) {
+		return codec.Blob{}, fmt.Errorf("a value larger than the engine's %s (%d bytes)", limitName, limit)
+	}
 	if err != nil {
 		return codec.Blob{}, err
 	}
@@ -674,7 +683,7 @@ func (pl *planner) storeWrites(ns, cpID string, ws []*write) error {
 
 func (pl *planner) encodeWrite(w *write) (codec.Blob, error) {
 	if w.update == nil {
-		return pl.blob(w.value, w.why)
+		return pl.blob(w.value, w.why, engine.MaxValueBytes, "MaxValueBytes")
 	}
 	for i := range w.update.Messages {
 		m := &w.update.Messages[i]
@@ -685,6 +694,9 @@ func (pl *planner) encodeWrite(w *write) (codec.Blob, error) {
 	data, err := w.update.Encode()
 	if err != nil {
 		return codec.Blob{}, err
+	}
+	if len(data) > engine.MaxValueBytes {
+		return codec.Blob{}, fmt.Errorf("a write of %d bytes, more than the engine's MaxValueBytes (%d)", len(data), engine.MaxValueBytes)
 	}
 	return codec.Blob{Type: codec.TypeMsgpack, Data: data}, nil
 }

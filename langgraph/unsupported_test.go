@@ -340,3 +340,33 @@ func TestLangGraphCancelled(t *testing.T) {
 		}
 	}
 }
+
+// A value past the engine's limits makes its thread unsupported before any
+// of it is written.
+func TestLangGraphLimits(t *testing.T) {
+	src := copyFile(t, jsFixture)
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := c.Prepare(`INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value)
+		SELECT thread_id, checkpoint_ns, checkpoint_id, 'big', 0, 'blob', 'bytes', ? FROM checkpoints WHERE thread_id = 'fork' LIMIT 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.BindZeroBlob(1, engine.MaxValueBytes+1)
+	if err := st.Exec(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	c.Close()
+	db, before := seededDst(t)
+	_, err = Import(context.Background(), db, src, Options{})
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "fork" || ue.Problems[0].Channel != "blob" || !strings.Contains(ue.Problems[0].Reason, "MaxValueBytes") {
+		t.Fatalf("import: %v", err)
+	}
+	if fingerprint(t, db) != before {
+		t.Fatal("a failed import changed the destination")
+	}
+}
