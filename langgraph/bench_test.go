@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/agentstate/agentstate/engine"
@@ -25,29 +24,17 @@ import (
 //
 //	go test ./langgraph -run '^$' -bench ImportPython -benchtime 3x
 
-var benchFile struct {
-	once sync.Once
-	path string
-	err  error
-}
-
+// benchSource is the file to import: AGENTSTATE_BENCH_SRC, or one written
+// in the benchmark's temporary directory.
 func benchSource(b *testing.B) string {
 	if p := os.Getenv("AGENTSTATE_BENCH_SRC"); p != "" {
 		return p
 	}
-	benchFile.once.Do(func() {
-		dir, err := os.MkdirTemp("", "langgraph-bench-")
-		if err != nil {
-			benchFile.err = err
-			return
-		}
-		benchFile.path = filepath.Join(dir, "bench.sqlite")
-		benchFile.err = writePythonBench(benchFile.path, 10000)
-	})
-	if benchFile.err != nil {
-		b.Fatal(benchFile.err)
+	path := filepath.Join(b.TempDir(), "bench.sqlite")
+	if err := writePythonBench(path, 10000); err != nil {
+		b.Fatal(err)
 	}
-	return benchFile.path
+	return path
 }
 
 func BenchmarkImportPython(b *testing.B) {
