@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"container/list"
 	"sync"
 
@@ -207,7 +208,8 @@ func (hc *historyCache) extend(parent Config, child Checkpoint, newVersions map[
 		switch nv, updated := newVersions[ch]; {
 		case updated:
 			if b, ok := child.ChannelValues[ch]; ok {
-				e.holds = &b
+				// The caller may reuse its buffer once Put returns.
+				e.holds = &codec.Blob{Type: b.Type, Data: bytes.Clone(b.Data)}
 			}
 			e.version = nv
 		case e.version != pe.version:
