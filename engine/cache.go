@@ -26,6 +26,10 @@ type CacheStats struct {
 	MaxBytes   int64 `json:"max_bytes"`
 	FullWalks  int64 `json:"full_walks"`
 	Extensions int64 `json:"extensions"`
+	// ValueHits and ValueMisses count the lookups of the last value of a
+	// channel's version-delta chain (values.go) by writes and reads.
+	ValueHits   int64 `json:"value_hits"`
+	ValueMisses int64 `json:"value_misses"`
 }
 
 type cpKey struct{ thread, ns, id string }
@@ -44,16 +48,18 @@ type histEntry struct {
 }
 
 // historyCache memoizes delta histories by (thread, ns, checkpoint,
-// channel). A checkpoint's history depends only on its sealed ancestors, so
+// channel), and the last value of each channel's version-delta chain by
+// (thread, ns, channel) (baseEntry), in one byte budget and one LRU order. A checkpoint's history depends only on its sealed ancestors, so
 // entries never go stale; they are dropped only to stay under maxBytes
 // (least recently used first) or when their thread is deleted, pruned or
 // copied over.
 type historyCache struct {
 	mu       sync.Mutex
 	maxBytes int64
-	lru      *list.List
+	lru      *list.List // of *histEntry and *baseEntry
 	byCP     map[cpKey]map[string]*histEntry
 	byThread map[string]map[cpKey]struct{}
+	bases    map[valueKey]*baseEntry
 	stats    CacheStats
 }
 
@@ -61,6 +67,7 @@ func newHistoryCache(maxBytes int64) *historyCache {
 	return &historyCache{
 		maxBytes: maxBytes, lru: list.New(),
 		byCP: map[cpKey]map[string]*histEntry{}, byThread: map[string]map[cpKey]struct{}{},
+		bases: map[valueKey]*baseEntry{},
 	}
 }
 
@@ -137,9 +144,17 @@ func (hc *historyCache) add(e *histEntry) {
 	e.elem = hc.lru.PushFront(e)
 	hc.stats.Entries++
 	hc.stats.Bytes += e.size
+	hc.evictLocked()
+}
+
+func (hc *historyCache) evictLocked() {
 	for hc.stats.Bytes > hc.maxBytes {
-		last := hc.lru.Back().Value.(*histEntry)
-		hc.removeLocked(last)
+		switch last := hc.lru.Back().Value.(type) {
+		case *histEntry:
+			hc.removeLocked(last)
+		case *baseEntry:
+			hc.removeBaseLocked(last)
+		}
 		hc.stats.Evictions++
 	}
 }
@@ -171,6 +186,11 @@ func (hc *historyCache) purgeThread(thread string) {
 	for k := range hc.byThread[thread] {
 		for _, e := range hc.byCP[k] {
 			hc.removeLocked(e)
+		}
+	}
+	for k, e := range hc.bases {
+		if k.thread == thread {
+			hc.removeBaseLocked(e)
 		}
 	}
 }

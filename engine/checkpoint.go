@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"iter"
@@ -123,9 +124,10 @@ const (
 	sqlCheckpointExists = `SELECT parent_id IS NOT NULL FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
 	sqlInsertCheckpoint = `INSERT OR REPLACE INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertBlob = `INSERT OR IGNORE INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	sqlBlobData = `SELECT type, data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
+	sqlInsertBlob = `INSERT OR IGNORE INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlParentCheckpoint = `SELECT checkpoint FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
+	sqlBlobData         = `SELECT type, data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
 	// Sealing: the new child consumes the parent's writes not yet consumed.
 	// (Not RETURNING them: SQLite would hold every sealed value in its own
 	// memory before the first row; see limits.go.)
@@ -146,6 +148,7 @@ func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, n
 		return Config{}, err
 	}
 	p.wantSealed = cfg.CheckpointID != "" && db.cache.tracks(cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
+	p.autoRetain = db.opts.AutoRetain
 	if err := db.write(ctx, func(c *conn) error { return p.run(c) }); err != nil {
 		return Config{}, err
 	}
@@ -187,6 +190,7 @@ type put struct {
 	noSeal      bool // a copy of the parent's state consumes none of its writes
 	trusted     bool // made by the thread API in this transaction: parent loaded, id and versions fresh
 	wantSealed  bool // collect the sealed writes for the history cache
+	autoRetain  bool // thin a chain's whole values when a new one is stored
 	sealed      []PendingWrite
 	replaced    bool
 }
@@ -243,20 +247,55 @@ func preparePut(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]s
 	return p, nil
 }
 
+// storedVersions is the part of a stored checkpoint a put reads from its
+// parent.
+type storedVersions struct {
+	ChannelVersions map[string]string `msgpack:"cv"`
+}
+
+// diffs reports whether the put stores a value that may become a delta,
+// which needs the parent's versions.
+func (p *put) diffs() bool {
+	if p.trusted {
+		return false
+	}
+	for ch := range p.newVersions {
+		if b, ok := p.cp.ChannelValues[ch]; ok && len(b.Data) >= deltaPolicy.minValue {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *put) run(c *conn) error {
 	cfg, cp := p.cfg, p.cp
 	var parent any
 	if cfg.CheckpointID != "" {
 		parent = cfg.CheckpointID
 	}
+	// The parent's versions name the values new ones diff against.
+	var parentVersions map[string]string
 	if !p.trusted {
 		if cfg.CheckpointID != "" {
-			found, err := c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, nil)
+			var payload []byte
+			found, err := c.queryRow(sqlParentCheckpoint, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, func(st row) error {
+				if p.diffs() {
+					payload = copyBytes(st.Blob(0))
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
 			if !found {
 				return fmt.Errorf("%w: parent checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+			}
+			if payload != nil {
+				var sv storedVersions
+				if err := codec.Unmarshal(payload, &sv); err != nil {
+					return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, cfg.CheckpointID, cfg.ThreadID, err)
+				}
+				parentVersions = sv.ChannelVersions
 			}
 		}
 		var err error
@@ -267,6 +306,7 @@ func (p *put) run(c *conn) error {
 	if err := c.exec(sqlInsertCheckpoint, cfg.ThreadID, cfg.CheckpointNS, cp.ID, parent, p.runID, p.payload, p.md); err != nil {
 		return err
 	}
+	var thin []string
 	for ch, v := range p.newVersions {
 		b, ok := cp.ChannelValues[ch]
 		if !ok {
@@ -277,7 +317,28 @@ func (p *put) run(c *conn) error {
 			}
 			continue
 		}
-		if err := putBlob(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, cp.ID, b); err != nil {
+		sv := storedVal{typ: b.Type, enc: encPlain, owner: cp.ID, data: nonNil(b.Data)}
+		if !p.trusted {
+			// The thread API's own values are snapshots already (and
+			// compressed in their envelope); the protocol's are stored as
+			// version deltas when that is smaller.
+			pv, hasPV := parentVersions[ch]
+			var err error
+			var newWhole bool
+			if sv, newWhole, err = encodeChannelValue(c, valueKey{cfg.ThreadID, cfg.CheckpointNS, ch}, v, cp.ID, b, pv, hasPV); err != nil {
+				return err
+			}
+			if newWhole && p.autoRetain {
+				thin = append(thin, ch)
+			}
+		}
+		if err := putBlob(c, cfg.ThreadID, cfg.CheckpointNS, ch, v, b, sv); err != nil {
+			return err
+		}
+	}
+	if len(thin) > 0 {
+		// A new whole value may make older ones redundant (AutoRetain).
+		if _, _, err := thinValues(c, cfg.ThreadID, cfg.CheckpointNS, func(ch string) bool { return !slices.Contains(thin, ch) }); err != nil {
 			return err
 		}
 	}
@@ -309,27 +370,28 @@ func (db *DB) afterPut(p *put) {
 	}
 }
 
-// putBlob stores a channel value once per version. A second value for an
-// existing (channel, version) must be the same bytes: versions are the key
-// of stored values, so two different values under one version would make a
-// later read return the wrong one.
-func putBlob(c *conn, thread, ns, ch, version, cpID string, b codec.Blob) error {
-	changed, err := c.execN(sqlInsertBlob, thread, ns, ch, version, cpID, b.Type, nonNil(b.Data))
+// putBlob stores a channel value (b, encoded as sv) once per version. A
+// second value for an existing (channel, version) must be the same bytes:
+// versions are the key of stored values, so two different values under one
+// version would make a later read return the wrong one.
+func putBlob(c *conn, thread, ns, ch, version string, b codec.Blob, sv storedVal) error {
+	var base any
+	if sv.enc == encDelta {
+		base = sv.base
+	}
+	changed, err := c.execN(sqlInsertBlob, thread, ns, ch, version, sv.owner, sv.typ, sv.data, sv.enc, base)
 	if err != nil {
 		return err
 	}
 	if changed == 1 {
 		return nil
 	}
-	var same bool
-	_, err = c.queryRow(sqlBlobData, []any{thread, ns, ch, version}, func(st row) error {
-		same = st.Text(0) == b.Type && string(st.Blob(1)) == string(b.Data)
-		return nil
-	})
+	// The stored one may be a delta: compare values, not rows.
+	old, _, err := readValue(c, valueKey{thread, ns, ch}, version)
 	if err != nil {
 		return err
 	}
-	if !same {
+	if same := old.Type == b.Type && bytes.Equal(old.Data, b.Data); !same {
 		return fmt.Errorf("%w: channel %q version %q of thread %q already holds a different value; channel versions must be unique within a thread (forks included)", ErrConflict, ch, version, thread)
 	}
 	return nil
@@ -578,7 +640,7 @@ func scanCheckpoint(st row) (Tuple, error) {
 
 // Channel values of a page: the (thread, ns, channel, version) keys go in as
 // one JSON array, so the page costs one query whatever its size.
-const sqlPageValues = `SELECT j.key, b.channel, b.type, b.data FROM json_each(?) j
+const sqlPageValues = `SELECT j.key, b.channel, b.type, b.data, b.enc, b.base, b.checkpoint_id FROM json_each(?) j
 	CROSS JOIN blobs b ON b.thread_id = j.value->>0 AND b.checkpoint_ns = j.value->>1 AND b.channel = j.value->>2 AND b.version = j.value->>3`
 
 func loadValues(c *conn, tuples []Tuple) error {
@@ -597,11 +659,32 @@ func loadValues(c *conn, tuples []Tuple) error {
 	if err != nil {
 		return err
 	}
-	return c.query(sqlPageValues, []any{arg}, func(st row) error {
-		i := owner[int(st.Int64(0))]
+	// Values stored as deltas or packed are rebuilt after the query, a
+	// chain at a time.
+	var reads []*valueRead
+	var readOwner []int
+	err = c.query(sqlPageValues, []any{arg}, func(st row) error {
+		j := int(st.Int64(0))
+		i := owner[j]
+		if enc := st.Int64(4); enc != encPlain {
+			reads = append(reads, &valueRead{key: valueKey{keys[j][0], keys[j][1], keys[j][2]}, version: keys[j][3],
+				stored: storedVal{typ: st.Text(2), enc: enc, base: st.Text(5), owner: st.Text(6), data: copyBytes(st.Blob(3))}})
+			readOwner = append(readOwner, i)
+			return nil
+		}
 		tuples[i].Checkpoint.ChannelValues[st.Text(1)] = codec.Blob{Type: st.Text(2), Data: copyBytes(st.Blob(3))}
 		return nil
 	})
+	if err != nil || len(reads) == 0 {
+		return err
+	}
+	if err := readValues(c, reads); err != nil {
+		return err
+	}
+	for n, r := range reads {
+		tuples[readOwner[n]].Checkpoint.ChannelValues[r.key.ch] = codec.Blob{Type: r.stored.typ, Data: r.value}
+	}
+	return nil
 }
 
 // Unsorted: SQLite would sort the values too, in its own memory (see

@@ -99,23 +99,18 @@ func dropCheckpoints(c *conn, thread string, rows []cpRow, drop map[cpKey]bool, 
 			live[[3]string{r.ns, ch, v}] = true
 		}
 	}
-	var dead [][3]string
+	var dead []blobID
 	err := c.query(sqlBlobKeys, []any{thread}, func(st row) error {
 		k := [3]string{st.Text(0), st.Text(1), st.Text(2)}
 		if !live[k] {
-			dead = append(dead, k)
+			dead = append(dead, blobID{k[0], k[1], k[2]})
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, k := range dead {
-		if err := c.exec(sqlDeleteBlob, thread, k[0], k[1], k[2]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteValues(c, thread, dead)
 }
 
 // DeleteForRuns removes the checkpoints whose metadata run_id is one of
@@ -183,8 +178,8 @@ const (
 	sqlThreadExists    = `SELECT 1 FROM checkpoints WHERE thread_id=? LIMIT 1`
 	sqlCopyCheckpoints = `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata)
 		SELECT ?2, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata FROM checkpoints WHERE thread_id=?1`
-	sqlCopyBlobs = `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data)
-		SELECT ?2, checkpoint_ns, channel, version, checkpoint_id, type, data FROM blobs WHERE thread_id=?1`
+	sqlCopyBlobs = `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base)
+		SELECT ?2, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base FROM blobs WHERE thread_id=?1`
 	sqlCopyWrites = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path, run_id)
 		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path, run_id FROM writes WHERE thread_id=?1`
 )

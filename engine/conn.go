@@ -19,6 +19,13 @@ type conn struct {
 	// current write transaction to runs with a rowid up to it (see
 	// keepInsertedLeases); -1 otherwise.
 	runsBefore int64
+	// hc is the handle's cache (nil for a connection of no handle); the
+	// last values of version-delta chains live there (valuedelta.go).
+	hc     *historyCache
+	writer bool
+	// pending holds the values this write transaction stored, for the
+	// cache once it commits.
+	pending map[valueKey]*baseEntry
 }
 
 func (c *conn) close() error { return c.d.Close() }

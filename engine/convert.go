@@ -60,6 +60,7 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 	}
 	byID := map[cpKey]Tuple{}
 	counters := map[cpKey]map[string]channels.Counter{}
+	var dead []blobID
 	cadence := channels.Cadence{K: every}
 	for _, t := range tuples {
 		ns := t.Config.CheckpointNS
@@ -109,14 +110,14 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 					return rep, encodeError(fmt.Sprintf("thread %q channel %q at checkpoint %q (in %s mode every change stores the whole value; compact the thread first)",
 						thread, name, t.Config.CheckpointID, mode), "MaxListBytes", MaxListBytes, err)
 				}
-				if err := c.exec(sqlInsertBlob, thread, ns, name, v, t.Config.CheckpointID, codec.TypeMsgpack, data); err != nil {
+				if err := c.exec(sqlInsertBlob, thread, ns, name, v, t.Config.CheckpointID, codec.TypeMsgpack, data, encPlain, nil); err != nil {
 					return rep, err
 				}
 				rep.SnapshotsAdded++
 			case !keepSnapshot && owns && t.ParentConfig != nil:
-				if err := c.exec(sqlDeleteBlob, thread, ns, name, v); err != nil {
-					return rep, err
-				}
+				// Deleted at the end, together: values stored as
+				// deltas of it are rebased once (deleteValues).
+				dead = append(dead, blobID{ns, name, v})
 				rep.SnapshotsRemoved++
 			}
 		}
@@ -134,6 +135,9 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 		if err := c.exec(`UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`, b, thread, ns, t.Config.CheckpointID); err != nil {
 			return rep, err
 		}
+	}
+	if err := deleteValues(c, thread, dead); err != nil {
+		return rep, err
 	}
 	if err := releaseFreePages(c); err != nil {
 		return rep, err

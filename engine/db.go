@@ -112,7 +112,7 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{d: d}
+	c := &conn{d: d, hc: db.cache, writer: write}
 	db.all = append(db.all, c)
 	return c, nil
 }
@@ -214,6 +214,7 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 	}
 	c.runsBefore = -1
 	began := time.Now()
+	defer func() { c.pending = nil }()
 	if err := fn(c); err != nil {
 		c.d.Rollback()
 		return wrapErr(ctx, schemaErr(err))
@@ -226,6 +227,8 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 		c.d.Rollback()
 		return wrapErr(ctx, err)
 	}
+	// Only now do the values this transaction stored exist for others.
+	db.cache.publish(c.pending)
 	return nil
 }
 

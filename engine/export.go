@@ -36,6 +36,11 @@ import (
 // ExportFormat is the version of the export format this build writes and reads.
 const ExportFormat = 1
 
+// oldestExportSchema is the oldest schema version whose exports this build
+// imports: the later ones only added columns a dump may leave out (a row of
+// blobs without "enc" and "base" is a whole value).
+const oldestExportSchema = 4
+
 type colKind int
 
 const (
@@ -45,6 +50,7 @@ const (
 	colIntNull                 // INTEGER, may be NULL
 	colMsgpack                 // BLOB of codec's envelope, may be NULL
 	colTyped                   // BLOB whose type tag is the row's "type" column
+	colEnc                     // INTEGER NOT NULL DEFAULT 0: left out when 0, so a whole value's line is as before it existed
 )
 
 type exportCol struct {
@@ -70,7 +76,7 @@ var exportTables = buildExportTables([]exportTable{
 			{"run_id", colTextNull}, {"checkpoint", colMsgpack}, {"metadata", colMsgpack}}},
 	{name: "blobs", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, channel, version",
 		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"channel", colText}, {"version", colText},
-			{"checkpoint_id", colText}, {"type", colText}, {"data", colTyped}}},
+			{"checkpoint_id", colText}, {"type", colText}, {"enc", colEnc}, {"base", colTextNull}, {"data", colTyped}}},
 	{name: "writes", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
 		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"checkpoint_id", colText}, {"task_id", colText},
 			{"idx", colInt}, {"channel", colText}, {"type", colText}, {"data", colTyped}, {"consumed_by", colTextNull},
@@ -235,12 +241,16 @@ func exportRow(ctx context.Context, dst *bytes.Buffer, t *exportTable, st row) e
 	codec.WriteJSONString(dst, t.name)
 	compressed := map[byte][]string{}
 	typ := ""
+	enc := int64(encPlain)
 	for i, col := range t.cols {
-		if st.Null(i) {
+		if st.Null(i) || col.kind == colEnc && st.Int64(i) == encPlain {
 			continue
 		}
+		// A value of the engine's type decodes to JSON; a caller's value,
+		// a packed one or a delta keeps its bytes.
+		decoded := typ == codec.TypeMsgpack && enc == encPlain
 		key := col.name
-		if col.kind == colTyped && typ != codec.TypeMsgpack {
+		if col.kind == colTyped && !decoded {
 			key = "data"
 		} else if col.kind == colTyped {
 			key = "value"
@@ -257,9 +267,12 @@ func exportRow(ctx context.Context, dst *bytes.Buffer, t *exportTable, st row) e
 			codec.WriteJSONString(dst, s)
 		case colInt, colIntNull:
 			dst.WriteString(strconv.FormatInt(st.Int64(i), 10))
+		case colEnc:
+			enc = st.Int64(i)
+			dst.WriteString(strconv.FormatInt(enc, 10))
 		case colMsgpack, colTyped:
 			data := st.Blob(i)
-			if col.kind == colTyped && typ != codec.TypeMsgpack {
+			if col.kind == colTyped && !decoded {
 				dst.WriteByte('"')
 				dst.WriteString(base64.StdEncoding.EncodeToString(data))
 				dst.WriteByte('"')
@@ -436,8 +449,8 @@ func readExportHeader(lines *codec.JSONLines) (exportHeader, error) {
 	if h.Format != ExportFormat {
 		return exportHeader{}, fmt.Errorf("%w: export format %d, this build reads %d", ErrBadExport, h.Format, ExportFormat)
 	}
-	if h.SchemaVersion != SchemaVersion {
-		return exportHeader{}, fmt.Errorf("%w: the export was made at schema version %d, this build has %d; export and import with the same version", ErrBadExport, h.SchemaVersion, SchemaVersion)
+	if h.SchemaVersion < oldestExportSchema || h.SchemaVersion > SchemaVersion {
+		return exportHeader{}, fmt.Errorf("%w: the export was made at schema version %d, this build reads exports of versions %d to %d; export and import with the same version", ErrBadExport, h.SchemaVersion, oldestExportSchema, SchemaVersion)
 	}
 	if h.Mode != ModeFull && h.Mode != ModeDelta || h.SnapshotEvery < 1 {
 		return exportHeader{}, fmt.Errorf("%w: header mode %q with K %d", ErrBadExport, h.Mode, h.SnapshotEvery)
@@ -622,17 +635,37 @@ func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, st
 	}
 	args := make([]any, len(t.cols))
 	typ, thread := "", ""
+	enc := int64(encPlain)
 	for i, col := range t.cols {
+		decoded := typ == codec.TypeMsgpack && enc == encPlain
 		key := col.name
 		if col.kind == colTyped {
 			key = "data"
-			if typ == codec.TypeMsgpack {
+			if decoded {
 				key = "value"
 			}
 		}
 		known[key] = true
 		raw, present := fields[key]
 		isNull := !present || (col.kind != colMsgpack && col.kind != colTyped && len(raw) == 1 && raw[0] == 0xc0)
+		if col.kind == colEnc {
+			// Exports made before version deltas have no enc: their
+			// values are whole.
+			if isNull {
+				args[i] = int64(encPlain)
+				continue
+			}
+			n, ok := mpInt64(raw)
+			if !ok || n < encPlain || n > encDelta {
+				return nil, "", fmt.Errorf("column enc: want 0, 1 or 2")
+			}
+			enc = n
+			args[i] = enc
+			continue
+		}
+		if col.name == "base" && (enc == encDelta) != present {
+			return nil, "", fmt.Errorf("a value with enc %d must %s a base", enc, map[bool]string{true: "have", false: "not have"}[enc == encDelta])
+		}
 		if isNull {
 			if col.kind == colText || col.kind == colInt {
 				return nil, "", fmt.Errorf("column %s is missing", col.name)
@@ -661,7 +694,7 @@ func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, st
 			}
 			args[i] = n
 		case colTyped:
-			if typ != codec.TypeMsgpack {
+			if !decoded {
 				s, ok := mpString(raw)
 				if !ok {
 					return nil, "", fmt.Errorf("column data: want base64")

@@ -25,9 +25,9 @@ const walkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
 )
 `
 
-// The seed's value is read apart (sqlBlobData): sorted with the chain, it
-// would be copied into SQLite's sorter, and a large one would not fit
-// SQLite's memory (see limits.go).
+// The seed's value is read apart (readValue, as it may be a delta): sorted
+// with the chain, it would be copied into SQLite's sorter, and a large one
+// would not fit SQLite's memory (see limits.go).
 const sqlWalk = walkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS NOT NULL
 FROM chain LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver
 ORDER BY chain.depth DESC`
@@ -44,7 +44,7 @@ const sqlWalkWrites = `SELECT j.key, w.task_id, w.idx, w.type, w.data, w.task_pa
 	  AND w.consumed_by = j.value->>1 AND w.channel = :ch`
 
 // What the target itself holds for the channel (for the cache).
-const sqlHolds = `SELECT v.ver, b.type, b.data FROM (SELECT agentstate_version(checkpoint, :ch) AS ver FROM checkpoints
+const sqlHolds = `SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id FROM (SELECT agentstate_version(checkpoint, :ch) AS ver FROM checkpoints
 	WHERE thread_id = :thread AND checkpoint_ns = :ns AND checkpoint_id = :id) v
 	LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = v.ver`
 
@@ -125,10 +125,12 @@ func (db *DB) DeltaChannelHistory(ctx context.Context, cfg Config, channels []st
 // walk rebuilds one channel's history at checkpoint k from the file.
 func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 	e := &histEntry{cp: k, channel: ch, hist: History{Writes: []PendingWrite{}}}
+	var held *valueRead
 	found, err := c.queryRow(sqlHolds, []any{ch, k.thread, k.ns, k.id}, func(st row) error {
 		e.version = st.Text(0)
 		if !st.Null(1) {
-			e.holds = &codec.Blob{Type: st.Text(1), Data: copyBytes(st.Blob(2))}
+			held = &valueRead{key: valueKey{k.thread, k.ns, ch}, version: e.version,
+				stored: storedVal{typ: st.Text(1), data: copyBytes(st.Blob(2)), enc: st.Int64(3), base: st.Text(4), owner: st.Text(5)}}
 		}
 		return nil
 	})
@@ -137,6 +139,12 @@ func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 	}
 	if !found {
 		return nil, fmt.Errorf("%w: checkpoint %q of thread %q (namespace %q)", ErrNotFound, k.id, k.thread, k.ns)
+	}
+	if held != nil {
+		if err := readValues(c, []*valueRead{held}); err != nil {
+			return nil, err
+		}
+		e.holds = &codec.Blob{Type: held.stored.typ, Data: held.value}
 	}
 	var pairs [][2]string
 	seed, hasSeed := "", false
@@ -151,12 +159,12 @@ func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 		return nil, err
 	}
 	if hasSeed {
-		_, err := c.queryRow(sqlBlobData, []any{k.thread, k.ns, ch, seed}, func(st row) error {
-			e.hist.Seed = &codec.Blob{Type: st.Text(0), Data: copyBytes(st.Blob(1))}
-			return nil
-		})
+		b, found, err := readValue(c, valueKey{k.thread, k.ns, ch}, seed)
 		if err != nil {
 			return nil, err
+		}
+		if found {
+			e.hist.Seed = &b
 		}
 	}
 	if len(pairs) > 0 {

@@ -32,14 +32,17 @@ type RetainOptions struct {
 
 // RetainReport says what a retention run removed and kept.
 type RetainReport struct {
-	Threads            int   `json:"threads"`
-	CheckpointsRemoved int   `json:"checkpoints_removed"`
-	CheckpointsKept    int   `json:"checkpoints_kept"`
-	SnapshotsRemoved   int   `json:"snapshots_removed"`
-	SnapshotsKept      int   `json:"snapshots_kept"`
-	WritesRemoved      int   `json:"writes_removed"`
-	BytesFreed         int64 `json:"bytes_freed"`
-	DryRun             bool  `json:"dry_run"`
+	Threads            int `json:"threads"`
+	CheckpointsRemoved int `json:"checkpoints_removed"`
+	CheckpointsKept    int `json:"checkpoints_kept"`
+	SnapshotsRemoved   int `json:"snapshots_removed"`
+	SnapshotsKept      int `json:"snapshots_kept"`
+	WritesRemoved      int `json:"writes_removed"`
+	// ValuesThinned counts whole values of the checkpoint protocol turned
+	// into version deltas (thinValues).
+	ValuesThinned int   `json:"values_thinned"`
+	BytesFreed    int64 `json:"bytes_freed"`
+	DryRun        bool  `json:"dry_run"`
 }
 
 func (r *RetainReport) add(o RetainReport) {
@@ -48,6 +51,7 @@ func (r *RetainReport) add(o RetainReport) {
 	r.SnapshotsRemoved += o.SnapshotsRemoved
 	r.SnapshotsKept += o.SnapshotsKept
 	r.WritesRemoved += o.WritesRemoved
+	r.ValuesThinned += o.ValuesThinned
 	r.BytesFreed += o.BytesFreed
 }
 
@@ -127,9 +131,10 @@ func (db *DB) retainThread(c *conn, thread string, o RetainOptions) (RetainRepor
 	}
 	rep.CheckpointsRemoved = len(drop)
 	rep.CheckpointsKept = len(rows)
-	if ours && mode == ModeDelta {
-		for _, nsRows := range byNSOf(rows) {
-			r, err := db.thinSnapshots(c, thread, nsRows[0].ns)
+	for _, nsRows := range byNSOf(rows) {
+		ns := nsRows[0].ns
+		if ours && mode == ModeDelta {
+			r, err := db.thinSnapshots(c, thread, ns)
 			if err != nil {
 				return rep, err
 			}
@@ -137,6 +142,17 @@ func (db *DB) retainThread(c *conn, thread string, o RetainOptions) (RetainRepor
 			rep.SnapshotsKept += r.SnapshotsKept
 			rep.BytesFreed += r.BytesFreed
 		}
+		// The values the thread API did not write are chains of the
+		// checkpoint protocol, thinned in both modes.
+		n, freed, err := thinValues(c, thread, ns, func(ch string) bool {
+			_, inSchema := db.opts.Schema[ch]
+			return ours && inSchema
+		})
+		if err != nil {
+			return rep, err
+		}
+		rep.ValuesThinned += n
+		rep.BytesFreed += freed
 	}
 	return rep, nil
 }
@@ -247,7 +263,7 @@ func (db *DB) protectSurvivors(c *conn, thread string, rows []cpRow, drop map[cp
 					return encodeError(fmt.Sprintf("channel %q of checkpoint %q of thread %q, which retention would keep as a snapshot (Compact the thread first)",
 						ch, r.id, thread), "MaxListBytes", MaxListBytes, err)
 				}
-				if err := c.exec(sqlInsertBlob, thread, r.ns, ch, v, r.id, codec.TypeMsgpack, data); err != nil {
+				if err := c.exec(sqlInsertBlob, thread, r.ns, ch, v, r.id, codec.TypeMsgpack, data, encPlain, nil); err != nil {
 					return err
 				}
 				continue
@@ -367,11 +383,13 @@ func (db *DB) thinSnapshots(c *conn, thread, ns string) (RetainReport, error) {
 			dead = append(dead, b)
 		}
 	}
-	for _, b := range dead {
-		if err := c.exec(sqlDeleteBlob, thread, ns, b.channel, b.version); err != nil {
-			return rep, err
-		}
+	ids := make([]blobID, len(dead))
+	for i, b := range dead {
+		ids[i] = blobID{ns, b.channel, b.version}
 		rep.BytesFreed += b.size
+	}
+	if err := deleteValues(c, thread, ids); err != nil {
+		return rep, err
 	}
 	if len(dead) > 0 {
 		if err := releaseFreePages(c); err != nil {

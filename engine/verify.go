@@ -441,10 +441,10 @@ func (v *verifier) thread(th string) error {
 	if err != nil {
 		return err
 	}
-	type blobRef struct{ ns, ch, ver, owner, typ string }
-	var blobs []blobRef
-	err = c.query(`SELECT checkpoint_ns, channel, version, checkpoint_id, type FROM blobs WHERE thread_id = ?`, []any{th}, func(st row) error {
-		blobs = append(blobs, blobRef{st.Text(0), st.Text(1), st.Text(2), st.Text(3), st.Text(4)})
+	var blobs []*blobRef
+	err = c.query(`SELECT checkpoint_ns, channel, version, checkpoint_id, type, enc, base FROM blobs WHERE thread_id = ?`, []any{th}, func(st row) error {
+		blobs = append(blobs, &blobRef{ns: st.Text(0), ch: st.Text(1), ver: st.Text(2), owner: st.Text(3), typ: st.Text(4),
+			enc: st.Int64(5), base: st.Text(6), hasBase: !st.Null(6)})
 		return nil
 	})
 	if err != nil {
@@ -462,26 +462,158 @@ func (v *verifier) thread(th string) error {
 		if b.typ == "" {
 			v.addf("blob", th, b.ns, b.owner, "%s has no type tag", where)
 		}
+	}
+	// Every value rebuilds: each delta applies to its base (lengths and
+	// checksums), no base is missing, no chain loops; and values of the
+	// engine's type that the replay below does not decode are decoded here.
+	err = v.values(th, blobs, func(b *blobRef, data []byte) {
 		_, inSchema := v.db.opts.Schema[b.ch]
 		if b.typ == codec.TypeMsgpack && !(ours && inSchema) {
-			// Values the replay below does not decode are decoded here.
-			var data []byte
-			if _, err := c.queryRow(sqlBlobData, []any{th, b.ns, b.ch, b.ver}, func(st row) error {
-				data = copyBytes(st.Blob(1))
-				return nil
-			}); err != nil {
-				return err
-			}
 			var x any
 			if err := codec.Unmarshal(data, &x); err != nil {
-				v.addf("blob", th, b.ns, b.owner, "%s does not decode: %v", where, err)
+				v.addf("blob", th, b.ns, b.owner, "value of channel %q version %q does not decode: %v", b.ch, b.ver, err)
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	if ours {
 		return v.replay(th, mode, order, cps, writes)
 	}
 	return nil
+}
+
+// blobRef is a stored channel value as verify sees it.
+type blobRef struct {
+	ns, ch, ver, owner, typ string
+	enc                     int64
+	base                    string
+	hasBase                 bool
+	visited                 bool
+}
+
+// values rebuilds every stored value of a thread, chain by chain, one delta
+// at a time (codec.Patch, which checks the base's length and checksum and
+// the result's checksum), calling check with each value that rebuilds. A
+// delta is applied to its base as soon as the base is known and the base
+// is dropped after its last delta, so a long chain costs two values of
+// memory, not the chain.
+func (v *verifier) values(th string, blobs []*blobRef, check func(b *blobRef, data []byte)) error {
+	type chainKey struct{ ns, ch string }
+	byVer := map[chainKey]map[string]*blobRef{}
+	for _, b := range blobs {
+		k := chainKey{b.ns, b.ch}
+		if byVer[k] == nil {
+			byVer[k] = map[string]*blobRef{}
+		}
+		byVer[k][b.ver] = b
+	}
+	where := func(b *blobRef) string { return fmt.Sprintf("value of channel %q version %q", b.ch, b.ver) }
+	children := map[*blobRef][]*blobRef{}
+	var roots []*blobRef
+	for _, b := range blobs {
+		switch {
+		case b.enc == encPlain || b.enc == encPacked:
+			if b.hasBase {
+				v.addf("blob", th, b.ns, b.owner, "%s is stored whole (encoding %d) but names a base version %q", where(b), b.enc, b.base)
+			}
+			roots = append(roots, b)
+		case b.enc == encDelta:
+			base, ok := byVer[chainKey{b.ns, b.ch}][b.base]
+			switch {
+			case !b.hasBase:
+				v.addf("blob", th, b.ns, b.owner, "%s is a delta without a base version", where(b))
+				b.visited = true
+			case !ok:
+				v.addf("blob", th, b.ns, b.owner, "%s is a delta of version %q, which is not stored (a dangling base)", where(b), b.base)
+				b.visited = true
+			default:
+				children[base] = append(children[base], b)
+			}
+		default:
+			v.addf("blob", th, b.ns, b.owner, "%s has an unknown encoding %d", where(b), b.enc)
+			b.visited = true
+		}
+	}
+	data := func(b *blobRef) ([]byte, error) {
+		var d []byte
+		_, err := v.c.queryRow(`SELECT data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`, []any{th, b.ns, b.ch, b.ver}, func(st row) error {
+			d = copyBytes(st.Blob(0))
+			return nil
+		})
+		return d, err
+	}
+	type frame struct {
+		b    *blobRef
+		val  codec.DeltaBase
+		next int
+	}
+	for _, r := range roots {
+		r.visited = true
+		stored, err := data(r)
+		if err != nil {
+			return err
+		}
+		body, err := unpack(valueKey{th, r.ns, r.ch}, r.ver, storedVal{enc: r.enc, data: stored})
+		if err != nil {
+			v.addf("blob", th, r.ns, r.owner, "%s does not inflate: %v", where(r), err)
+			for _, k := range children[r] {
+				v.addf("blob", th, k.ns, k.owner, "%s is a delta of version %q, which does not inflate", where(k), r.ver)
+				k.visited = true
+			}
+			continue
+		}
+		check(r, body)
+		stack := []frame{{b: r, val: codec.NewDeltaBase(body)}}
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			kids := children[top.b]
+			if top.next == len(kids) {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			kid := kids[top.next]
+			top.next++
+			kid.visited = true
+			base := top.val
+			if top.next == len(kids) {
+				stack = stack[:len(stack)-1] // the base's last delta: let it go
+			}
+			d, err := data(kid)
+			if err != nil {
+				return err
+			}
+			val, err := base.Patch(nil, d, codec.MaxDeltaValue)
+			if err != nil {
+				v.addf("blob", th, kid.ns, kid.owner, "%s does not apply to its base version %q: %v", where(kid), kid.base, err)
+				v.skipChain(th, kid, children, where)
+				continue
+			}
+			check(kid, val.Bytes())
+			stack = append(stack, frame{b: kid, val: val})
+		}
+	}
+	for _, b := range blobs {
+		if !b.visited {
+			v.addf("blob", th, b.ns, b.owner, "%s is a delta whose chain of bases loops and reaches no whole value", where(b))
+		}
+	}
+	return nil
+}
+
+// skipChain reports the deltas after one that does not apply.
+func (v *verifier) skipChain(th string, b *blobRef, children map[*blobRef][]*blobRef, where func(*blobRef) string) {
+	todo := []*blobRef{b}
+	for len(todo) > 0 {
+		x := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, k := range children[x] {
+			k.visited = true
+			v.addf("blob", th, k.ns, k.owner, "%s cannot be rebuilt: its base version %q does not", where(k), x.ver)
+			todo = append(todo, k)
+		}
+	}
 }
 
 // replay rebuilds every checkpoint of a thread-API thread from its parent's
@@ -618,15 +750,14 @@ func (v *verifier) storedValue(th string, cp *vcp, name, ver string, has bool) (
 	if !has {
 		return nil, false, nil
 	}
-	var typ string
-	var data []byte
-	held, err = v.c.queryRow(sqlBlobData, []any{th, cp.ns, name, ver}, func(st row) error {
-		typ, data = st.Text(0), copyBytes(st.Blob(1))
-		return nil
-	})
+	b, held, err := readValue(v.c, valueKey{th, cp.ns, name}, ver)
+	if errors.Is(err, ErrCorrupt) {
+		return nil, true, nil // reported by values
+	}
 	if err != nil || !held {
 		return nil, held, err
 	}
+	typ, data := b.Type, b.Data
 	if typ != codec.TypeMsgpack {
 		v.addf("blob", th, cp.ns, cp.id, "channel %q holds a value of type %q, which the thread API did not write", name, typ)
 		return nil, true, nil
