@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -365,7 +366,7 @@ func TestDemoSuggestsACommandThatWorks(t *testing.T) {
 func TestVersion(t *testing.T) {
 	r := agentstate(t, nil, "--version")
 	want(t, r, 0)
-	contains(t, r.stdout, "agentstate ", "schema version 4", "built with "+runtime.Version())
+	contains(t, r.stdout, "agentstate ", "schema version "+strconv.Itoa(engine.SchemaVersion), "built with "+runtime.Version())
 	if v := agentstate(t, nil, "version"); v.stdout != r.stdout {
 		t.Fatalf("version and --version differ:\n%s\n%s", v.stdout, r.stdout)
 	}
