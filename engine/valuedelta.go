@@ -354,7 +354,7 @@ const sqlChainLinks = `WITH RECURSIVE link(version) AS (
 	  ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = ?3 AND b.version = link.version
 	WHERE b.enc = 2 AND link.version IS NOT ?5
 )
-SELECT link.version, b.enc, b.base, b.checkpoint_id, b.type, b.data FROM link
+SELECT link.version, b.enc, b.base, b.data FROM link
 CROSS JOIN blobs b ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = ?3 AND b.version = link.version
 WHERE link.version IS NOT ?5`
 
@@ -393,7 +393,9 @@ func readChain(c *conn, k valueKey, rs []*valueRead) error {
 		links[r.version] = r.stored
 	}
 	scan := func(st row) error {
-		links[st.Text(0)] = storedVal{enc: st.Int64(1), base: st.Text(2), owner: st.Text(3), typ: st.Text(4), data: copyBytes(st.Blob(5))}
+		// A link needs its bytes and where it points; the owner and type
+		// of the values asked for came with them.
+		links[st.Text(0)] = storedVal{enc: st.Int64(1), base: st.Text(2), data: copyBytes(st.Blob(3))}
 		return nil
 	}
 	arg, err := jsonArg(versions)
