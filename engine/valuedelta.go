@@ -43,17 +43,18 @@ import (
 // cap bounds what a cold read follows. BenchmarkPutGrowingList (800
 // versions of a LangChain message list in LangGraph.js's json serde; file
 // bytes over the bytes of the messages themselves, ms per Put): this
-// policy 2.52x, 0.4-0.6 ms; every version whole (the engine before) 403x,
-// 2.7-3.2 ms; a cap of 50 3.27x, of 200 2.16x, none 2.01x; share 0.5
+// policy 2.52x, 0.23-0.6 ms; every version whole (the engine before) 403x,
+// 1.9-3.7 ms; a cap of 50 3.27x, of 200 2.16x, none 2.01x; share 0.5
 // 2.64x, 2 2.54x. Whole values at the file's cadence K (SnapshotEvery, 10)
 // instead: 8.56x; with AutoRetain thinning after each, 2.40x but 1.1-2.0
 // ms per Put, the thinning scanning the namespace's checkpoints at every
 // whole value (a cost that grows with the thread). So K does not govern
 // these chains; it stays the thread API's cadence. Reading a head 100
 // deltas past its whole value (BenchmarkGetTupleChain, an 880 KB list)
-// costs 2.1x reading a packed whole value of the same bytes without a
-// cache (1.15 ms against 0.55; the 100 rows are about 0.45 ms of it,
-// composing and checksumming 0.3) and 0.7x once the cache holds it.
+// costs 2.1-2.2x reading a packed whole value of the same bytes without
+// a cache (1.2 ms against 0.55: the 100 rows are about 0.45 ms of it, two
+// primary-key searches each, and composing and checksumming 0.2) and 0.7x
+// once the cache holds it.
 //
 // The cache. The last value of each chain that a write stored or a read
 // rebuilt (a codec.DeltaBase: bytes and checksum) is kept in the history
@@ -63,9 +64,9 @@ import (
 // transaction commits. A cached value is used only for the row it came from
 // (its stamp: owner checkpoint, stored length, a delta's header), so a
 // version another handle deleted and stored again is read from the file.
-// On a miss the base is rebuilt from the file: 1.1-1.3 ms per Put against
-// 0.4-0.6 with the cache, and the same file (storing whole on a miss would
-// be the 403x above). HistoryCacheBytes 0 keeps nothing.
+// On a miss the base is rebuilt from the file: 0.95-1.35 ms per Put
+// against 0.23-0.6 with the cache, and the same file (storing whole on a
+// miss would be the 403x above). HistoryCacheBytes 0 keeps nothing.
 //
 // Reads rebuild delta values chain by chain: one query brings the links
 // from the versions asked for back to the nearest whole (or cached) value,
