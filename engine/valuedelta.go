@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"container/list"
+	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -336,7 +337,14 @@ func readValues(c *conn, reads []*valueRead) error {
 		}
 	}
 	for _, k := range order {
-		if err := readChain(c, k, groups[k]); err != nil {
+		err := readChain(c, k, groups[k], true)
+		if errors.Is(err, codec.ErrDeltaBase) {
+			// The cached value the chain stopped at is not what the file
+			// holds under that version any more (another handle deleted
+			// and rewrote it): rebuild from the file alone.
+			err = readChain(c, k, groups[k], false)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -359,11 +367,15 @@ SELECT link.version, b.enc, b.base, b.data FROM link
 CROSS JOIN blobs b ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = ?3 AND b.version = link.version
 WHERE link.version IS NOT ?5`
 
-// readChain rebuilds delta values of one chain.
-func readChain(c *conn, k valueKey, rs []*valueRead) error {
+// readChain rebuilds delta values of one chain, starting from the cached
+// value where the chain passes through it (if cached).
+func readChain(c *conn, k valueKey, rs []*valueRead, cached bool) error {
 	known := map[string]chainValue{}
 	var stop any
-	e := c.base(k)
+	var e *baseEntry
+	if cached {
+		e = c.base(k)
+	}
 	for _, r := range rs {
 		if e != nil && r.version == e.version && !e.holds(stampOf(r.stored)) {
 			e = nil // stored again by another checkpoint since: not the cached value

@@ -503,18 +503,26 @@ func TestValueDeltasCacheSeesRewrites(t *testing.T) {
 	a := openTest(t, path, nil)
 	b := openTest(t, path, nil)
 	g1, g2 := newGrowingList(5, 10, false), newGrowingList(6, 10, false)
+	defer withPolicyOn(256, 100, math.Inf(1))()
 	for i := range 5 {
 		putVersion(t, a, "t", i, g1.version(i))
 	}
 	if err := b.DeleteThread(bg, "t"); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 5 {
-		putVersion(t, b, "t", i, g2.version(i))
+	var v []byte
+	for i := range 7 {
+		v = g2.version(i)
+		putVersion(t, b, "t", i, v)
 	}
-	v := g2.version(5)
+	// a's cached value of version 5 is not the file's any more: a chain
+	// through it is rebuilt from the file.
+	if got := mustGet(t, a, Config{ThreadID: "t", CheckpointID: "00000007"}); !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, v) {
+		t.Fatal("version 7 reads back different bytes")
+	}
+	v = g2.version(7)
 	want := bytes.Clone(v)
-	putVersion(t, a, "t", 5, v)
+	putVersion(t, a, "t", 7, v)
 	for _, h := range []*DB{a, b} {
 		got := mustGet(t, h, Config{ThreadID: "t"})
 		if !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, want) {
@@ -550,6 +558,22 @@ func deltaFile(t *testing.T) (string, map[Config][]byte) {
 			cfg := putVersion(t, db, "py", i, v)
 			want[cfg] = bytes.Clone(v)
 		}
+		// Values of the engine's own type (an importer's): export keeps a
+		// delta's bytes rather than decoding them as a value.
+		var list []map[string]any
+		parent := Config{ThreadID: "own"}
+		for i := range 12 {
+			list = append(list, map[string]any{"id": fmt.Sprint(i), "text": strings.Repeat(fmt.Sprint(i), 300)})
+			v, err := codec.Marshal(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := fmt.Sprintf("%08d", i+1)
+			c := Checkpoint{V: 4, ID: id, ChannelVersions: map[string]string{"messages": id},
+				ChannelValues: map[string]codec.Blob{"messages": {Type: codec.TypeMsgpack, Data: v}}}
+			parent = mustPut(t, db, parent, c, nil, map[string]string{"messages": id})
+			want[parent] = v
+		}
 	})
 	return path, want
 }
@@ -558,7 +582,7 @@ func TestValueDeltasExportImport(t *testing.T) {
 	path, want := deltaFile(t)
 	src := openRW(t, path)
 	first := exportOf(t, src, "")
-	for _, s := range []string{`"enc":2,"base":"`, `"enc":1,"data":"`} {
+	for _, s := range []string{`"enc":2,"base":"`, `"enc":1,"data":"`, `"type":"agentstate/msgpack","enc":2,"base":"`} {
 		if !bytes.Contains(first, []byte(s)) {
 			t.Fatalf("the export holds no %s row", s)
 		}
