@@ -523,7 +523,10 @@ func (r *chainReader) rebuild(v string) (chainValue, error) {
 		deltas[len(path)-1-i] = d
 		since += int64(len(d))
 	}
-	val, err := start.val.PatchChain(nil, deltas, codec.MaxDeltaValue)
+	// No value the engine stores is longer than MaxListBytes: a damaged
+	// or hostile chain claiming more (copies can repeat) is refused
+	// before anything is allocated.
+	val, err := start.val.PatchChain(nil, deltas, MaxListBytes)
 	if err != nil {
 		return chainValue{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, describeValueKey(r.k, v), err)
 	}
@@ -646,6 +649,11 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 	var cv chainValue
 	if hasPV && pv != v {
 		bv, base, ok, err := baseFor(c, k, pv, cpID)
+		if errors.Is(err, ErrCorrupt) {
+			// A damaged previous value must not stop the thread: the new
+			// value does not need it, it is stored whole.
+			ok, err = false, nil
+		}
 		if err != nil {
 			return storedVal{}, false, err
 		}

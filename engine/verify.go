@@ -584,7 +584,7 @@ func (v *verifier) values(th string, blobs []*blobRef, check func(b *blobRef, da
 			if err != nil {
 				return err
 			}
-			val, err := base.Patch(nil, d, codec.MaxDeltaValue)
+			val, err := base.Patch(nil, d, MaxListBytes)
 			if err != nil {
 				v.addf("blob", th, kid.ns, kid.owner, "%s does not apply to its base version %q: %v", where(kid), kid.base, err)
 				v.skipChain(th, kid, children, where)
