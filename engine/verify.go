@@ -511,7 +511,7 @@ func (v *verifier) values(th string, blobs []*blobRef, check func(b *blobRef, da
 	}
 	where := func(b *blobRef) string { return fmt.Sprintf("value of channel %q version %q", b.ch, b.ver) }
 	children := map[*blobRef][]*blobRef{}
-	var roots []*blobRef
+	var roots, broken []*blobRef
 	for _, b := range blobs {
 		switch {
 		case b.enc == encPlain || b.enc == encPacked:
@@ -525,16 +525,23 @@ func (v *verifier) values(th string, blobs []*blobRef, check func(b *blobRef, da
 			case !b.hasBase:
 				v.addf("blob", th, b.ns, b.owner, "%s is a delta without a base version", where(b))
 				b.visited = true
+				broken = append(broken, b)
 			case !ok:
 				v.addf("blob", th, b.ns, b.owner, "%s is a delta of version %q, which is not stored (a dangling base)", where(b), b.base)
 				b.visited = true
+				broken = append(broken, b)
 			default:
 				children[base] = append(children[base], b)
 			}
 		default:
 			v.addf("blob", th, b.ns, b.owner, "%s has an unknown encoding %d", where(b), b.enc)
 			b.visited = true
+			broken = append(broken, b)
 		}
+	}
+	// What follows a value that cannot be rebuilt cannot be either.
+	for _, b := range broken {
+		v.skipChain(th, b, children, where)
 	}
 	data := func(b *blobRef) ([]byte, error) {
 		var d []byte
@@ -558,10 +565,7 @@ func (v *verifier) values(th string, blobs []*blobRef, check func(b *blobRef, da
 		body, err := unpack(valueKey{th, r.ns, r.ch}, r.ver, storedVal{enc: r.enc, data: stored})
 		if err != nil {
 			v.addf("blob", th, r.ns, r.owner, "%s does not inflate: %v", where(r), err)
-			for _, k := range children[r] {
-				v.addf("blob", th, k.ns, k.owner, "%s is a delta of version %q, which does not inflate", where(k), r.ver)
-				k.visited = true
-			}
+			v.skipChain(th, r, children, where)
 			continue
 		}
 		check(r, body)
@@ -602,13 +606,17 @@ func (v *verifier) values(th string, blobs []*blobRef, check func(b *blobRef, da
 	return nil
 }
 
-// skipChain reports the deltas after one that does not apply.
+// skipChain reports the deltas after one that cannot be rebuilt (each
+// delta has one base, so they form a tree).
 func (v *verifier) skipChain(th string, b *blobRef, children map[*blobRef][]*blobRef, where func(*blobRef) string) {
 	todo := []*blobRef{b}
 	for len(todo) > 0 {
 		x := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		for _, k := range children[x] {
+			if k.visited {
+				continue
+			}
 			k.visited = true
 			v.addf("blob", th, k.ns, k.owner, "%s cannot be rebuilt: its base version %q does not", where(k), x.ver)
 			todo = append(todo, k)
