@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
@@ -24,6 +26,7 @@ type DB struct {
 	readers chan *conn
 	cache   *historyCache
 	states  *stateCache
+	flight  singleflight.Group // concurrent cold rebuilds of one checkpoint's state
 	// compressor is made on first use, once the file's mode is known.
 	compressor     *codec.Compressor
 	compressorOnce sync.Once

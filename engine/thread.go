@@ -457,12 +457,40 @@ func metadataStep(md Metadata) int64 {
 }
 
 // materialize rebuilds the schema channels of a checkpoint: a value the
-// checkpoint stores is decoded, any other is folded from its history.
+// checkpoint stores is decoded, any other is folded from its history. The
+// result is shared (cached, and handed to every caller that asked for the
+// same checkpoint meanwhile): callers must not change it.
 func (db *DB) materialize(c *conn, t Tuple) (map[string]any, error) {
 	k := cpKey{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}
 	if v, ok := db.states.get(k); ok {
 		return v, nil
 	}
+	// A checkpoint's state depends only on its sealed ancestors, so
+	// concurrent cold reads of one checkpoint can share one rebuild: the
+	// others wait for it instead of each walking and decoding the same
+	// snapshot (BenchmarkColdStateConcurrent).
+	if noFlight {
+		return db.rebuildState(c, t, k)
+	}
+	v, err, shared := db.flight.Do(k.thread+"\x00"+k.ns+"\x00"+k.id, func() (any, error) {
+		return db.rebuildState(c, t, k)
+	})
+	if err != nil && shared {
+		// The rebuild that failed ran on another call's connection and
+		// context (which may have been cancelled): try on this call's own.
+		return db.rebuildState(c, t, k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
+// noFlight turns the sharing of cold rebuilds off, for the benchmark that
+// measures what it saves.
+var noFlight = false
+
+func (db *DB) rebuildState(c *conn, t Tuple, k cpKey) (map[string]any, error) {
 	if t.Checkpoint.ChannelValues == nil {
 		ts := []Tuple{t}
 		ts[0].Checkpoint.ChannelValues = map[string]codec.Blob{}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
@@ -67,5 +68,50 @@ func BenchmarkHeadState(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkColdStateConcurrent is what a restarted server sees: several
+// requests for the same thread's head at once, nothing cached. With the
+// rebuilds shared (flight=true) one call walks and decodes the snapshot
+// and the others wait for it; without, each does the same work.
+func BenchmarkColdStateConcurrent(b *testing.B) {
+	for _, flight := range []bool{true, false} {
+		b.Run(fmt.Sprintf("readers=4/flight=%v", flight), func(b *testing.B) {
+			o := DefaultOptions()
+			o.Mode = ModeDelta
+			db, err := Open(bg, filepath.Join(b.TempDir(), "h.db"), &o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			text := strings.Repeat("word ", 100)
+			for i := range 1000 {
+				m := codec.Message{ID: fmt.Sprintf("m%07d", i), Type: codec.AI, Content: text}
+				if _, err := db.Commit(bg, "t", Step{Tasks: []TaskWrites{{TaskID: "x", Writes: []ChannelWrite{{Channel: MessagesChannel, Value: m}}}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			defer func(old bool) { noFlight = old }(noFlight)
+			noFlight = !flight
+			cpu := processCPU()
+			b.ResetTimer()
+			for range b.N {
+				db.purge("t")
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Go(func() {
+						if _, err := db.State(bg, Config{ThreadID: "t"}); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			// CPU time, not wall time: on a shared machine it is what the
+			// sharing saves.
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }

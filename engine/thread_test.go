@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/agentstate/agentstate/channels"
@@ -160,5 +161,49 @@ func TestStepsCount(t *testing.T) {
 	}
 	if got := metadataStep(s.Metadata); got != 299 {
 		t.Fatalf("step after 300 commits = %d (%T), want 299", got, s.Metadata["step"])
+	}
+}
+
+// TestColdStateShared reads one checkpoint from many goroutines with
+// nothing cached, so that rebuilds are shared (materialize's singleflight):
+// every reader gets the state a lone reader gets.
+func TestColdStateShared(t *testing.T) {
+	o := DefaultOptions()
+	o.Mode = ModeDelta
+	db, err := Open(bg, filepath.Join(t.TempDir(), "s.db"), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 25 {
+		m := codec.Message{ID: fmt.Sprintf("m%03d", i), Type: codec.Human, Content: fmt.Sprintf("message %d", i)}
+		if _, err := db.Commit(bg, "t", Step{Tasks: []TaskWrites{{TaskID: "x", Writes: []ChannelWrite{{Channel: MessagesChannel, Value: m}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.purge("t")
+	want, err := db.State(bg, Config{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		db.purge("t")
+		got := make([]State, 8)
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() {
+				s, err := db.State(bg, Config{ThreadID: "t"})
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = s
+			})
+		}
+		wg.Wait()
+		for i, s := range got {
+			if diff := cmp.Diff(want.Values, s.Values); diff != "" {
+				t.Fatalf("round %d reader %d: state differs (-lone +shared):\n%s", round, i, diff)
+			}
+		}
 	}
 }
