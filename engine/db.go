@@ -220,6 +220,7 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 	defer func() { c.pending = nil }()
 	if err := fn(c); err != nil {
 		c.d.Rollback()
+		db.redialAfter(c, err)
 		return wrapErr(ctx, schemaErr(err))
 	}
 	if err := db.extendLeases(c, time.Since(began)); err != nil {
@@ -252,8 +253,25 @@ func (db *DB) read(ctx context.Context, fn func(c *conn) error) error {
 	}
 	if err != nil {
 		c.d.Rollback()
+		db.redialAfter(c, err)
 	}
 	return wrapErr(ctx, schemaErr(err))
+}
+
+// redialAfter replaces c's connection with a fresh one when err says SQLite
+// ran out of its heap: what the failed call allocated leaves the old heap
+// too fragmented for the next large value, and the handle must go on. When
+// the new connection cannot be opened the old one stays.
+func (db *DB) redialAfter(c *conn, err error) {
+	if !errors.Is(err, driver.ErrNoMemory) {
+		return
+	}
+	d, derr := db.b.dial(c.writer)
+	if derr != nil {
+		return
+	}
+	c.d.Close()
+	c.d = d
 }
 
 // retryBusy retries fn while the database reports BUSY without waiting on
