@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ type op func(ctx context.Context, h *handle, req []byte, i in) (any, *out, error
 var ops = map[string]op{
 	"put":           opPut,
 	"putWrites":     opPutWrites,
+	"writes.batch":  opWritesBatch,
 	"getTuple":      opGetTuple,
 	"list.open":     opListOpen,
 	"list.next":     opListNext,
@@ -102,6 +104,53 @@ func opPutWrites(ctx context.Context, h *handle, req []byte, i in) (any, *out, e
 		ws[k] = engine.Write{Channel: w.Channel, Value: b}
 	}
 	return struct{}{}, nil, h.db.PutWrites(ctx, r.Config, ws, r.TaskID, r.TaskPath)
+}
+
+// batchable are the ops a writes.batch may hold.
+var batchable = map[string]op{"put": opPut, "putWrites": opPutWrites}
+
+// opWritesBatch runs several puts and putWrites in one crossing of the
+// bridge, in order, each as its own call would (its own transaction): the
+// saver sends a checkpoint together with the writes that were waiting for it.
+// Each op succeeds or fails alone; a failure is reported in its slot as
+// {"error": message, "code": code} and does not stop the ops after it (a
+// write to a checkpoint whose put failed fails by itself, NOT_FOUND).
+// Blob references index the byte arrays of the whole batch.
+func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *out, error) {
+	var r struct {
+		Ops []struct {
+			Op  string          `json:"op"`
+			Req json.RawMessage `json:"req"`
+		} `json:"ops"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	for _, o := range r.Ops {
+		if batchable[o.Op] == nil {
+			return nil, nil, errArg("writes.batch cannot hold %q", o.Op)
+		}
+	}
+	res := make([]any, len(r.Ops))
+	for k, o := range r.Ops {
+		v, _, err := batchable[o.Op](ctx, h, o.Req, i)
+		if err != nil {
+			res[k] = map[string]string{"error": err.Error(), "code": errorCode(err)}
+			continue
+		}
+		res[k] = map[string]any{"ok": v}
+	}
+	return map[string]any{"results": res}, nil, nil
+}
+
+// errorCode is the code jsError gives err.
+func errorCode(err error) string {
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return "INTERNAL"
 }
 
 func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {

@@ -1,6 +1,7 @@
 // AgentStateSaver: a LangGraph.js checkpoint saver on the agentstate engine.
 import { BaseCheckpointSaver, TASKS, getCheckpointId, maxChannelVersion } from "@langchain/langgraph-checkpoint";
 import { AgentStateError, Database } from "./engine.js";
+import { MessageJSON } from "./message-json.js";
 
 // Channel versions are strings in the engine. LangGraph's default integer
 // versions cross as decimal text and come back as numbers; the versions
@@ -78,6 +79,17 @@ class Bufs {
   }
 }
 
+const cpKey = (c, id) => `${c.thread_id}\u0000${c.checkpoint_ns}\u0000${id}`;
+const threadKey = (c) => `${c.thread_id}\u0000${c.checkpoint_ns}`;
+
+// A macrotask: what LangGraph queues in microtasks after a put resolves (the
+// put that was chained behind it) has run by then.
+const macrotask = typeof setImmediate === "function" ? () => new Promise((r) => setImmediate(r)) : () => new Promise((r) => setTimeout(r, 0));
+
+// How many checkpoint keys a saver remembers having stored (a hint that a
+// checkpoint exists, so its writes need not wait for puts in flight).
+const STORED_KEYS = 1024;
+
 export class AgentStateSaver extends BaseCheckpointSaver {
   /** @type {Database} */
   db;
@@ -92,6 +104,13 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (!(db instanceof Database)) throw new TypeError("AgentStateSaver: use AgentStateSaver.open(options) or pass a Database");
     this.db = db;
     this.#ownsDb = ownsDb;
+  }
+
+  // serde.dumpsTyped, with message lists serialised in O(new messages).
+  #dumper;
+  get #dumps() {
+    if (this.#dumper?.serde !== this.serde) this.#dumper = { serde: this.serde, mj: new MessageJSON(this.serde) };
+    return this.#dumper.mj;
   }
 
   /**
@@ -203,32 +222,59 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     }
   }
 
+  // How writes meet their checkpoint. LangGraph chains each put() behind
+  // the one before, but calls putWrites() as soon as a task ends, so the
+  // writes of a task often arrive while the put of the checkpoint they belong
+  // to is still waiting for the previous put (the engine refuses writes to a
+  // checkpoint it does not have; MemorySaver takes them regardless). Such
+  // writes are parked: the put of their checkpoint sends them with it, in one
+  // crossing of the engine bridge (writes.batch). Writes whose checkpoint is
+  // being put wait for that put. Parked writes whose put has not started when
+  // the puts in flight of their thread have finished are sent alone, so
+  // nothing waits on a put that never comes.
+  #inflight = new Map(); // checkpoint key -> promise settled when its put is
+  #threadPuts = new Map(); // thread key -> Set of those promises
+  #parked = new Map(); // checkpoint key -> [{ req, bufs, resolve, reject }]
+  #stored = new Set(); // checkpoint keys put by this saver (the latest STORED_KEYS)
+
   async put(config, checkpoint, metadata, newVersions) {
-    const p = this.#put(config, checkpoint, metadata, newVersions);
-    this.#puts.add(p);
+    const cfg = wireConfig(config, "put");
+    const key = cpKey(cfg, checkpoint?.id);
+    const tkey = threadKey(cfg);
+    let done;
+    const settled = new Promise((r) => {
+      done = r;
+    });
+    this.#inflight.set(key, settled);
+    let puts = this.#threadPuts.get(tkey);
+    if (!puts) this.#threadPuts.set(tkey, (puts = new Set()));
+    puts.add(settled);
     try {
-      return await p;
+      const r = await this.#put(cfg, key, checkpoint, metadata, newVersions);
+      this.#remember(key);
+      return r;
     } finally {
-      this.#puts.delete(p);
+      if (this.#inflight.get(key) === settled) this.#inflight.delete(key);
+      puts.delete(settled);
+      if (puts.size === 0 && this.#threadPuts.get(tkey) === puts) this.#threadPuts.delete(tkey);
+      done();
     }
   }
 
-  // Puts in flight. LangGraph chains put() behind earlier writes and calls
-  // putWrites() for a task at once, so the writes of a fast task can arrive
-  // before the put of the checkpoint they belong to (MemorySaver takes them
-  // regardless; the engine refuses writes to an unknown checkpoint). Such
-  // writes wait for the puts and try again.
-  #puts = new Set();
+  #remember(key) {
+    this.#stored.delete(key);
+    this.#stored.add(key);
+    if (this.#stored.size > STORED_KEYS) this.#stored.delete(this.#stored.values().next().value);
+  }
 
-  async #put(config, checkpoint, metadata, newVersions) {
-    const cfg = wireConfig(config, "put");
+  async #put(cfg, key, checkpoint, metadata, newVersions) {
     const bufs = new Bufs();
     const values = {};
     for (const ch of Object.keys(newVersions ?? {})) {
       if (!Object.prototype.hasOwnProperty.call(checkpoint.channel_values ?? {}, ch)) continue;
       const v = checkpoint.channel_values[ch];
       if (v === undefined) continue;
-      const [type, bytes] = await this.serde.dumpsTyped(v);
+      const [type, bytes] = await this.#dumps.dumpsTyped(v);
       values[ch] = bufs.add(type, bytes);
     }
     const cp = {
@@ -240,12 +286,35 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       seen: seenOut(checkpoint.versions_seen),
     };
     if (Array.isArray(checkpoint.updated_channels)) cp.updated = checkpoint.updated_channels;
-    const r = await this.db.call(
-      "put",
-      { config: cfg, checkpoint: cp, metadata: metadata ?? {}, newVersions: versionsOut(newVersions, "newVersions") },
-      bufs.list,
-    );
-    return lgConfig(r.config);
+    const req = { config: cfg, checkpoint: cp, metadata: metadata ?? {}, newVersions: versionsOut(newVersions, "newVersions") };
+    const parked = this.#parked.get(key);
+    this.#parked.delete(key);
+    if (!parked) {
+      const r = await this.db.call("put", req, bufs.list);
+      return lgConfig(r.config);
+    }
+    const ops = [{ op: "put", req }];
+    for (const w of parked) {
+      // The batch shares one list of byte arrays: renumber the writes' blobs.
+      const base = bufs.list.length;
+      bufs.list.push(...w.bufs);
+      ops.push({ op: "putWrites", req: { ...w.req, writes: w.req.writes.map((x) => ({ ...x, value: { t: x.value.t, b: x.value.b + base } })) } });
+    }
+    let r;
+    try {
+      r = await this.db.call("writes.batch", { ops }, bufs.list);
+    } catch (e) {
+      for (const w of parked) w.reject(e);
+      throw e;
+    }
+    parked.forEach((w, k) => {
+      const res = r.results[k + 1];
+      if (res.error !== undefined) w.reject(new AgentStateError(res.error, res.code));
+      else w.resolve();
+    });
+    const res = r.results[0];
+    if (res.error !== undefined) throw new AgentStateError(res.error, res.code);
+    return lgConfig(res.ok.config);
   }
 
   async putWrites(config, writes, taskId, taskPath = "") {
@@ -256,19 +325,61 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const bufs = new Bufs();
     const ws = [];
     for (const [channel, value] of writes) {
-      const [type, bytes] = await this.serde.dumpsTyped(value);
+      const [type, bytes] = await this.#dumps.dumpsTyped(value);
       ws.push({ channel, value: bufs.add(type, bytes) });
     }
     const req = { config: cfg, writes: ws, taskId, taskPath: taskPath ?? "" };
+    const key = cpKey(cfg, cfg.checkpoint_id);
+    const own = this.#inflight.get(key);
+    if (own) {
+      await own; // its put is on its way: go after it (even if it failed: the engine says why)
+    } else if (!this.#stored.has(key)) {
+      const puts = this.#threadPuts.get(threadKey(cfg));
+      if (puts && puts.size > 0) return this.#park(key, [...puts], req, bufs.list);
+    }
+    return this.#sendWrites(req, bufs.list);
+  }
+
+  #park(key, puts, req, bufs) {
+    return new Promise((resolve, reject) => {
+      const w = { req, bufs, resolve, reject };
+      let list = this.#parked.get(key);
+      if (!list) this.#parked.set(key, (list = []));
+      list.push(w);
+      // Unless a put takes them (and settles them), send the writes once the
+      // puts in flight have finished, then those that started meanwhile (the
+      // put of this checkpoint may be chained behind writes that waited for
+      // the puts before it), a few rounds at most.
+      const taken = () => !this.#parked.get(key)?.includes(w);
+      (async () => {
+        for (let round = 0; round < 4 && puts.length > 0; round++) {
+          await Promise.allSettled(puts);
+          await macrotask();
+          if (taken()) return;
+          puts = [...(this.#threadPuts.get(threadKey(req.config)) ?? [])];
+        }
+        if (taken()) return;
+        const still = this.#parked.get(key);
+        still.splice(still.indexOf(w), 1);
+        if (still.length === 0) this.#parked.delete(key);
+        const own = this.#inflight.get(key);
+        if (own) await own;
+        await this.#sendWrites(req, bufs);
+        resolve();
+      })().catch(reject);
+    });
+  }
+
+  async #sendWrites(req, bufs) {
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.db.call("putWrites", req, bufs.list);
+        await this.db.call("putWrites", req, bufs);
         return;
       } catch (e) {
         // Only a missing checkpoint is worth waiting for, and only while
         // puts are in flight or LangGraph may still be about to send one.
         if (e.code !== "NOT_FOUND" || attempt >= 100) throw e;
-        if (this.#puts.size > 0) await Promise.allSettled([...this.#puts]);
+        if (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight.values()]);
         else await new Promise((r) => setTimeout(r, attempt < 10 ? 0 : 10));
       }
     }
