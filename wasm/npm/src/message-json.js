@@ -17,6 +17,18 @@
 // message its id that way) is serialised again. What toJSON reads from the
 // class (aliases, secrets, the class name) is taken to stay as it was.
 //
+// Lists the saver reads back are new objects at every invoke (getTuple
+// revives them), so every message serialised is also remembered by its text,
+// with the copy of the state that gave it: any message equal to that copy
+// serialises to that text. loadsTyped cuts the bytes it read into the
+// list's elements and notes, for each revived message, where its text is;
+// when such a message is put, the state remembered for its text is compared
+// with it and, if equal, its bytes are used. The first time a text is read
+// back, the revived message usually differs a little from the one first
+// serialised (constructors fill in defaults), so it is serialised once more
+// and its state remembered for the text instead. So a turn serialises only
+// the messages it adds.
+//
 // The fast path only runs for LangChain's JsonPlusSerializer (any copy of
 // it), on lists whose every element is a LangChain message, and on
 // DeltaChannel snapshots of such lists. The first result of each kind is
@@ -102,7 +114,7 @@ function same(v, s) {
 // (non-enumerable ones too: toJSON reads this[key] for each key of
 // lc_kwargs), copied deeply.
 function snapshot(m) {
-  const keys = Reflect.ownKeys(m).filter((k) => typeof k === "string");
+  const keys = Object.getOwnPropertyNames(m);
   const budget = { n: MAX_NODES };
   const vals = new Array(keys.length);
   for (let i = 0; i < keys.length; i++) {
@@ -115,14 +127,12 @@ function snapshot(m) {
 
 function unchanged(m, s) {
   if (Object.getPrototypeOf(m) !== s.proto) return false;
-  const keys = Reflect.ownKeys(m);
-  let n = 0;
-  for (const k of keys) {
-    if (typeof k !== "string") continue;
-    if (k !== s.keys[n] || !same(m[k], s.vals[n])) return false;
-    n++;
+  const keys = Object.getOwnPropertyNames(m);
+  if (keys.length !== s.keys.length) return false;
+  for (let i = 0; i < keys.length; i++) {
+    if (keys[i] !== s.keys[i] || !same(m[keys[i]], s.vals[i])) return false;
   }
-  return n === s.keys.length;
+  return true;
 }
 
 // Whether objects of this prototype are LangChain messages serialised by
@@ -139,13 +149,53 @@ function isMessageProto(proto) {
 }
 
 const CYCLE_MARKS = ['"[Circular]"', '"[...]"'];
-const SPLICE = "\u2063agentstate-splice\u2063";
+const TEXT_CHARS = 64 << 20; // message texts remembered, at most (then forgotten, all at once)
+
+// splitArray returns the byte ranges of the top-level elements of the JSON
+// array in b[from:to] as [start, end, ...], or undefined if b[from:to] is not
+// an array. The structural characters are ASCII, so UTF-8 text can be
+// scanned as bytes; string bodies are skipped with indexOf.
+function splitArray(b, from, to) {
+  if (to - from < 2 || b[from] !== 0x5b || b[to - 1] !== 0x5d) return undefined;
+  const ranges = [];
+  if (to - from === 2) return ranges;
+  let depth = 0;
+  let start = from + 1;
+  const last = to - 1;
+  for (let i = from + 1; i < last; i++) {
+    const c = b[i];
+    if (c === 0x22) {
+      // to the closing quote: one not escaped by an odd run of backslashes
+      for (;;) {
+        const q = b.indexOf(0x22, i + 1);
+        if (q < 0 || q >= last) return undefined;
+        let bs = 0;
+        while (b[q - 1 - bs] === 0x5c) bs++;
+        i = q;
+        if (bs % 2 === 0) break;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      depth++;
+    } else if (c === 0x7d || c === 0x5d) {
+      if (--depth < 0) return undefined;
+    } else if (c === 0x2c && depth === 0) {
+      ranges.push(start, i);
+      start = i + 1;
+    }
+  }
+  if (depth !== 0) return undefined;
+  ranges.push(start, last);
+  return ranges;
+}
 
 function bytesEqual(a, b) {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
+
+const SPLICE = "\u2063agentstate-splice\u2063";
+
 
 export function isJsonPlusSerializer(serde) {
   const proto = serde && Object.getPrototypeOf(serde);
@@ -156,11 +206,13 @@ export function isJsonPlusSerializer(serde) {
 export class MessageJSON {
   #serde;
   #on;
-  #entries = new WeakMap(); // message -> { bytes, snap }
+  #entries = new WeakMap(); // message -> { bytes, snap } (serialised) or { data, start, end } (read back)
   #protos = new WeakMap(); // prototype -> is a message class
   #wrappers = new WeakMap(); // snapshot prototype -> { prefix, suffix }
   #verified = new Set(); // kinds whose first fast result matched the serde
-  stats = { hits: 0, misses: 0, fast: 0, slow: 0 };
+  #texts = new Map(); // message text -> a state (snapshot) that serialises to it
+  #textChars = 0;
+  stats = { hits: 0, misses: 0, fast: 0, slow: 0, learned: 0, reread: 0 };
 
   constructor(serde) {
     this.#serde = serde;
@@ -204,6 +256,59 @@ export class MessageJSON {
     return ["json", bytes];
   }
 
+  /**
+   * serde.loadsTyped(type, data); for a list of messages (or a DeltaChannel
+   * snapshot of one) also notes where each message's text is in data.
+   */
+  async loadsTyped(type, data) {
+    const value = await this.#serde.loadsTyped(type, data);
+    if (this.#on && type === "json" && data instanceof Uint8Array) await this.#learn(value, data);
+    return value;
+  }
+
+  async #learn(value, data) {
+    let list = value;
+    let from = 0;
+    let to = data.length;
+    if (!Array.isArray(value)) {
+      if (!isSnapshotValue(value)) return;
+      const proto = Object.getPrototypeOf(value);
+      if (!this.#wrappers.has(proto)) await this.#learnWrapper(value);
+      const w = this.#wrappers.get(proto);
+      if (!w || !startsWith(data, w.prefix, 0) || !startsWith(data, w.suffix, data.length - w.suffix.length)) return;
+      list = value.value;
+      from = w.prefix.length;
+      to = data.length - w.suffix.length;
+    }
+    if (list.length === 0 || Object.getPrototypeOf(list) !== Array.prototype) return;
+    for (const m of list) if (!this.#isMessage(m)) return;
+    const ranges = splitArray(data, from, to);
+    if (!ranges || ranges.length !== 2 * list.length) return;
+    for (let i = 0; i < list.length; i++) this.#entries.set(list[i], { data, start: ranges[2 * i], end: ranges[2 * i + 1] });
+    this.stats.learned += list.length;
+  }
+
+  #remember(bytes, snap) {
+    const text = decoder.decode(bytes);
+    if (this.#textChars + text.length > TEXT_CHARS) {
+      this.#texts.clear();
+      this.#textChars = 0;
+    }
+    if (!this.#texts.has(text)) this.#textChars += text.length;
+    this.#texts.set(text, snap);
+  }
+
+  #isMessage(m) {
+    if (m === null || typeof m !== "object" || m.lc_serializable !== true) return false;
+    const proto = Object.getPrototypeOf(m);
+    let ok = this.#protos.get(proto);
+    if (ok === undefined) {
+      ok = isMessageProto(proto);
+      this.#protos.set(proto, ok);
+    }
+    return ok;
+  }
+
   // How the serde writes a snapshot object around its list: serialise one of
   // the same class holding a marker instead, and cut there.
   async #learnWrapper(snap) {
@@ -237,18 +342,24 @@ export class MessageJSON {
     const fresh = [];
     for (let i = 0; i < list.length; i++) {
       const m = list[i];
-      if (m === null || typeof m !== "object" || m.lc_serializable !== true) return undefined;
-      const proto = Object.getPrototypeOf(m);
-      let ok = this.#protos.get(proto);
-      if (ok === undefined) {
-        ok = isMessageProto(proto);
-        this.#protos.set(proto, ok);
-      }
-      if (!ok) return undefined;
+      if (!this.#isMessage(m)) return undefined;
       const e = this.#entries.get(m);
-      if (e !== undefined && unchanged(m, e.snap)) {
-        parts[i] = e.bytes;
-        continue;
+      if (e !== undefined) {
+        if (e.snap !== undefined && unchanged(m, e.snap)) {
+          parts[i] = e.bytes;
+          continue;
+        }
+        if (e.data !== undefined) {
+          // Read back: its text, and a state known to serialise to it.
+          this.stats.reread++;
+          const bytes = e.data.subarray(e.start, e.end);
+          const snap = this.#texts.get(decoder.decode(bytes));
+          if (snap !== undefined && unchanged(m, snap)) {
+            this.#entries.set(m, { bytes, snap });
+            parts[i] = bytes;
+            continue;
+          }
+        }
       }
       // The copy first, then the bytes: if the message changed in between,
       // the copy is the older state and the next use serialises again.
@@ -268,8 +379,12 @@ export class MessageJSON {
       if (CYCLE_MARKS.some((c) => text.includes(c))) return undefined;
       const { i, m, snap } = fresh[k];
       parts[i] = bytes;
-      if (snap !== undefined) this.#entries.set(m, { bytes, snap });
-      else this.#entries.delete(m);
+      if (snap !== undefined) {
+        this.#entries.set(m, { bytes, snap });
+        this.#remember(bytes, snap);
+      } else {
+        this.#entries.delete(m);
+      }
     }
     let total = parts.length + 1; // brackets and commas
     for (const p of parts) total += p.length;
@@ -290,6 +405,12 @@ export class MessageJSON {
     if (wrap) out.set(wrap.suffix, at);
     return out;
   }
+}
+
+function startsWith(b, prefix, at) {
+  if (at < 0 || at + prefix.length > b.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (b[at + i] !== prefix[i]) return false;
+  return true;
 }
 
 function isSnapshotValue(v) {

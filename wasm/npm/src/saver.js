@@ -89,6 +89,7 @@ const macrotask = typeof setImmediate === "function" ? () => new Promise((r) => 
 // How many checkpoint keys a saver remembers having stored (a hint that a
 // checkpoint exists, so its writes need not wait for puts in flight).
 const STORED_KEYS = 1024;
+const ACTIVE_THREADS = 256;
 
 export class AgentStateSaver extends BaseCheckpointSaver {
   /** @type {Database} */
@@ -129,14 +130,19 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (this.#ownsDb) await this.db.close();
   }
 
-  async #value(blob, bufs) {
-    return this.serde.loadsTyped(blob.t, bufs[blob.b]);
+  // learn: the value likely goes on into a graph run that puts it again
+  // (getTuple and delta histories of a thread this saver has been putting
+  // checkpoints to), so the messages it holds are remembered with their
+  // bytes (see message-json.js). Learning costs a little on each read, so
+  // list() and reads of other threads (a UI looking at state) do not.
+  async #value(blob, bufs, learn = false) {
+    return learn ? this.#dumps.loadsTyped(blob.t, bufs[blob.b]) : this.serde.loadsTyped(blob.t, bufs[blob.b]);
   }
 
-  async #tuple(t, bufs) {
+  async #tuple(t, bufs, learn = false) {
     const cp = t.checkpoint;
     const values = {};
-    for (const [ch, blob] of Object.entries(cp.values ?? {})) values[ch] = await this.#value(blob, bufs);
+    for (const [ch, blob] of Object.entries(cp.values ?? {})) values[ch] = await this.#value(blob, bufs, learn);
     const checkpoint = {
       v: cp.v,
       id: cp.id,
@@ -150,7 +156,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       config: lgConfig(t.config),
       checkpoint,
       metadata: t.metadata ?? {},
-      pendingWrites: await Promise.all(t.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, bufs)])),
+      pendingWrites: await Promise.all(t.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, bufs, learn)])),
     };
     if (t.parent) {
       tuple.parentConfig = lgConfig(t.parent);
@@ -178,7 +184,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (!c || c.thread_id === undefined || c.thread_id === null || c.thread_id === "") return undefined;
     const r = await this.db.call("getTuple", { config: wireConfig(config, "getTuple") });
     if (!r.tuple) return undefined;
-    return this.#tuple(r.tuple, r.bufs);
+    return this.#tuple(r.tuple, r.bufs, this.#active.has(threadKey(r.tuple.config)));
   }
 
   async *list(config, options = {}) {
@@ -236,6 +242,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   #threadPuts = new Map(); // thread key -> Set of those promises
   #parked = new Map(); // checkpoint key -> [{ req, bufs, resolve, reject }]
   #stored = new Set(); // checkpoint keys put by this saver (the latest STORED_KEYS)
+  #active = new Set(); // thread keys this saver put checkpoints to (the latest ACTIVE_THREADS)
 
   async put(config, checkpoint, metadata, newVersions) {
     const cfg = wireConfig(config, "put");
@@ -251,7 +258,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     puts.add(settled);
     try {
       const r = await this.#put(cfg, key, checkpoint, metadata, newVersions);
-      this.#remember(key);
+      this.#remember(key, tkey);
       return r;
     } finally {
       if (this.#inflight.get(key) === settled) this.#inflight.delete(key);
@@ -261,10 +268,15 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     }
   }
 
-  #remember(key) {
-    this.#stored.delete(key);
-    this.#stored.add(key);
-    if (this.#stored.size > STORED_KEYS) this.#stored.delete(this.#stored.values().next().value);
+  #remember(key, tkey) {
+    for (const [set, k, max] of [
+      [this.#stored, key, STORED_KEYS],
+      [this.#active, tkey, ACTIVE_THREADS],
+    ]) {
+      set.delete(k);
+      set.add(k);
+      if (set.size > max) set.delete(set.values().next().value);
+    }
   }
 
   async #put(cfg, key, checkpoint, metadata, newVersions) {
@@ -420,12 +432,13 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       r = {};
     }
     const result = {};
+    const learn = this.#active.has(threadKey(cfg));
     for (const ch of channels) {
       const h = r[ch];
       const entry = { writes: [] };
       if (h) {
-        entry.writes = await Promise.all(h.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, r.bufs)]));
-        if (h.seed) entry.seed = await this.#value(h.seed, r.bufs);
+        entry.writes = await Promise.all(h.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, r.bufs, learn)]));
+        if (h.seed) entry.seed = await this.#value(h.seed, r.bufs, learn);
       }
       result[ch] = entry;
     }

@@ -172,11 +172,20 @@ describe(`MessageJSON equals serde.dumpsTyped (seed ${seed})`, () => {
       const mj = new MessageJSON(serde);
       const list = [];
       for (let i = 0; i < 5; i++) list.push(message(r));
+      let list2 = list;
       for (let step = 0; step < 120; step++) {
-        const what = `run ${run} step ${step}: ${edit(r, list)}`;
-        await same(mj, serde, list, what);
-        if (step % 7 === 0) await same(mj, serde, new DeltaSnapshot(list), `${what} (snapshot)`);
-        for (const m of list) if (m.additional_kwargs?.loop) delete m.additional_kwargs.loop;
+        const what = `run ${run} step ${step}: ${edit(r, list2)}`;
+        await same(mj, serde, list2, what);
+        if (step % 7 === 0) await same(mj, serde, new DeltaSnapshot(list2), `${what} (snapshot)`);
+        for (const m of list2) if (m.additional_kwargs?.loop) delete m.additional_kwargs.loop;
+        if (r.next() < 0.2) {
+          // What getTuple does: the list read back, revived, learnt.
+          const snap = r.next() < 0.3;
+          const [, bytes] = await serde.dumpsTyped(snap ? new DeltaSnapshot(list2) : list2);
+          const back = await mj.loadsTyped("json", bytes);
+          list2 = snap ? back.value : back;
+          await same(mj, serde, list2, `${what} (read back)`);
+        }
       }
       expect(mj.enabled).toBe(true); // never turned itself off: no mismatch was found
       expect(mj.stats.hits).toBeGreaterThan(mj.stats.misses);
@@ -197,6 +206,45 @@ describe(`MessageJSON equals serde.dumpsTyped (seed ${seed})`, () => {
     expect(mj.stats.hits).toBe(199);
     await same(mj, serde, new DeltaSnapshot(list), "the same list as a snapshot");
     expect(mj.stats.misses).toBe(202);
+  });
+
+  it("reuses the bytes of read-back messages once their text is known to come from such a state", async () => {
+    const serde = new JsonPlusSerializer();
+    const mj = new MessageJSON(serde);
+    const list = [];
+    for (let i = 0; i < 50; i++) list.push(i % 2 ? new AIMessage({ id: `a${i}`, content: `answer ${i}`, tool_calls: [] }) : new HumanMessage({ id: `h${i}`, content: `q ${i}` }));
+    const [, bytes] = await serde.dumpsTyped(list);
+    // First read: these texts were never serialised here, so the next put
+    // serialises every message (and remembers the revived states).
+    let back = await mj.loadsTyped("json", bytes);
+    expect(mj.stats.learned).toBe(50);
+    back.push(new HumanMessage({ id: "next", content: "next" }));
+    await same(mj, serde, back, "first read, one new");
+    expect([mj.stats.reread, mj.stats.misses]).toEqual([50, 51]);
+    // Second read of the same texts: only the new message is serialised.
+    back = await mj.loadsTyped("json", bytes);
+    back.push(new HumanMessage({ id: "next2", content: "next 2" }));
+    await same(mj, serde, back, "second read, one new");
+    expect([mj.stats.reread, mj.stats.misses]).toEqual([100, 52]);
+    // A read-back message changed in place is serialised again.
+    back[3].content = "changed after reading";
+    await same(mj, serde, back, "changed after reading");
+    expect(mj.stats.misses).toBe(53);
+    // As a DeltaChannel snapshot.
+    const [, snapBytes] = await serde.dumpsTyped(new DeltaSnapshot(list));
+    const snap = await mj.loadsTyped("json", snapBytes);
+    expect(snap.value).toHaveLength(50);
+    await same(mj, serde, new DeltaSnapshot(snap.value), "snapshot read back");
+    expect(mj.stats.misses).toBe(53);
+    // A text that does not round-trip is never trusted: a message whose
+    // bytes were written by hand with its keys in another order.
+    const odd = new TextEncoder().encode(
+      '[{"type":"constructor","lc":1,"id":["langchain_core","messages","HumanMessage"],"kwargs":{"content":"odd","id":"o1"}}]',
+    );
+    for (let k = 0; k < 2; k++) {
+      const got = await mj.loadsTyped("json", odd);
+      await same(mj, serde, got, `hand-written text, read ${k + 1}`);
+    }
   });
 
   it("falls back to the serde for what it does not know", async () => {
