@@ -232,15 +232,17 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   // the one before, but calls putWrites() as soon as a task ends, so the
   // writes of a task often arrive while the put of the checkpoint they belong
   // to is still waiting for the previous put (the engine refuses writes to a
-  // checkpoint it does not have; MemorySaver takes them regardless). Such
-  // writes are parked: the put of their checkpoint sends them with it, in one
-  // crossing of the engine bridge (writes.batch). Writes whose checkpoint is
-  // being put wait for that put. Parked writes whose put has not started when
-  // the puts in flight of their thread have finished are sent alone, so
-  // nothing waits on a put that never comes.
+  // checkpoint it does not have; MemorySaver takes them regardless), or just
+  // after that put was called. Such writes are parked: the put of their
+  // checkpoint sends them with it, in one crossing of the engine bridge
+  // (writes.batch). Writes whose checkpoint's put has already gone to the
+  // engine wait for it. Parked writes whose put has not come when the puts in
+  // flight of their thread have finished are sent alone, so nothing waits on
+  // a put that never comes.
   #inflight = new Map(); // checkpoint key -> promise settled when its put is
   #threadPuts = new Map(); // thread key -> Set of those promises
   #parked = new Map(); // checkpoint key -> [{ req, bufs, resolve, reject }]
+  #undispatched = new Set(); // checkpoint keys whose put has not yet taken its parked writes
   #stored = new Set(); // checkpoint keys put by this saver (the latest STORED_KEYS)
   #active = new Set(); // thread keys this saver put checkpoints to (the latest ACTIVE_THREADS)
 
@@ -253,6 +255,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       done = r;
     });
     this.#inflight.set(key, settled);
+    this.#undispatched.add(key);
     let puts = this.#threadPuts.get(tkey);
     if (!puts) this.#threadPuts.set(tkey, (puts = new Set()));
     puts.add(settled);
@@ -261,6 +264,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       this.#remember(key, tkey);
       return r;
     } finally {
+      this.#undispatched.delete(key);
       if (this.#inflight.get(key) === settled) this.#inflight.delete(key);
       puts.delete(settled);
       if (puts.size === 0 && this.#threadPuts.get(tkey) === puts) this.#threadPuts.delete(tkey);
@@ -299,6 +303,11 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     };
     if (Array.isArray(checkpoint.updated_channels)) cp.updated = checkpoint.updated_channels;
     const req = { config: cfg, checkpoint: cp, metadata: metadata ?? {}, newVersions: versionsOut(newVersions, "newVersions") };
+    // The first task planned from this checkpoint often ends (and sends its
+    // writes) right after LangGraph calls put: give it a turn of the event
+    // loop to join.
+    await macrotask();
+    this.#undispatched.delete(key);
     const parked = this.#parked.get(key);
     this.#parked.delete(key);
     if (!parked) {
@@ -343,7 +352,9 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const req = { config: cfg, writes: ws, taskId, taskPath: taskPath ?? "" };
     const key = cpKey(cfg, cfg.checkpoint_id);
     const own = this.#inflight.get(key);
-    if (own) {
+    if (own && this.#undispatched.has(key)) {
+      return this.#park(key, [own], req, bufs.list); // the put takes them along
+    } else if (own) {
       await own; // its put is on its way: go after it (even if it failed: the engine says why)
     } else if (!this.#stored.has(key)) {
       const puts = this.#threadPuts.get(threadKey(cfg));
