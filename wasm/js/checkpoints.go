@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
@@ -156,6 +157,11 @@ func errorCode(err error) string {
 func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
 	var r struct {
 		Config engine.Config `json:"config"`
+		// DeltaHistory asks, in the same call, for the delta histories of
+		// the channels the checkpoint's metadata counts as delta channels
+		// (counters_since_delta_snapshot) and that hold no value in it: what
+		// LangGraph asks next when it loads the checkpoint.
+		DeltaHistory bool `json:"deltaHistory"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -168,7 +174,35 @@ func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, er
 		return nil, nil, err
 	}
 	o := &out{}
-	return map[string]any{"tuple": o.tuple(t)}, o, nil
+	res := map[string]any{"tuple": o.tuple(t)}
+	if chs := deltaChannels(t); r.DeltaHistory && len(chs) > 0 {
+		hist, err := h.db.DeltaChannelHistory(ctx, t.Config, chs)
+		if err != nil {
+			return nil, nil, err
+		}
+		res["history"] = o.histories(hist)
+		res["historyChannels"] = chs
+	}
+	return res, o, nil
+}
+
+// deltaChannels lists the channels a LangGraph checkpoint rebuilds from
+// history: those its metadata counts since their last delta snapshot, that
+// have a version and no value.
+func deltaChannels(t engine.Tuple) []string {
+	counters, _ := t.Metadata["counters_since_delta_snapshot"].(map[string]any)
+	var chs []string
+	for ch := range counters {
+		if _, ok := t.Checkpoint.ChannelVersions[ch]; !ok {
+			continue
+		}
+		if _, ok := t.Checkpoint.ChannelValues[ch]; ok {
+			continue
+		}
+		chs = append(chs, ch)
+	}
+	slices.Sort(chs)
+	return chs
 }
 
 func opListOpen(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
@@ -294,16 +328,7 @@ func opDeltaHistory(ctx context.Context, h *handle, req []byte, _ in) (any, *out
 		return nil, nil, err
 	}
 	o := &out{}
-	res := make(map[string]wHistory, len(hist))
-	for ch, hh := range hist {
-		w := wHistory{Writes: o.writes(hh.Writes)}
-		if hh.Seed != nil {
-			s := o.blob(*hh.Seed)
-			w.Seed = &s
-		}
-		res[ch] = w
-	}
-	return res, o, nil
+	return o.histories(hist), o, nil
 }
 
 func opInfo(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {

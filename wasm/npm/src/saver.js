@@ -182,12 +182,25 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   async getTuple(config) {
     const c = config?.configurable;
     if (!c || c.thread_id === undefined || c.thread_id === null || c.thread_id === "") return undefined;
-    const r = await this.db.call("getTuple", { config: wireConfig(config, "getTuple") });
+    this.#prefetched = undefined;
+    const r = await this.db.call("getTuple", { config: wireConfig(config, "getTuple"), deltaHistory: true });
     if (!r.tuple) return undefined;
+    if (r.history) {
+      this.#prefetched = { key: cpKey(r.tuple.config, r.tuple.config.checkpoint_id), channels: new Set(r.historyChannels), history: r.history, bufs: r.bufs };
+    }
     return this.#tuple(r.tuple, r.bufs, this.#active.has(threadKey(r.tuple.config)));
   }
 
+  // The delta histories read with the last tuple: when LangGraph loads a
+  // checkpoint with DeltaChannels it asks for them next, for that same
+  // checkpoint. The engine read them in the same call as the tuple, so they
+  // are what a separate call would have returned then; a checkpoint's
+  // history does not change while it exists. Used once, and dropped by any
+  // other call of this saver.
+  #prefetched;
+
   async *list(config, options = {}) {
+    this.#prefetched = undefined;
     const c = config?.configurable ?? {};
     const { limit, before, filter } = options;
     const only = c.checkpoint_id ?? c.thread_ts;
@@ -247,6 +260,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   #active = new Set(); // thread keys this saver put checkpoints to (the latest ACTIVE_THREADS)
 
   async put(config, checkpoint, metadata, newVersions) {
+    this.#prefetched = undefined;
     const cfg = wireConfig(config, "put");
     const key = cpKey(cfg, checkpoint?.id);
     const tkey = threadKey(cfg);
@@ -339,6 +353,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   }
 
   async putWrites(config, writes, taskId, taskPath = "") {
+    this.#prefetched = undefined;
     const cfg = wireConfig(config, "putWrites");
     if (!cfg.checkpoint_id) {
       throw new AgentStateError("agentstate: putWrites: config.configurable.checkpoint_id is missing", "INVALID_ARGUMENT");
@@ -409,16 +424,19 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   }
 
   async deleteThread(threadId) {
+    this.#prefetched = undefined;
     await this.db.call("deleteThread", { threadId: String(threadId) });
   }
 
   /** Deletes the checkpoints (and their writes) whose metadata run_id is listed. */
   async deleteForRuns(runIds) {
+    this.#prefetched = undefined;
     await this.db.call("deleteForRuns", { runIds: [...runIds].map(String) });
   }
 
   /** Copies every checkpoint, value and write of a thread to another thread id. */
   async copyThread(sourceThreadId, targetThreadId) {
+    this.#prefetched = undefined;
     await this.db.call("copyThread", { src: String(sourceThreadId), dst: String(targetThreadId) });
   }
 
@@ -428,19 +446,29 @@ export class AgentStateSaver extends BaseCheckpointSaver {
    * Returns what was removed and kept.
    */
   async prune(threadIds, strategy = "keep_latest") {
+    this.#prefetched = undefined;
     return this.db.call("prune", { threadIds: [...threadIds].map(String), strategy });
   }
 
   /** Served by the engine's parent-link walk and its history cache. */
   async getDeltaChannelHistory({ config, channels }) {
+    const pre = this.#prefetched;
+    this.#prefetched = undefined;
     if (!channels || channels.length === 0) return {};
     const cfg = wireConfig(config, "getDeltaChannelHistory");
     let r;
-    try {
-      r = await this.db.call("deltaHistory", { config: cfg, channels });
-    } catch (e) {
-      if (e.code !== "NOT_FOUND") throw e;
-      r = {};
+    let bufs;
+    if (pre && cfg.checkpoint_id && pre.key === cpKey(cfg, cfg.checkpoint_id) && channels.every((ch) => pre.channels.has(ch))) {
+      r = pre.history;
+      bufs = pre.bufs;
+    } else {
+      try {
+        r = await this.db.call("deltaHistory", { config: cfg, channels });
+        bufs = r.bufs;
+      } catch (e) {
+        if (e.code !== "NOT_FOUND") throw e;
+        r = {};
+      }
     }
     const result = {};
     const learn = this.#active.has(threadKey(cfg));
@@ -448,8 +476,8 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       const h = r[ch];
       const entry = { writes: [] };
       if (h) {
-        entry.writes = await Promise.all(h.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, r.bufs, learn)]));
-        if (h.seed) entry.seed = await this.#value(h.seed, r.bufs, learn);
+        entry.writes = await Promise.all(h.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, bufs, learn)]));
+        if (h.seed) entry.seed = await this.#value(h.seed, bufs, learn);
       }
       result[ch] = entry;
     }

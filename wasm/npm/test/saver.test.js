@@ -129,3 +129,49 @@ describe("AgentStateSaver: writes and their checkpoint", () => {
     expect(await saver.getTuple(cfg(undefined))).toBeDefined();
   });
 });
+
+describe("AgentStateSaver: delta histories read with the tuple", () => {
+  it("serves LangGraph's next getDeltaChannelHistory from the getTuple call, equal to a fresh read", async () => {
+    const { z } = await import("zod/v4");
+    const { DeltaValue, END, START, StateGraph, StateSchema, messagesDeltaReducer } = await import("@langchain/langgraph");
+    const { AIMessage, HumanMessage } = await import("@langchain/core/messages");
+    const saver = await AgentStateSaver.open();
+    try {
+      const messages = new DeltaValue(z.custom().default(() => []), { inputSchema: z.custom(), reducer: messagesDeltaReducer, snapshotFrequency: 3 });
+      const g = new StateGraph(new StateSchema({ messages }))
+        .addNode("agent", (s) => ({ messages: [new AIMessage({ id: `ai-${s.messages.length}`, content: `reply ${s.messages.length}` })] }))
+        .addEdge(START, "agent")
+        .addEdge("agent", END)
+        .compile({ checkpointer: saver });
+      const config = { configurable: { thread_id: "d" } };
+      for (let i = 0; i < 7; i++) await g.invoke({ messages: [new HumanMessage({ id: `h-${i}`, content: `q ${i}` })] }, config);
+      const ids = [];
+      for await (const t of saver.list(config)) ids.push(t.config.configurable.checkpoint_id);
+      const calls = recordCalls(saver);
+      let served = 0;
+      for (const id of ids) {
+        const c = { configurable: { thread_id: "d", checkpoint_ns: "", checkpoint_id: id } };
+        const t = await saver.getTuple(c);
+        const replay = "messages" in t.checkpoint.channel_values ? [] : ["messages"];
+        if (replay.length === 0) continue;
+        calls.length = 0;
+        const pre = await saver.getDeltaChannelHistory({ config: c, channels: replay });
+        if (calls.length === 0) served++;
+        const fresh = await saver.getDeltaChannelHistory({ config: c, channels: replay });
+        expect(calls).toContain("deltaHistory");
+        expect(pre).toEqual(fresh);
+      }
+      expect(served).toBeGreaterThan(ids.length / 3);
+      // The graph reads the same state both ways.
+      expect((await g.getState(config)).values.messages).toHaveLength(14);
+      // Another call in between drops what was read with the tuple.
+      const head = await saver.getTuple(config);
+      await saver.putWrites(head.config, [["x", 1]], "t-x");
+      calls.length = 0;
+      await saver.getDeltaChannelHistory({ config: head.config, channels: ["messages"] });
+      expect(calls).toEqual(["deltaHistory"]);
+    } finally {
+      await saver.close();
+    }
+  });
+});
