@@ -82,9 +82,24 @@ class Bufs {
 const cpKey = (c, id) => `${c.thread_id}\u0000${c.checkpoint_ns}\u0000${id}`;
 const threadKey = (c) => `${c.thread_id}\u0000${c.checkpoint_ns}`;
 
-// A macrotask: what LangGraph queues in microtasks after a put resolves (the
-// put that was chained behind it) has run by then.
-const macrotask = typeof setImmediate === "function" ? () => new Promise((r) => setImmediate(r)) : () => new Promise((r) => setTimeout(r, 0));
+// A turn of the event loop: what LangGraph queues in microtasks (the put
+// chained behind another, the writes of a task that just ended) has run by
+// then. Not setTimeout where there is better: browsers make nested timeouts
+// wait 4 ms.
+const macrotask = (() => {
+  if (typeof setImmediate === "function") return () => new Promise((r) => setImmediate(r));
+  if (typeof MessageChannel === "function") {
+    const ch = new MessageChannel();
+    const queue = [];
+    ch.port1.onmessage = () => queue.shift()?.();
+    return () =>
+      new Promise((r) => {
+        queue.push(r);
+        ch.port2.postMessage(0);
+      });
+  }
+  return () => new Promise((r) => setTimeout(r, 0));
+})();
 
 // How many checkpoint keys a saver remembers having stored (a hint that a
 // checkpoint exists, so its writes need not wait for puts in flight).
