@@ -176,12 +176,12 @@ func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, er
 	o := &out{}
 	res := map[string]any{"tuple": o.tuple(t)}
 	if chs := deltaChannels(t); r.DeltaHistory && len(chs) > 0 {
-		hist, err := h.db.DeltaChannelHistory(ctx, t.Config, chs)
-		if err != nil {
-			return nil, nil, err
+		// A history that cannot be read is left out: the tuple was asked
+		// for, and getDeltaChannelHistory will report the error itself.
+		if hist, err := h.db.DeltaChannelHistory(ctx, t.Config, chs); err == nil {
+			res["history"] = o.histories(hist)
+			res["historyChannels"] = chs
 		}
-		res["history"] = o.histories(hist)
-		res["historyChannels"] = chs
 	}
 	return res, o, nil
 }

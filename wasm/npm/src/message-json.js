@@ -20,10 +20,10 @@
 // Lists the saver reads back are new objects at every invoke (getTuple
 // revives them), so every message serialised is also remembered by its text,
 // with the copy of the state that gave it: any message equal to that copy
-// serialises to that text. loadsTyped cuts the bytes it read into the
-// list's elements and notes, for each revived message, where its text is;
-// when such a message is put, the state remembered for its text is compared
-// with it and, if equal, its bytes are used. The first time a text is read
+// serialises to that text. loadsTyped notes, for each revived message of a
+// list, the bytes it came from and its place; when such a message is put,
+// those bytes are cut into the list's elements, the state remembered for
+// its element's text is compared with it and, if equal, its bytes are used. The first time a text is read
 // back, the revived message usually differs a little from the one first
 // serialised (constructors fill in defaults), so it is serialised once more
 // and its state remembered for the text instead. So a turn serialises only
@@ -149,7 +149,7 @@ function isMessageProto(proto) {
 }
 
 const CYCLE_MARKS = ['"[Circular]"', '"[...]"'];
-const TEXT_CHARS = 64 << 20; // message texts remembered, at most (then forgotten, all at once)
+const TEXT_CHARS = 16 << 20; // message texts remembered, at most (then forgotten, all at once)
 
 // splitArray returns the byte ranges of the top-level elements of the JSON
 // array in b[from:to] as [start, end, ...], or undefined if b[from:to] is not
@@ -206,7 +206,7 @@ export function isJsonPlusSerializer(serde) {
 export class MessageJSON {
   #serde;
   #on;
-  #entries = new WeakMap(); // message -> { bytes, snap } (serialised) or { data, start, end } (read back)
+  #entries = new WeakMap(); // message -> { bytes, snap } (serialised) or { read, i } (read back)
   #protos = new WeakMap(); // prototype -> is a message class
   #wrappers = new WeakMap(); // snapshot prototype -> { prefix, suffix }
   #verified = new Set(); // kinds whose first fast result matched the serde
@@ -282,10 +282,20 @@ export class MessageJSON {
     }
     if (list.length === 0 || Object.getPrototypeOf(list) !== Array.prototype) return;
     for (const m of list) if (!this.#isMessage(m)) return;
-    const ranges = splitArray(data, from, to);
-    if (!ranges || ranges.length !== 2 * list.length) return;
-    for (let i = 0; i < list.length; i++) this.#entries.set(list[i], { data, start: ranges[2 * i], end: ranges[2 * i + 1] });
+    // Cut the bytes into elements only if a put needs them: a DeltaChannel
+    // seed is read at every invoke and put again only at its next snapshot.
+    const read = { data, from, to, n: list.length, ranges: undefined };
+    for (let i = 0; i < list.length; i++) this.#entries.set(list[i], { read, i });
     this.stats.learned += list.length;
+  }
+
+  // The bytes of element i of a list read back, or undefined.
+  #element(read, i) {
+    if (read.ranges === undefined) {
+      const r = splitArray(read.data, read.from, read.to);
+      read.ranges = r && r.length === 2 * read.n ? r : null;
+    }
+    return read.ranges ? read.data.subarray(read.ranges[2 * i], read.ranges[2 * i + 1]) : undefined;
   }
 
   #remember(bytes, snap) {
@@ -349,11 +359,11 @@ export class MessageJSON {
           parts[i] = e.bytes;
           continue;
         }
-        if (e.data !== undefined) {
+        if (e.read !== undefined) {
           // Read back: its text, and a state known to serialise to it.
           this.stats.reread++;
-          const bytes = e.data.subarray(e.start, e.end);
-          const snap = this.#texts.get(decoder.decode(bytes));
+          const bytes = this.#element(e.read, e.i);
+          const snap = bytes && this.#texts.get(decoder.decode(bytes));
           if (snap !== undefined && unchanged(m, snap)) {
             this.#entries.set(m, { bytes, snap });
             parts[i] = bytes;

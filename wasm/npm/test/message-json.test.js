@@ -32,7 +32,18 @@ function rng(s) {
   return { next, int: (n) => Math.floor(next() * n), pick: (a) => a[Math.floor(next() * a.length)] };
 }
 
-const texts = ["", "hi", "héllo wörld", "emoji 🙂 and \u2028 line sep", 'quote " and \\ backslash', "ctrl \u0001\n\t", "lone \ud800 surrogate", "x".repeat(300)];
+const texts = [
+  "",
+  "hi",
+  "héllo wörld",
+  "emoji 🙂 and \u2028 line sep",
+  'quote " and \\ backslash',
+  "ends with a backslash \\",
+  'brackets [{,}] and "quoted]" in text',
+  "ctrl \u0001\n\t",
+  "lone \ud800 surrogate",
+  "x".repeat(300),
+];
 
 function content(r) {
   if (r.next() < 0.7) return r.pick(texts);
@@ -212,7 +223,10 @@ describe(`MessageJSON equals serde.dumpsTyped (seed ${seed})`, () => {
     const serde = new JsonPlusSerializer();
     const mj = new MessageJSON(serde);
     const list = [];
-    for (let i = 0; i < 50; i++) list.push(i % 2 ? new AIMessage({ id: `a${i}`, content: `answer ${i}`, tool_calls: [] }) : new HumanMessage({ id: `h${i}`, content: `q ${i}` }));
+    // Texts with what a cut into elements must not be fooled by: quotes,
+    // backslashes before quotes, brackets and commas inside strings.
+    const tricky = (i) => `q ${i} "quoted ]}, [not a list" ]] ends \\${"\\".repeat(i % 3)}`;
+    for (let i = 0; i < 50; i++) list.push(i % 2 ? new AIMessage({ id: `a${i}`, content: tricky(i), tool_calls: [] }) : new HumanMessage({ id: `h${i}`, content: tricky(i) }));
     const [, bytes] = await serde.dumpsTyped(list);
     // First read: these texts were never serialised here, so the next put
     // serialises every message (and remembers the revived states).
