@@ -14,8 +14,8 @@ import (
 
 // jsFixture is a file written by the real LangGraph.js SqliteSaver
 // (testdata/langgraph/generate.mjs): threads chat (tool loop, an id-less
-// message), fork (time travel, updateState forks, removals) and sub (a
-// subgraph namespace and an interrupt).
+// message), fork (time travel, updateState forks, removals), sub (a
+// subgraph namespace and an interrupt) and delta (a DeltaChannel, K=3).
 var jsFixture = filepath.Join("..", "testdata", "langgraph", "langgraph-js.sqlite")
 
 func TestImportLangGraphJS(t *testing.T) {
@@ -28,7 +28,7 @@ func TestImportLangGraphJS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Threads != 3 || rep.Namespaces != 4 || rep.Checkpoints != 36 || rep.Writes != 50 || rep.Saver != "sqlite" || rep.Mode != mode {
+			if rep.Threads != 4 || rep.Namespaces != 5 || rep.Checkpoints != 63 || rep.Writes != 93 || rep.Saver != "sqlite" || rep.Mode != mode {
 				t.Fatalf("report %+v", rep)
 			}
 			if rep.Overwrites == 0 || rep.IDsFilled == 0 {
@@ -45,7 +45,7 @@ func TestImportLangGraphJS(t *testing.T) {
 				t.Fatal("no checkpoint was read through the delta walk")
 			}
 			checked, diffs, err := Compare(ctx, db, src, Options{})
-			if err != nil || checked != 36 || len(diffs) > 0 {
+			if err != nil || checked != 63 || len(diffs) > 0 {
 				t.Fatalf("compare: %d checked, %v, %v", checked, err, diffs)
 			}
 			// The thread API reads the imported thread and can go on.

@@ -253,7 +253,7 @@ func TestLangGraphOrphanWrites(t *testing.T) {
 	c.Close()
 	db := openDst(t, engine.ModeFull, 3)
 	rep, err := Import(context.Background(), db, src, Options{})
-	if err != nil || rep.OrphanWrites != 2 || rep.Writes != 50 {
+	if err != nil || rep.OrphanWrites != 2 || rep.Writes != 93 {
 		t.Fatalf("import: %v %+v", err, rep)
 	}
 }

@@ -665,7 +665,7 @@ func TestImportLangGraph(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "imported.db")
 			r := agentstate(t, nil, "import-langgraph", src, dst, "--mode", mode, "--every", "4")
 			want(t, r, 0)
-			contains(t, r.stdout, "imported 3 threads", "verified, and all 36 checkpoints read as in")
+			contains(t, r.stdout, "imported 4 threads", "verified, and all 63 checkpoints read as in")
 			want(t, agentstate(t, nil, "verify", dst), 0)
 			contains(t, agentstate(t, nil, "info", dst).stdout, "mode")
 			st := agentstate(t, nil, "state", dst, "fork", "--json")
@@ -681,7 +681,7 @@ func TestImportLangGraph(t *testing.T) {
 				Verified bool `json:"verified"`
 				Compared int  `json:"compared"`
 			}
-			if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || !rep.Verified || rep.Compared != 36 || rep.Mode != mode {
+			if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || !rep.Verified || rep.Compared != 63 || rep.Mode != mode {
 				t.Fatalf("--json: %v %+v", err, rep)
 			}
 			// Into the same file again: the threads exist.

@@ -1,23 +1,32 @@
 // Generates langgraph-js.sqlite: a LangGraph.js SqliteSaver file written by
-// real graphs, the fixture of `agentstate import-langgraph`.
+// real graphs, the fixture of `agentstate import-langgraph`, and
+// langgraph-js.states.json: every checkpoint of that file as LangGraph.js
+// itself reads it back.
 //
 //   cd testdata/langgraph && npm ci && node generate.mjs
 //
 // The model is a deterministic fake (no network), so the conversations are
-// fixed; checkpoint ids and timestamps are not. CI never runs this script:
-// the committed .sqlite file is the fixture.
-import { existsSync, rmSync } from "node:fs";
+// fixed; checkpoint ids and timestamps are not, so the two files are only
+// valid together. CI never runs this script: the committed files are the
+// fixture.
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import {
   StateGraph,
+  StateSchema,
   MessagesAnnotation,
+  MessagesValue,
   Annotation,
+  DeltaValue,
+  MemorySaver,
   START,
   END,
   Command,
   interrupt,
+  messagesDeltaReducer,
   REMOVE_ALL_MESSAGES,
 } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { z } from "zod/v4";
 import {
   AIMessage,
   HumanMessage,
@@ -142,6 +151,124 @@ const subCfg = { configurable: { thread_id: "sub" } };
 await outer.invoke({ messages: [new HumanMessage({ id: "s1", content: "octopuses" })] }, subCfg);
 await outer.invoke(new Command({ resume: "yes" }), subCfg);
 
+// --- 4. delta: the messages channel is a DeltaChannel with K=3, so its
+// checkpoints hold a `delta_snapshot` of the list every third update and no
+// value in between (the state is the last snapshot plus the writes since).
+// A tool loop, a removal, a counter channel beside it, and time travel to
+// the end of an earlier turn followed by a new branch. The same
+// conversation also runs on a plain messages channel in memory; both must
+// end with the same messages.
+const K = 3;
+function deltaGraph(checkpointer, delta) {
+  const messages = delta
+    ? new DeltaValue(z.custom().default(() => []), { inputSchema: z.custom(), reducer: messagesDeltaReducer, snapshotFrequency: K })
+    : MessagesValue;
+  return new StateGraph(new StateSchema({ messages, turns: z.number().default(0) }))
+    .addNode("agent", (s) => {
+      const last = s.messages[s.messages.length - 1];
+      if (last._getType() === "human" && last.content === "forget the weather") {
+        const ids = s.messages.filter((m) => m._getType() === "tool" || m.tool_calls?.length).map((m) => m.id);
+        return { messages: [...ids.map((id) => new RemoveMessage({ id })), new AIMessage({ id: `ai-d${++calls}`, content: "Forgotten." })], turns: s.turns + 1 };
+      }
+      return { messages: [fakeModel(s.messages)], turns: s.turns + 1 };
+    })
+    .addNode("tools", (s) => {
+      const ai = s.messages[s.messages.length - 1];
+      return { messages: ai.tool_calls.map((tc) => new ToolMessage({ id: `tool-${tc.id}`, tool_call_id: tc.id, name: tc.name, content: "18 degrees" })) };
+    })
+    .addEdge(START, "agent")
+    .addConditionalEdges("agent", (s) => (s.messages[s.messages.length - 1].tool_calls?.length ? "tools" : END))
+    .addEdge("tools", "agent")
+    .compile({ checkpointer });
+}
+const delta = deltaGraph(saver, true);
+const twin = deltaGraph(new MemorySaver(), false);
+const deltaCfg = { configurable: { thread_id: "delta" } };
+const deltaTurns = [
+  () => new HumanMessage({ id: "d1", content: "hi" }),
+  () => new HumanMessage({ id: "d2", content: "weather in Lisbon?" }),
+  () => new HumanMessage({ id: "d3", content: "and in Porto, weather?" }),
+  () => new HumanMessage({ id: "d4", content: "forget the weather" }),
+  () => new HumanMessage({ id: "d5", content: "tell me a joke" }),
+];
+// One fake model serves both graphs: the twin replays each turn with the
+// same call counter, so both get the same answers.
+async function bothInvoke(input, cfgDelta, cfgTwin) {
+  const before = calls;
+  await delta.invoke(input(), cfgDelta);
+  const after = calls;
+  calls = before;
+  await twin.invoke(input(), cfgTwin);
+  if (calls !== after) throw new Error("the twin graph took another path");
+}
+for (const t of deltaTurns) await bothInvoke(() => ({ messages: [t()] }), deltaCfg, deltaCfg);
+// Time travel: continue from the end of turn two on a new branch.
+async function endOfTurn(g, n) {
+  for await (const s of g.getStateHistory(deltaCfg)) {
+    if (s.next.length === 0 && s.values.messages.filter((m) => m._getType() === "human").length === n) return s.config;
+  }
+  throw new Error(`no end of turn ${n}`);
+}
+const [branchDelta, branchTwin] = [await endOfTurn(delta, 2), await endOfTurn(twin, 2)];
+await bothInvoke(() => ({ messages: [new HumanMessage({ id: "d6", content: "a different question" })] }), branchDelta, branchTwin);
+await bothInvoke(() => ({ messages: [new HumanMessage({ id: "d7", content: "weather in Faro?" })] }), deltaCfg, deltaCfg);
+const plainIds = async (g) => (await g.getState(deltaCfg)).values.messages.map((m) => `${m._getType()}:${m.id}:${JSON.stringify(m.content)}`);
+const [dIds, tIds] = [await plainIds(delta), await plainIds(twin)];
+if (JSON.stringify(dIds) !== JSON.stringify(tIds)) throw new Error(`delta thread ${dIds} differs from its twin ${tIds}`);
+
 saver.db.pragma("wal_checkpoint(TRUNCATE)");
+const snapshots = saver.db.prepare(`SELECT count(*) AS n FROM checkpoints WHERE thread_id = 'delta' AND CAST(checkpoint AS TEXT) LIKE '%"delta_snapshot"%'`).get().n;
+if (snapshots < 3) throw new Error(`the delta thread holds ${snapshots} snapshots, want several`);
+
+// --- The expected states: for every checkpoint of every thread and
+// namespace, what LangGraph.js reads back. `values` is graph.getState at
+// that checkpoint (DeltaChannel values rebuilt by LangGraph from the last
+// snapshot and the writes since; pending writes not applied), `next` and
+// `tasks` its plan; `channel_values`, `metadata`, `parent_checkpoint_id` and
+// `pending_writes` are checkpointer.getTuple's. Values are in the JSON form
+// of LangGraph's serde (messages as {"lc":1,"type":"constructor",...});
+// byte values as {"$bytes": base64}.
+const graphs = { chat, fork, sub: outer, delta };
+const decoder = new TextDecoder();
+async function asJSON(v) {
+  const [type, bytes] = await saver.serde.dumpsTyped(v);
+  return type === "bytes" ? { $bytes: Buffer.from(bytes).toString("base64") } : JSON.parse(decoder.decode(bytes));
+}
+const states = { generator: "testdata/langgraph/generate.mjs", langgraph: "1.7.3", checkpoint_sqlite: "1.0.4", threads: {} };
+for (const [thread, g] of Object.entries(graphs)) {
+  const tuples = [];
+  for await (const t of saver.list({ configurable: { thread_id: thread } })) tuples.push(t);
+  tuples.sort((a, b) => a.config.configurable.checkpoint_ns.localeCompare(b.config.configurable.checkpoint_ns) || a.config.configurable.checkpoint_id.localeCompare(b.config.configurable.checkpoint_id));
+  const cps = [];
+  for (const t of tuples) {
+    const { checkpoint_ns, checkpoint_id } = t.config.configurable;
+    const tuple = await saver.getTuple({ configurable: { thread_id: thread, checkpoint_ns, checkpoint_id } });
+    const st = await g.getState({ configurable: { thread_id: thread, checkpoint_ns, checkpoint_id } });
+    if (st.config.configurable.checkpoint_id !== checkpoint_id) throw new Error(`${thread} ${checkpoint_ns} ${checkpoint_id}: getState read ${st.config.configurable.checkpoint_id}`);
+    cps.push({
+      checkpoint_ns,
+      checkpoint_id,
+      parent_checkpoint_id: tuple.parentConfig?.configurable.checkpoint_id ?? null,
+      metadata: await asJSON(tuple.metadata),
+      values: await asJSON(st.values),
+      next: [...st.next],
+      tasks: await Promise.all(st.tasks.map(async (x) => ({ name: x.name, interrupts: await asJSON(x.interrupts.map((i) => i.value)) }))),
+      channel_values: await asJSON(tuple.checkpoint.channel_values),
+      pending_writes: await Promise.all(tuple.pendingWrites.map(async ([task, channel, value]) => [task, channel, await asJSON(value)])),
+    });
+  }
+  states.threads[thread] = cps;
+}
+const statesOut = new URL("./langgraph-js.states.json", import.meta.url).pathname;
+// One checkpoint per line: diffs of a regenerated file stay readable.
+const lines = Object.entries(states.threads).map(
+  ([thread, cps]) => `  ${JSON.stringify(thread)}: [\n${cps.map((c) => `    ${JSON.stringify(c)}`).join(",\n")}\n  ]`,
+);
+const { threads: _, ...head } = states;
+writeFileSync(statesOut, `${JSON.stringify(head).slice(0, -1)},\n "threads": {\n${lines.join(",\n")}\n}}\n`);
+JSON.parse((await import("node:fs")).readFileSync(statesOut, "utf8")); // well-formed
+
+saver.db.pragma("wal_checkpoint(TRUNCATE)");
+saver.db.exec("VACUUM");
 saver.db.close();
-console.log(`wrote ${out}`);
+console.log(`wrote ${out} (${snapshots} delta snapshots in thread "delta") and ${statesOut}`);

@@ -4,9 +4,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
@@ -20,6 +22,7 @@ type op func(ctx context.Context, h *handle, req []byte, i in) (any, *out, error
 var ops = map[string]op{
 	"put":           opPut,
 	"putWrites":     opPutWrites,
+	"writes.batch":  opWritesBatch,
 	"getTuple":      opGetTuple,
 	"list.open":     opListOpen,
 	"list.next":     opListNext,
@@ -104,9 +107,61 @@ func opPutWrites(ctx context.Context, h *handle, req []byte, i in) (any, *out, e
 	return struct{}{}, nil, h.db.PutWrites(ctx, r.Config, ws, r.TaskID, r.TaskPath)
 }
 
+// batchable are the ops a writes.batch may hold.
+var batchable = map[string]op{"put": opPut, "putWrites": opPutWrites}
+
+// opWritesBatch runs several puts and putWrites in one crossing of the
+// bridge, in order, each as its own call would (its own transaction): the
+// saver sends a checkpoint together with the writes that were waiting for it.
+// Each op succeeds or fails alone; a failure is reported in its slot as
+// {"error": message, "code": code} and does not stop the ops after it (a
+// write to a checkpoint whose put failed fails by itself, NOT_FOUND).
+// Blob references index the byte arrays of the whole batch.
+func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *out, error) {
+	var r struct {
+		Ops []struct {
+			Op  string          `json:"op"`
+			Req json.RawMessage `json:"req"`
+		} `json:"ops"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	for _, o := range r.Ops {
+		if batchable[o.Op] == nil {
+			return nil, nil, errArg("writes.batch cannot hold %q", o.Op)
+		}
+	}
+	res := make([]any, len(r.Ops))
+	for k, o := range r.Ops {
+		v, _, err := batchable[o.Op](ctx, h, o.Req, i)
+		if err != nil {
+			res[k] = map[string]string{"error": err.Error(), "code": errorCode(err)}
+			continue
+		}
+		res[k] = map[string]any{"ok": v}
+	}
+	return map[string]any{"results": res}, nil, nil
+}
+
+// errorCode is the code jsError gives err.
+func errorCode(err error) string {
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return "INTERNAL"
+}
+
 func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
 	var r struct {
 		Config engine.Config `json:"config"`
+		// DeltaHistory asks, in the same call, for the delta histories of
+		// the channels the checkpoint's metadata counts as delta channels
+		// (counters_since_delta_snapshot) and that hold no value in it: what
+		// LangGraph asks next when it loads the checkpoint.
+		DeltaHistory bool `json:"deltaHistory"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -119,7 +174,35 @@ func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, er
 		return nil, nil, err
 	}
 	o := &out{}
-	return map[string]any{"tuple": o.tuple(t)}, o, nil
+	res := map[string]any{"tuple": o.tuple(t)}
+	if chs := deltaChannels(t); r.DeltaHistory && len(chs) > 0 {
+		// A history that cannot be read is left out: the tuple was asked
+		// for, and getDeltaChannelHistory will report the error itself.
+		if hist, err := h.db.DeltaChannelHistory(ctx, t.Config, chs); err == nil {
+			res["history"] = o.histories(hist)
+			res["historyChannels"] = chs
+		}
+	}
+	return res, o, nil
+}
+
+// deltaChannels lists the channels a LangGraph checkpoint rebuilds from
+// history: those its metadata counts since their last delta snapshot, that
+// have a version and no value.
+func deltaChannels(t engine.Tuple) []string {
+	counters, _ := t.Metadata["counters_since_delta_snapshot"].(map[string]any)
+	var chs []string
+	for ch := range counters {
+		if _, ok := t.Checkpoint.ChannelVersions[ch]; !ok {
+			continue
+		}
+		if _, ok := t.Checkpoint.ChannelValues[ch]; ok {
+			continue
+		}
+		chs = append(chs, ch)
+	}
+	slices.Sort(chs)
+	return chs
 }
 
 func opListOpen(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
@@ -245,16 +328,7 @@ func opDeltaHistory(ctx context.Context, h *handle, req []byte, _ in) (any, *out
 		return nil, nil, err
 	}
 	o := &out{}
-	res := make(map[string]wHistory, len(hist))
-	for ch, hh := range hist {
-		w := wHistory{Writes: o.writes(hh.Writes)}
-		if hh.Seed != nil {
-			s := o.blob(*hh.Seed)
-			w.Seed = &s
-		}
-		res[ch] = w
-	}
-	return res, o, nil
+	return o.histories(hist), o, nil
 }
 
 func opInfo(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {

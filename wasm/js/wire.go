@@ -74,6 +74,19 @@ func (o *out) writes(ws []engine.PendingWrite) []wWrite {
 	return res
 }
 
+func (o *out) histories(hist map[string]engine.History) map[string]wHistory {
+	res := make(map[string]wHistory, len(hist))
+	for ch, hh := range hist {
+		w := wHistory{Writes: o.writes(hh.Writes)}
+		if hh.Seed != nil {
+			s := o.blob(*hh.Seed)
+			w.Seed = &s
+		}
+		res[ch] = w
+	}
+	return res
+}
+
 func (o *out) tuple(t engine.Tuple) wTuple {
 	cp := t.Checkpoint
 	values := make(map[string]wBlob, len(cp.ChannelValues))

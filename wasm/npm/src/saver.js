@@ -1,6 +1,7 @@
 // AgentStateSaver: a LangGraph.js checkpoint saver on the agentstate engine.
 import { BaseCheckpointSaver, TASKS, getCheckpointId, maxChannelVersion } from "@langchain/langgraph-checkpoint";
 import { AgentStateError, Database } from "./engine.js";
+import { MessageJSON } from "./message-json.js";
 
 // Channel versions are strings in the engine. LangGraph's default integer
 // versions cross as decimal text and come back as numbers; the versions
@@ -78,6 +79,33 @@ class Bufs {
   }
 }
 
+const cpKey = (c, id) => `${c.thread_id}\u0000${c.checkpoint_ns}\u0000${id}`;
+const threadKey = (c) => `${c.thread_id}\u0000${c.checkpoint_ns}`;
+
+// A turn of the event loop: what LangGraph queues in microtasks (the put
+// chained behind another, the writes of a task that just ended) has run by
+// then. Not setTimeout where there is better: browsers make nested timeouts
+// wait 4 ms.
+const macrotask = (() => {
+  if (typeof setImmediate === "function") return () => new Promise((r) => setImmediate(r));
+  if (typeof MessageChannel === "function") {
+    const ch = new MessageChannel();
+    const queue = [];
+    ch.port1.onmessage = () => queue.shift()?.();
+    return () =>
+      new Promise((r) => {
+        queue.push(r);
+        ch.port2.postMessage(0);
+      });
+  }
+  return () => new Promise((r) => setTimeout(r, 0));
+})();
+
+// How many checkpoint keys a saver remembers having stored (a hint that a
+// checkpoint exists, so its writes need not wait for puts in flight).
+const STORED_KEYS = 1024;
+const ACTIVE_THREADS = 256;
+
 export class AgentStateSaver extends BaseCheckpointSaver {
   /** @type {Database} */
   db;
@@ -92,6 +120,13 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (!(db instanceof Database)) throw new TypeError("AgentStateSaver: use AgentStateSaver.open(options) or pass a Database");
     this.db = db;
     this.#ownsDb = ownsDb;
+  }
+
+  // serde.dumpsTyped, with message lists serialised in O(new messages).
+  #dumper;
+  get #dumps() {
+    if (this.#dumper?.serde !== this.serde) this.#dumper = { serde: this.serde, mj: new MessageJSON(this.serde) };
+    return this.#dumper.mj;
   }
 
   /**
@@ -110,14 +145,19 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (this.#ownsDb) await this.db.close();
   }
 
-  async #value(blob, bufs) {
-    return this.serde.loadsTyped(blob.t, bufs[blob.b]);
+  // learn: the value likely goes on into a graph run that puts it again
+  // (getTuple and delta histories of a thread this saver has been putting
+  // checkpoints to), so the messages it holds are remembered with their
+  // bytes (see message-json.js). Learning costs a little on each read, so
+  // list() and reads of other threads (a UI looking at state) do not.
+  async #value(blob, bufs, learn = false) {
+    return learn ? this.#dumps.loadsTyped(blob.t, bufs[blob.b]) : this.serde.loadsTyped(blob.t, bufs[blob.b]);
   }
 
-  async #tuple(t, bufs) {
+  async #tuple(t, bufs, learn = false) {
     const cp = t.checkpoint;
     const values = {};
-    for (const [ch, blob] of Object.entries(cp.values ?? {})) values[ch] = await this.#value(blob, bufs);
+    for (const [ch, blob] of Object.entries(cp.values ?? {})) values[ch] = await this.#value(blob, bufs, learn);
     const checkpoint = {
       v: cp.v,
       id: cp.id,
@@ -131,7 +171,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       config: lgConfig(t.config),
       checkpoint,
       metadata: t.metadata ?? {},
-      pendingWrites: await Promise.all(t.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, bufs)])),
+      pendingWrites: await Promise.all(t.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, bufs, learn)])),
     };
     if (t.parent) {
       tuple.parentConfig = lgConfig(t.parent);
@@ -157,12 +197,25 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   async getTuple(config) {
     const c = config?.configurable;
     if (!c || c.thread_id === undefined || c.thread_id === null || c.thread_id === "") return undefined;
-    const r = await this.db.call("getTuple", { config: wireConfig(config, "getTuple") });
+    this.#prefetched = undefined;
+    const r = await this.db.call("getTuple", { config: wireConfig(config, "getTuple"), deltaHistory: true });
     if (!r.tuple) return undefined;
-    return this.#tuple(r.tuple, r.bufs);
+    if (r.history) {
+      this.#prefetched = { key: cpKey(r.tuple.config, r.tuple.config.checkpoint_id), channels: new Set(r.historyChannels), history: r.history, bufs: r.bufs };
+    }
+    return this.#tuple(r.tuple, r.bufs, this.#active.has(threadKey(r.tuple.config)));
   }
 
+  // The delta histories read with the last tuple: when LangGraph loads a
+  // checkpoint with DeltaChannels it asks for them next, for that same
+  // checkpoint. The engine read them in the same call as the tuple, so they
+  // are what a separate call would have returned then; a checkpoint's
+  // history does not change while it exists. Used once, and dropped by any
+  // other call of this saver.
+  #prefetched;
+
   async *list(config, options = {}) {
+    this.#prefetched = undefined;
     const c = config?.configurable ?? {};
     const { limit, before, filter } = options;
     const only = c.checkpoint_id ?? c.thread_ts;
@@ -203,32 +256,70 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     }
   }
 
+  // How writes meet their checkpoint. LangGraph chains each put() behind
+  // the one before, but calls putWrites() as soon as a task ends, so the
+  // writes of a task often arrive while the put of the checkpoint they belong
+  // to is still waiting for the previous put (the engine refuses writes to a
+  // checkpoint it does not have; MemorySaver takes them regardless), or just
+  // after that put was called. Such writes are parked: the put of their
+  // checkpoint sends them with it, in one crossing of the engine bridge
+  // (writes.batch). Writes whose checkpoint's put has already gone to the
+  // engine wait for it. Parked writes whose put has not come when the puts in
+  // flight of their thread have finished are sent alone, so nothing waits on
+  // a put that never comes.
+  #inflight = new Map(); // checkpoint key -> promise settled when its put is
+  #threadPuts = new Map(); // thread key -> Set of those promises
+  #parked = new Map(); // checkpoint key -> [{ req, bufs, resolve, reject }]
+  #undispatched = new Set(); // checkpoint keys whose put has not yet taken its parked writes
+  #stored = new Set(); // checkpoint keys put by this saver (the latest STORED_KEYS)
+  #active = new Set(); // thread keys this saver put checkpoints to (the latest ACTIVE_THREADS)
+
   async put(config, checkpoint, metadata, newVersions) {
-    const p = this.#put(config, checkpoint, metadata, newVersions);
-    this.#puts.add(p);
+    this.#prefetched = undefined;
+    const cfg = wireConfig(config, "put");
+    const key = cpKey(cfg, checkpoint?.id);
+    const tkey = threadKey(cfg);
+    let done;
+    const settled = new Promise((r) => {
+      done = r;
+    });
+    this.#inflight.set(key, settled);
+    this.#undispatched.add(key);
+    let puts = this.#threadPuts.get(tkey);
+    if (!puts) this.#threadPuts.set(tkey, (puts = new Set()));
+    puts.add(settled);
     try {
-      return await p;
+      const r = await this.#put(cfg, key, checkpoint, metadata, newVersions);
+      this.#remember(key, tkey);
+      return r;
     } finally {
-      this.#puts.delete(p);
+      this.#undispatched.delete(key);
+      if (this.#inflight.get(key) === settled) this.#inflight.delete(key);
+      puts.delete(settled);
+      if (puts.size === 0 && this.#threadPuts.get(tkey) === puts) this.#threadPuts.delete(tkey);
+      done();
     }
   }
 
-  // Puts in flight. LangGraph chains put() behind earlier writes and calls
-  // putWrites() for a task at once, so the writes of a fast task can arrive
-  // before the put of the checkpoint they belong to (MemorySaver takes them
-  // regardless; the engine refuses writes to an unknown checkpoint). Such
-  // writes wait for the puts and try again.
-  #puts = new Set();
+  #remember(key, tkey) {
+    for (const [set, k, max] of [
+      [this.#stored, key, STORED_KEYS],
+      [this.#active, tkey, ACTIVE_THREADS],
+    ]) {
+      set.delete(k);
+      set.add(k);
+      if (set.size > max) set.delete(set.values().next().value);
+    }
+  }
 
-  async #put(config, checkpoint, metadata, newVersions) {
-    const cfg = wireConfig(config, "put");
+  async #put(cfg, key, checkpoint, metadata, newVersions) {
     const bufs = new Bufs();
     const values = {};
     for (const ch of Object.keys(newVersions ?? {})) {
       if (!Object.prototype.hasOwnProperty.call(checkpoint.channel_values ?? {}, ch)) continue;
       const v = checkpoint.channel_values[ch];
       if (v === undefined) continue;
-      const [type, bytes] = await this.serde.dumpsTyped(v);
+      const [type, bytes] = await this.#dumps.dumpsTyped(v);
       values[ch] = bufs.add(type, bytes);
     }
     const cp = {
@@ -240,15 +331,44 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       seen: seenOut(checkpoint.versions_seen),
     };
     if (Array.isArray(checkpoint.updated_channels)) cp.updated = checkpoint.updated_channels;
-    const r = await this.db.call(
-      "put",
-      { config: cfg, checkpoint: cp, metadata: metadata ?? {}, newVersions: versionsOut(newVersions, "newVersions") },
-      bufs.list,
-    );
-    return lgConfig(r.config);
+    const req = { config: cfg, checkpoint: cp, metadata: metadata ?? {}, newVersions: versionsOut(newVersions, "newVersions") };
+    // The first task planned from this checkpoint often ends (and sends its
+    // writes) right after LangGraph calls put: give it a turn of the event
+    // loop to join.
+    await macrotask();
+    this.#undispatched.delete(key);
+    const parked = this.#parked.get(key);
+    this.#parked.delete(key);
+    if (!parked) {
+      const r = await this.db.call("put", req, bufs.list);
+      return lgConfig(r.config);
+    }
+    const ops = [{ op: "put", req }];
+    for (const w of parked) {
+      // The batch shares one list of byte arrays: renumber the writes' blobs.
+      const base = bufs.list.length;
+      bufs.list.push(...w.bufs);
+      ops.push({ op: "putWrites", req: { ...w.req, writes: w.req.writes.map((x) => ({ ...x, value: { t: x.value.t, b: x.value.b + base } })) } });
+    }
+    let r;
+    try {
+      r = await this.db.call("writes.batch", { ops }, bufs.list);
+    } catch (e) {
+      for (const w of parked) w.reject(e);
+      throw e;
+    }
+    parked.forEach((w, k) => {
+      const res = r.results[k + 1];
+      if (res.error !== undefined) w.reject(new AgentStateError(res.error, res.code));
+      else w.resolve();
+    });
+    const res = r.results[0];
+    if (res.error !== undefined) throw new AgentStateError(res.error, res.code);
+    return lgConfig(res.ok.config);
   }
 
   async putWrites(config, writes, taskId, taskPath = "") {
+    this.#prefetched = undefined;
     const cfg = wireConfig(config, "putWrites");
     if (!cfg.checkpoint_id) {
       throw new AgentStateError("agentstate: putWrites: config.configurable.checkpoint_id is missing", "INVALID_ARGUMENT");
@@ -256,35 +376,82 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const bufs = new Bufs();
     const ws = [];
     for (const [channel, value] of writes) {
-      const [type, bytes] = await this.serde.dumpsTyped(value);
+      const [type, bytes] = await this.#dumps.dumpsTyped(value);
       ws.push({ channel, value: bufs.add(type, bytes) });
     }
     const req = { config: cfg, writes: ws, taskId, taskPath: taskPath ?? "" };
+    const key = cpKey(cfg, cfg.checkpoint_id);
+    const own = this.#inflight.get(key);
+    if (own && this.#undispatched.has(key)) {
+      return this.#park(key, [own], req, bufs.list); // the put takes them along
+    } else if (own) {
+      await own; // its put is on its way: go after it (even if it failed: the engine says why)
+    } else if (!this.#stored.has(key)) {
+      const puts = this.#threadPuts.get(threadKey(cfg));
+      if (puts && puts.size > 0) return this.#park(key, [...puts], req, bufs.list);
+    }
+    return this.#sendWrites(req, bufs.list);
+  }
+
+  #park(key, puts, req, bufs) {
+    return new Promise((resolve, reject) => {
+      const w = { req, bufs, resolve, reject };
+      let list = this.#parked.get(key);
+      if (!list) this.#parked.set(key, (list = []));
+      list.push(w);
+      // Unless a put takes them (and settles them), send the writes once the
+      // puts in flight have finished, then those that started meanwhile (the
+      // put of this checkpoint may be chained behind writes that waited for
+      // the puts before it), a few rounds at most.
+      const taken = () => !this.#parked.get(key)?.includes(w);
+      (async () => {
+        for (let round = 0; round < 4 && puts.length > 0; round++) {
+          await Promise.allSettled(puts);
+          await macrotask();
+          if (taken()) return;
+          puts = [...(this.#threadPuts.get(threadKey(req.config)) ?? [])];
+        }
+        if (taken()) return;
+        const still = this.#parked.get(key);
+        still.splice(still.indexOf(w), 1);
+        if (still.length === 0) this.#parked.delete(key);
+        const own = this.#inflight.get(key);
+        if (own) await own;
+        await this.#sendWrites(req, bufs);
+        resolve();
+      })().catch(reject);
+    });
+  }
+
+  async #sendWrites(req, bufs) {
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.db.call("putWrites", req, bufs.list);
+        await this.db.call("putWrites", req, bufs);
         return;
       } catch (e) {
         // Only a missing checkpoint is worth waiting for, and only while
         // puts are in flight or LangGraph may still be about to send one.
         if (e.code !== "NOT_FOUND" || attempt >= 100) throw e;
-        if (this.#puts.size > 0) await Promise.allSettled([...this.#puts]);
+        if (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight.values()]);
         else await new Promise((r) => setTimeout(r, attempt < 10 ? 0 : 10));
       }
     }
   }
 
   async deleteThread(threadId) {
+    this.#prefetched = undefined;
     await this.db.call("deleteThread", { threadId: String(threadId) });
   }
 
   /** Deletes the checkpoints (and their writes) whose metadata run_id is listed. */
   async deleteForRuns(runIds) {
+    this.#prefetched = undefined;
     await this.db.call("deleteForRuns", { runIds: [...runIds].map(String) });
   }
 
   /** Copies every checkpoint, value and write of a thread to another thread id. */
   async copyThread(sourceThreadId, targetThreadId) {
+    this.#prefetched = undefined;
     await this.db.call("copyThread", { src: String(sourceThreadId), dst: String(targetThreadId) });
   }
 
@@ -294,27 +461,38 @@ export class AgentStateSaver extends BaseCheckpointSaver {
    * Returns what was removed and kept.
    */
   async prune(threadIds, strategy = "keep_latest") {
+    this.#prefetched = undefined;
     return this.db.call("prune", { threadIds: [...threadIds].map(String), strategy });
   }
 
   /** Served by the engine's parent-link walk and its history cache. */
   async getDeltaChannelHistory({ config, channels }) {
+    const pre = this.#prefetched;
+    this.#prefetched = undefined;
     if (!channels || channels.length === 0) return {};
     const cfg = wireConfig(config, "getDeltaChannelHistory");
     let r;
-    try {
-      r = await this.db.call("deltaHistory", { config: cfg, channels });
-    } catch (e) {
-      if (e.code !== "NOT_FOUND") throw e;
-      r = {};
+    let bufs;
+    if (pre && cfg.checkpoint_id && pre.key === cpKey(cfg, cfg.checkpoint_id) && channels.every((ch) => pre.channels.has(ch))) {
+      r = pre.history;
+      bufs = pre.bufs;
+    } else {
+      try {
+        r = await this.db.call("deltaHistory", { config: cfg, channels });
+        bufs = r.bufs;
+      } catch (e) {
+        if (e.code !== "NOT_FOUND") throw e;
+        r = {};
+      }
     }
     const result = {};
+    const learn = this.#active.has(threadKey(cfg));
     for (const ch of channels) {
       const h = r[ch];
       const entry = { writes: [] };
       if (h) {
-        entry.writes = await Promise.all(h.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, r.bufs)]));
-        if (h.seed) entry.seed = await this.#value(h.seed, r.bufs);
+        entry.writes = await Promise.all(h.writes.map(async (w) => [w.taskId, w.channel, await this.#value(w.value, bufs, learn)]));
+        if (h.seed) entry.seed = await this.#value(h.seed, bufs, learn);
       }
       result[ch] = entry;
     }
