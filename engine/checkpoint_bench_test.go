@@ -1,3 +1,7 @@
+//go:build !js
+
+// Native only: it drives ncruces connections directly.
+
 package engine
 
 import (

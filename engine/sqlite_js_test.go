@@ -1,0 +1,37 @@
+//go:build js
+
+package engine
+
+import (
+	"errors"
+
+	"github.com/agentstate/agentstate/engine/internal/driver/jshost"
+)
+
+// rawSQL runs statements on a file with plain SQLite, not the engine.
+func rawSQL(path string, stmts ...string) error {
+	c, err := jshost.Open(path, jshost.Options{Create: true})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := leaveWAL(c, false); err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		if err := c.ExecScript(s, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sqliteLeak reports an error that is SQLite's own, not one of the engine's.
+func sqliteLeak(err error) bool {
+	var se *jshost.Error
+	return errors.As(err, &se)
+}
+
+// fileJournalMode is the journal mode of a file the engine made: the test runner's VFS (wasm/js/testhost) has no shared memory, so
+// SQLite declines WAL and keeps the rollback journal.
+const fileJournalMode = "delete"

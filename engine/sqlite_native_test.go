@@ -1,0 +1,33 @@
+//go:build !js
+
+package engine
+
+import (
+	"errors"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// rawSQL runs statements on a file with plain SQLite, not the engine.
+func rawSQL(path string, stmts ...string) error {
+	c, err := sqlite3.Open(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, s := range stmts {
+		if err := c.Exec(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sqliteLeak reports an error that is SQLite's own, not one of the engine's.
+func sqliteLeak(err error) bool {
+	var se *sqlite3.Error
+	return errors.As(err, &se) || errors.Is(err, sqlite3.ERROR) || errors.Is(err, sqlite3.MISUSE) || errors.Is(err, sqlite3.RANGE)
+}
+
+// fileJournalMode is the journal mode of a file the engine made: the engine switches every file to WAL.
+const fileJournalMode = "wal"
