@@ -103,6 +103,8 @@ export async function startWorkerd({ nodejsCompat, entry = path.join(here, "work
     alias: { "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
   });
   fs.copyFileSync(wasm, path.join(dir, "agentstate.wasm"));
+  // SQLite and its callback module, imported as modules like the engine.
+  for (const f of ["sqlite3.wasm", "sqlite-callbacks.wasm"]) fs.copyFileSync(path.join(npmDir, "dist", f), path.join(dir, f));
   const extraModules = Object.entries(extraWasm).map(([name, file]) => {
     fs.copyFileSync(file, path.join(dir, name));
     return `(name = "${name}", wasm = embed "${name}")`;
@@ -119,6 +121,8 @@ const worker :Workerd.Worker = (
   modules = [
     (name = "worker.js", esModule = embed "worker.js"),
     (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
+    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
+    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),
     ${extraModules.map((m) => `${m},`).join("\n    ")}
   ],
   compatibilityDate = "2025-09-01",
