@@ -31,7 +31,3 @@ func sqliteLeak(err error) bool {
 	var se *jshost.Error
 	return errors.As(err, &se)
 }
-
-// fileJournalMode is the journal mode of a file the engine made: the test runner's VFS (wasm/js/testhost) has no shared memory, so
-// SQLite declines WAL and keeps the rollback journal.
-const fileJournalMode = "delete"

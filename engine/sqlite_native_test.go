@@ -28,6 +28,3 @@ func sqliteLeak(err error) bool {
 	var se *sqlite3.Error
 	return errors.As(err, &se) || errors.Is(err, sqlite3.ERROR) || errors.Is(err, sqlite3.MISUSE) || errors.Is(err, sqlite3.RANGE)
 }
-
-// fileJournalMode is the journal mode of a file the engine made: the engine switches every file to WAL.
-const fileJournalMode = "wal"

@@ -5,8 +5,14 @@
 // owner file, sharing with the native CLI and more): no fsync (the tests
 // that are about durability run natively), locks in a table of this
 // process only (SQLite's shared / reserved / pending / exclusive protocol),
-// temporary files in memory, and version 1 io methods (no shared memory:
-// SQLite keeps a rollback journal, or WAL in exclusive locking mode).
+// temporary files in memory.
+//
+// Version 2 io methods: the WAL-index ("shared memory") of a database lives
+// in SQLite's own heap, one set of regions per database file shared by every
+// connection of this SQLite instance, with its locks in the same table. So
+// the engine's files are in WAL mode, as natively, and several handles of
+// one file share it. Nothing of it is on disk: another process must not
+// open the file meanwhile (the package's file hosts see to that).
 import fs from "node:fs";
 import path from "node:path";
 import crypto from "node:crypto";
@@ -27,6 +33,9 @@ const LOCK_SHARED = 1;
 const LOCK_RESERVED = 2;
 const LOCK_PENDING = 3;
 const LOCK_EXCLUSIVE = 4;
+const SHM_SLOTS = 8;
+const SHM_UNLOCK = 1;
+const SHM_EXCLUSIVE = 8;
 
 export function registerTestVfs(sq, name = "agentstate-test") {
   const x = sq.x;
@@ -35,6 +44,7 @@ export function registerTestVfs(sq, name = "agentstate-test") {
   const ioT = S.sqlite3_io_methods;
   const files = new Map(); // id -> file
   const locks = new Map(); // path -> lock table
+  const shms = new Map(); // path -> { regions: [ptr], size, holds: Map(file -> [8 slot states]), refs }
   let nextId = 1;
 
   const fileOf = (pFile) => files.get(sq.view().getInt32(pFile + 4, true));
@@ -51,6 +61,7 @@ export function registerTestVfs(sq, name = "agentstate-test") {
     xClose: [1, "i", (pFile) => {
       const f = fileOf(pFile);
       if (!f) return OK;
+      if (f.shm) io.xShmUnmap[2](pFile, 0);
       if (f.lockTable) {
         unlock(f, LOCK_NONE);
         if (--f.lockTable.refs === 0) locks.delete(f.path);
@@ -120,6 +131,53 @@ export function registerTestVfs(sq, name = "agentstate-test") {
     xFileControl: [3, "i", () => NOTFOUND],
     xSectorSize: [1, "i", () => 4096],
     xDeviceCharacteristics: [1, "i", () => 0x1000 /* POWERSAFE_OVERWRITE */],
+    xShmMap: [5, "i", (pFile, iPg, pgsz, bExtend, pp) => {
+      const f = fileOf(pFile);
+      let m = shms.get(f.path);
+      if (!m) shms.set(f.path, (m = { regions: [], size: pgsz, holds: new Map(), refs: 0 }));
+      if (!f.shm) {
+        f.shm = m;
+        m.refs++;
+        m.holds.set(f, new Int8Array(SHM_SLOTS));
+      }
+      while (m.regions.length <= iPg && bExtend) {
+        const r = sq.malloc(pgsz);
+        sq.heap8u().fill(0, r, r + pgsz);
+        m.regions.push(r);
+      }
+      sq.view().setInt32(pp, m.regions[iPg] ?? 0, true);
+      return OK;
+    }],
+    xShmLock: [4, "i", (pFile, offset, n, flags) => {
+      const f = fileOf(pFile);
+      const m = f.shm;
+      const mine = m.holds.get(f);
+      if (flags & SHM_UNLOCK) {
+        for (let i = offset; i < offset + n; i++) mine[i] = 0;
+        return OK;
+      }
+      const excl = flags & SHM_EXCLUSIVE;
+      for (let i = offset; i < offset + n; i++) {
+        for (const [g, held] of m.holds) {
+          if (g !== f && held[i] !== 0 && (excl || held[i] === -1)) return BUSY;
+        }
+      }
+      for (let i = offset; i < offset + n; i++) mine[i] = excl ? -1 : 1;
+      return OK;
+    }],
+    xShmBarrier: [1, "v", () => {}],
+    xShmUnmap: [2, "i", (pFile) => {
+      const f = fileOf(pFile);
+      const m = f.shm;
+      if (!m) return OK;
+      m.holds.delete(f);
+      f.shm = null;
+      if (--m.refs === 0) {
+        for (const r of m.regions) sq.free(r);
+        shms.delete(f.path);
+      }
+      return OK;
+    }],
   };
 
   function grow(f, n) {
@@ -168,7 +226,7 @@ export function registerTestVfs(sq, name = "agentstate-test") {
 
   const ioPtr = sq.malloc(ioT.sizeof);
   sq.heap8u().fill(0, ioPtr, ioPtr + ioT.sizeof);
-  sq.view().setInt32(ioPtr + ioT.members.iVersion.offset, 1, true);
+  sq.view().setInt32(ioPtr + ioT.members.iVersion.offset, 2, true);
   for (const [m, [params, ret, fn]] of Object.entries(io)) {
     sq.view().setInt32(ioPtr + ioT.members[m].offset, sq.addFunction(guard(fn, IOERR), params, ret), true);
   }
