@@ -28,3 +28,7 @@ func sqliteLeak(err error) bool {
 	var se *sqlite3.Error
 	return errors.As(err, &se) || errors.Is(err, sqlite3.ERROR) || errors.Is(err, sqlite3.MISUSE) || errors.Is(err, sqlite3.RANGE)
 }
+
+// importHoldsAll says how one 256 MiB import transaction ends: natively
+// it runs out of ncruces' 256 MiB heap per connection (ErrTooLarge).
+const importHoldsAll = false

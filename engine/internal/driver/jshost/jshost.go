@@ -750,6 +750,7 @@ func floatText(f float64) string {
 // SQLite's primary result codes the driver tells apart.
 const (
 	codeError     = 1
+	codeNoMem     = 7
 	codeReadOnly  = 8
 	codeInterrupt = 9
 	codeIOErr     = 10
@@ -840,6 +841,8 @@ func classify(se sqlError) error {
 		kind = driver.ErrFull
 	case err.Code == codeReadOnly:
 		kind = driver.ErrReadOnly
+	case err.Code == codeNoMem:
+		kind = driver.ErrNoMemory
 	default:
 		return err
 	}

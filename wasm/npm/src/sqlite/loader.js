@@ -15,10 +15,14 @@
 // ---------------------------------------------------------------------------
 // API (stable: the VFS adapter and the hosts are written against it)
 //
-//   loadSqlite({ wasm, callbacks }) -> Promise<Sqlite>
+//   loadSqlite({ wasm, callbacks, maxMemoryBytes }) -> Promise<Sqlite>
 //     wasm:      sqlite3.wasm as a WebAssembly.Module, bytes (ArrayBuffer,
 //                typed array), a Response or a Promise of one
 //     callbacks: sqlite-callbacks.wasm, the same kinds
+//     maxMemoryBytes: the most SQLite's memory may grow to (default 256
+//                MiB, what ncruces gives a connection natively): past it an
+//                allocation fails and the statement with SQLITE_NOMEM,
+//                instead of taking the isolate's memory
 //   One Sqlite per call: its own memory, heap and function table.
 //
 //   Sqlite
@@ -99,11 +103,12 @@ async function compile(src, what) {
 }
 
 /** Loads SQLite; see the API at the top of this file. */
-export async function loadSqlite({ wasm, callbacks } = {}) {
+export async function loadSqlite({ wasm, callbacks, maxMemoryBytes = 256 << 20 } = {}) {
   const [module, cbModule] = await Promise.all([compile(wasm, "sqlite3.wasm"), compile(callbacks, "sqlite-callbacks.wasm")]);
-  // The build's own limits (its import of env.memory): 128 pages at first,
-  // up to 2 GiB; SQLite grows it through emscripten_resize_heap.
-  const memory = new WebAssembly.Memory({ initial: 128, maximum: 32768 });
+  // The build takes at least 128 pages (its import of env.memory) and at
+  // most 2 GiB; SQLite grows it through emscripten_resize_heap.
+  const maxPages = Math.max(128, Math.min(32768, Math.floor(maxMemoryBytes / PAGE)));
+  const memory = new WebAssembly.Memory({ initial: 128, maximum: maxPages });
   let u8 = new Uint8Array(memory.buffer);
   let dv = new DataView(memory.buffer);
   const fresh = () => {
@@ -117,7 +122,7 @@ export async function loadSqlite({ wasm, callbacks } = {}) {
     memory,
     emscripten_date_now: () => Date.now(),
     emscripten_get_now: () => performance.now(),
-    emscripten_get_heap_max: () => 32768 * PAGE,
+    emscripten_get_heap_max: () => maxPages * PAGE,
     emscripten_resize_heap(requested) {
       const pages = Math.ceil(((requested >>> 0) - memory.buffer.byteLength) / PAGE);
       try {
