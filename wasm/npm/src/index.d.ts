@@ -31,6 +31,14 @@ export interface OpenOptions {
   wasmURL?: string | URL;
   /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "agentstate/agentstate.wasm"`) or its bytes. */
   wasmBytes?: BufferSource | WebAssembly.Module;
+  /** SQLite, the official sqlite3.wasm: a WebAssembly.Module (`import sqliteWasm from "agentstate/sqlite3.wasm"`) or its bytes. */
+  sqliteWasm?: BufferSource | WebAssembly.Module;
+  /** Where browsers fetch sqlite3.wasm (default: next to this package's dist/). */
+  sqliteWasmURL?: string | URL;
+  /** SQLite's callback module: a WebAssembly.Module (`import callbacksWasm from "agentstate/sqlite-callbacks.wasm"`) or its bytes. */
+  callbacksWasm?: BufferSource | WebAssembly.Module;
+  /** Where browsers fetch sqlite-callbacks.wasm (default: next to this package's dist/). */
+  callbacksWasmURL?: string | URL;
   /** Print each engine call's time inside Go (first open only). */
   trace?: boolean;
 }
@@ -59,7 +67,9 @@ export class Database {
   readonly closed: boolean;
 }
 
-export function loadEngine(options?: { wasmURL?: string | URL; wasmBytes?: BufferSource | WebAssembly.Module; trace?: boolean }): Promise<unknown>;
+export function loadEngine(
+  options?: Pick<OpenOptions, "wasmURL" | "wasmBytes" | "sqliteWasm" | "sqliteWasmURL" | "callbacksWasm" | "callbacksWasmURL" | "trace">,
+): Promise<unknown>;
 
 /** The kind of JavaScript host the package detected. */
 export const runtime: "node" | "deno" | "workerd" | "browser";
