@@ -18,13 +18,16 @@ import (
 // A handle has one connection (oneConn): one JavaScript thread runs every
 // statement anyway, an in-memory database or an image belongs to the
 // connection that opened it, and a file needs no shared WAL-index between
-// connections of one process. Handles of one file in one process share
-// it with SQLite's locks (the VFS keeps them), as native handles do.
+// connections of one process.
 //
-// A file is in WAL mode only when its VFS has shared memory; otherwise
-// SQLite declines the engine's request for WAL and keeps a rollback
-// journal. A file a native process left in WAL mode is converted when it
-// opens (leaveWAL).
+// Files are in WAL mode, as natively (the engine asks for it). Over a VFS
+// with shared memory (xShmMap), every connection of the SQLite instance
+// shares the WAL-index, so several handles of one file work as natively.
+// A VFS without it (io methods version 1, as the npm package's VFS over a
+// file host) runs WAL only in exclusive locking mode, with the WAL-index in
+// the connection's memory: the connection then keeps the file's lock until
+// it closes, so one handle per file per process (the npm package shares
+// one), and a file a native process left in WAL mode opens as it is.
 type jsBackend struct {
 	name  string // what the connection opens
 	mem   bool
@@ -69,7 +72,7 @@ func (b *jsBackend) dial(write bool) (driver.Conn, error) {
 	// made in one looks like a file made in the other. page_size only
 	// applies to a database that is still empty.
 	if !b.mem {
-		if err := leaveWAL(c, b.o.ReadOnly); err != nil {
+		if err := walLocking(c); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -105,37 +108,22 @@ func openSource(path string) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := leaveWAL(c, true); err != nil {
+	if err := walLocking(c); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// leaveWAL makes a file in WAL mode readable over a VFS without shared
-// memory, where SQLite refuses to read it ("unable to open database file")
-// unless the connection is in exclusive locking mode: then the WAL-index
-// lives in the connection's memory. A writable connection recovers the
-// WAL, checkpoints it and switches the file to a rollback journal, which
-// connections of other handles can share, and goes back to normal locking;
-// a read-only one keeps the exclusive lock until it closes.
-func leaveWAL(c *jshost.Conn, readOnly bool) error {
-	_, err := c.Exec("SELECT count(*) FROM sqlite_master")
-	if err == nil || !jshost.CantOpen(err) {
-		return err
+// walLocking makes WAL possible on c's file: exclusive locking mode when
+// its VFS has no shared memory (see jsBackend). It must run before the
+// connection first reads the file.
+func walLocking(c *jshost.Conn) error {
+	if c.SharedMemory() {
+		return nil
 	}
-	stmts := []string{"PRAGMA locking_mode=EXCLUSIVE", "SELECT count(*) FROM sqlite_master"}
-	if !readOnly {
-		// NORMAL takes effect when the connection next releases its lock,
-		// which the last read does.
-		stmts = append(stmts, "PRAGMA journal_mode=DELETE", "PRAGMA locking_mode=NORMAL", "SELECT count(*) FROM sqlite_master")
-	}
-	for _, q := range stmts {
-		if _, werr := c.Exec(q); werr != nil {
-			return fmt.Errorf("%w (leaving WAL mode: %s: %v)", err, q, werr)
-		}
-	}
-	return nil
+	_, err := c.Exec("PRAGMA locking_mode=EXCLUSIVE")
+	return err
 }
 
 // OpenImage opens a private in-memory copy of image, the bytes of an

@@ -15,7 +15,7 @@ func rawSQL(path string, stmts ...string) error {
 		return err
 	}
 	defer c.Close()
-	if err := leaveWAL(c, false); err != nil {
+	if err := walLocking(c); err != nil {
 		return err
 	}
 	for _, s := range stmts {
@@ -33,6 +33,9 @@ func sqliteLeak(err error) bool {
 }
 
 // importHoldsAll says how one 256 MiB import transaction ends: the host
-// SQLite (its heap capped at 256 MiB too) commits it, its pages spilled to
+// SQLite (its heap capped at 512 MiB for all connections) commits it, its pages spilled to
 // the WAL file, so the same import succeeds.
 const importHoldsAll = true
+
+// hugeBlobBytes is a blob SQLite cannot hold: past the 512 MiB the package gives the host SQLite (src/sqlite/loader.js).
+const hugeBlobBytes = 600_000_000

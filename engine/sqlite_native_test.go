@@ -32,3 +32,6 @@ func sqliteLeak(err error) bool {
 // importHoldsAll says how one 256 MiB import transaction ends: natively
 // it runs out of ncruces' 256 MiB heap per connection (ErrTooLarge).
 const importHoldsAll = false
+
+// hugeBlobBytes is a blob SQLite cannot hold: past ncruces' 256 MiB heap of a connection.
+const hugeBlobBytes = 400_000_000

@@ -635,7 +635,7 @@ func TestManyLargeWritesAtOneCheckpoint(t *testing.T) {
 func TestDriverPanicsBecomeErrors(t *testing.T) {
 	ctx := context.Background()
 	db := valuesDB(t, ModeFull)
-	huge := func(c *conn) error { return c.exec("SELECT randomblob(400000000)") }
+	huge := func(c *conn) error { return c.exec(fmt.Sprintf("SELECT randomblob(%d)", hugeBlobBytes)) }
 	for name, call := range map[string]func() error{
 		"write": func() error { return db.write(ctx, huge) },
 		"read":  func() error { return db.read(ctx, huge) },

@@ -226,7 +226,11 @@ export function registerTestVfs(sq, name = "agentstate-test") {
 
   const ioPtr = sq.malloc(ioT.sizeof);
   sq.heap8u().fill(0, ioPtr, ioPtr + ioT.sizeof);
-  sq.view().setInt32(ioPtr + ioT.members.iVersion.offset, 2, true);
+  // AGENTSTATE_TESTVFS_NOSHM=1: version 1, no shared memory, as the npm
+  // package's VFS (the engine then opens files in exclusive locking mode).
+  const noShm = !!process.env.AGENTSTATE_TESTVFS_NOSHM;
+  if (noShm) for (const m of ["xShmMap", "xShmLock", "xShmBarrier", "xShmUnmap"]) delete io[m];
+  sq.view().setInt32(ioPtr + ioT.members.iVersion.offset, noShm ? 1 : 2, true);
   for (const [m, [params, ret, fn]] of Object.entries(io)) {
     sq.view().setInt32(ioPtr + ioT.members[m].offset, sq.addFunction(guard(fn, IOERR), params, ret), true);
   }

@@ -541,6 +541,13 @@ func (c *Conn) Interrupt(ctx context.Context) func() {
 	return func() { c.ctx = old }
 }
 
+// SharedMemory reports whether the main database file's VFS has shared
+// memory (xShmMap): without it, SQLite runs WAL only in exclusive locking
+// mode.
+func (c *Conn) SharedMemory() bool {
+	return host.Call("shm", c.id).Int() == 1
+}
+
 // Serialize returns a copy of the bytes of schema's database ("main").
 func (c *Conn) Serialize(schema string) ([]byte, error) {
 	buf := c.getBuf(bufSize)
@@ -758,7 +765,6 @@ const (
 	codeFull      = 13
 	codeBusy      = 5
 	codeLocked    = 6
-	codeCantOpen  = 14
 	codeConstr    = 19
 	codeNotADB    = 26
 
@@ -847,12 +853,6 @@ func classify(se sqlError) error {
 		return err
 	}
 	return &driver.Error{Kind: kind, Err: err}
-}
-
-// CantOpen reports SQLITE_CANTOPEN ("unable to open database file").
-func CantOpen(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Code == codeCantOpen
 }
 
 // errstr is sqlite3_errstr of a primary code.

@@ -435,6 +435,18 @@ func TestImages(t *testing.T) {
 	}
 }
 
+// The test runner's file VFS has shared memory (WAL in normal locking);
+// memdb has none.
+func TestSharedMemory(t *testing.T) {
+	f := open(t, filepath.Join(t.TempDir(), "f.db"), Options{})
+	if !f.SharedMemory() {
+		t.Fatal("the runner's file VFS reports no shared memory")
+	}
+	if m := open(t, "file:shm-m?vfs=memdb", Options{}); m.SharedMemory() {
+		t.Fatal("memdb reports shared memory")
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	_, err := Open(filepath.Join(t.TempDir(), "missing", "x.db"), Options{Create: true})
 	if err == nil || !strings.Contains(err.Error(), "unable to open") {

@@ -32,6 +32,7 @@
 //   next(stmt, ptr, cap, deadline)
 //                        continues a run whose result said "more rows"
 //   reset(stmt), finalize(stmt)
+//   shm(conn)            1 when the main file's VFS has shared memory
 //   autocommit(conn)     1 outside a transaction (after an error: the
 //                        result header is not written then)
 //   createFunction(conn, name, nArg, fnId, ptr, cap)
@@ -81,6 +82,7 @@ const SERIALIZE_NOCOPY = 1;
 const DESERIALIZE_FREEONCLOSE = 1;
 const DESERIALIZE_RESIZEABLE = 2;
 const DESERIALIZE_READONLY = 4;
+const FCNTL_FILE_POINTER = 7;
 const SQLITE_ERROR = 1;
 const SQLITE_NOMEM = 7;
 const SQLITE_INTERRUPT = 9;
@@ -488,6 +490,23 @@ export function makeHost(sq, goMemory) {
         x.sqlite3_reset(s.p);
         s.pending = false;
         return thrown(e, ptr, cap);
+      }
+    },
+
+    // 1 when the main database file's VFS has shared memory (io methods
+    // version 2 with xShmMap): WAL then works in normal locking mode.
+    shm(id) {
+      const c = conns[id];
+      const pSchema = sq.allocCString("main");
+      try {
+        if (x.sqlite3_file_control(c.db, pSchema, FCNTL_FILE_POINTER, outs)) return 0;
+        const dv = sq.view();
+        const file = dv.getUint32(outs, true);
+        const methods = file && dv.getUint32(file, true);
+        if (!methods || dv.getInt32(methods, true) < 2) return 0;
+        return dv.getUint32(methods + sq.structs().sqlite3_io_methods.members.xShmMap.offset, true) ? 1 : 0;
+      } finally {
+        sq.free(pSchema);
       }
     },
 

@@ -19,10 +19,12 @@
 //     wasm:      sqlite3.wasm as a WebAssembly.Module, bytes (ArrayBuffer,
 //                typed array), a Response or a Promise of one
 //     callbacks: sqlite-callbacks.wasm, the same kinds
-//     maxMemoryBytes: the most SQLite's memory may grow to (default 256
-//                MiB, what ncruces gives a connection natively): past it an
-//                allocation fails and the statement with SQLITE_NOMEM,
-//                instead of taking the isolate's memory
+//     maxMemoryBytes: the most SQLite's memory may grow to (default 512
+//                MiB): past it an allocation fails and the statement with
+//                SQLITE_NOMEM, instead of taking the isolate's memory. Every
+//                connection of the realm shares it; natively ncruces gives
+//                each connection 256 MiB, and a native handle has two or more
+//                connections (writer and readers)
 //   One Sqlite per call: its own memory, heap and function table.
 //
 //   Sqlite
@@ -103,7 +105,7 @@ async function compile(src, what) {
 }
 
 /** Loads SQLite; see the API at the top of this file. */
-export async function loadSqlite({ wasm, callbacks, maxMemoryBytes = 256 << 20 } = {}) {
+export async function loadSqlite({ wasm, callbacks, maxMemoryBytes = 512 << 20 } = {}) {
   const [module, cbModule] = await Promise.all([compile(wasm, "sqlite3.wasm"), compile(callbacks, "sqlite-callbacks.wasm")]);
   // The build takes at least 128 pages (its import of env.memory) and at
   // most 2 GiB; SQLite grows it through emscripten_resize_heap.
