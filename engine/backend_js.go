@@ -101,20 +101,6 @@ func scratchConn() (driver.Conn, error) {
 	return jshost.Open(":memory:", jshost.Options{Create: true, Funcs: sqlFuncs()})
 }
 
-// openSource opens another program's SQLite file read-only (an import's
-// source), without the engine's functions.
-func openSource(path string) (driver.Conn, error) {
-	c, err := jshost.Open(path, jshost.Options{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	if err := walLocking(c); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
 // walLocking makes WAL possible on c's file: exclusive locking mode when
 // its VFS has no shared memory (see jsBackend). It must run before the
 // connection first reads the file.

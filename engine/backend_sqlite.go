@@ -72,9 +72,3 @@ func (b *sqliteBackend) close() {
 func scratchConn() (driver.Conn, error) {
 	return sqlite.Open(":memory:", sqlite.Options{Create: true, Funcs: sqlFuncs()})
 }
-
-// openSource opens another program's SQLite file read-only (an import's
-// source), without the engine's functions.
-func openSource(path string) (driver.Conn, error) {
-	return sqlite.Open(path, sqlite.Options{ReadOnly: true})
-}
