@@ -250,9 +250,6 @@ function goProcessStub() {
   };
 }
 
-// The JavaScript VFS over a file host (its own module: only file paths
-// load it).
-const vfsModule = "./sqlite/vfs.js";
 
 // Handles opened on a file, by resolved path: a second open of the same
 // file in this process shares the handle (a saver and a store on one file),
@@ -293,6 +290,8 @@ export class Database {
    * Opens a database.
    * - `path`: a file (Node) or an OPFS file name (browser worker, with
    *   `opfs: true`); omitted: a fresh in-memory database;
+   * - `host`: a FileHost (see index.d.ts) that serves the database file it
+   *   names in host.path: Durable Objects (durableObjectHost), or your own;
    * - `image`: bytes of a database file, opened as a private in-memory copy;
    * - `mode`: "full", "delta" or "auto" (the mode an existing file records;
    *   full for a new one). Omitted: "auto". `every`: the delta snapshot
@@ -315,37 +314,52 @@ export class Database {
       storeSweepIntervalMs: options.storeSweepIntervalMs,
       readConns: options.readConns,
     };
-    if (options.path !== undefined && options.image !== undefined) {
-      throw new AgentStateError("agentstate: open takes a path or an image, not both", "INVALID_ARGUMENT");
+    if ([options.path, options.image, options.host].filter((v) => v !== undefined && v !== null).length > 1) {
+      throw new AgentStateError("agentstate: open takes one of path, image and host", "INVALID_ARGUMENT");
     }
     if (options.image !== undefined) {
       const r = await callApi(api, () => api.open(JSON.stringify({ ...req, image: 0 }), [toBytes(options.image, "image")]));
       return new Database(api, r.h, { options: req });
     }
-    if (options.path === undefined || options.path === null) {
+    if (options.host !== undefined && options.host !== null) {
+      if (options.opfs) throw new AgentStateError("agentstate: opfs applies to a path, not to a host", "INVALID_ARGUMENT");
+      const { checkHost } = await import("./sqlite/vfs.js");
+      try {
+        checkHost(options.host);
+      } catch (e) {
+        throw new AgentStateError(e.message, "INVALID_ARGUMENT", { cause: e });
+      }
+      if (typeof options.host.path !== "string" || options.host.path === "") {
+        throw new AgentStateError("agentstate: host.path must name the database file the host serves", "INVALID_ARGUMENT");
+      }
+    } else if (options.path === undefined || options.path === null) {
       const r = await callApi(api, () => api.open(JSON.stringify(req), []));
       return new Database(api, r.h, { options: req });
-    }
-    if (typeof options.path !== "string" || options.path === "") {
+    } else if (typeof options.path !== "string" || options.path === "") {
       throw new AgentStateError("agentstate: path must be a non-empty string", "INVALID_ARGUMENT");
     }
     let key;
     let makeHost;
-    if (!options.opfs && (runtime === "workerd" || runtime === "deno")) {
+    let disk = false; // a file the native CLI can reach
+    if (options.host) {
+      // One handle per host object: two would keep separate caches of one file.
+      key = options.host;
+      makeHost = () => options.host;
+    } else if (!options.opfs && (runtime === "workerd" || runtime === "deno")) {
       throw new AgentStateError(
         `agentstate: ${runtime} has no file host: open in memory, from an image, or pass a host (see the README)`,
         "INVALID_ARGUMENT",
       );
-    }
-    if (options.opfs || !isNode) {
+    } else if (options.opfs || !isNode) {
       const { openOpfsHost, opfsKey } = await import("./opfs-host.js");
       key = opfsKey(options.path);
       makeHost = () => openOpfsHost(options.path);
     } else {
-      const { NodeFileHost, resolvePath, loadNodeModules } = await import("./node-host.js");
+      const { openNodeFileHost, resolvePath, loadNodeModules } = await import("./node-host.js");
       await loadNodeModules();
       key = `file:${resolvePath(options.path)}`;
-      makeHost = () => new NodeFileHost(options.path, { readOnly: !!options.readOnly });
+      makeHost = () => openNodeFileHost(options.path, { readOnly: !!options.readOnly, busyTimeoutMs: options.busyTimeoutMs });
+      disk = true;
     }
     // Opens of one file share a handle; an open in progress is awaited.
     let pending = shared.get(key);
@@ -356,17 +370,19 @@ export class Database {
         let vfs;
         try {
           // SQLite reaches the host's files through a VFS of src/sqlite/vfs.js.
-          const { registerVfs } = await import(vfsModule);
+          const { registerVfs } = await import("./sqlite/vfs.js");
           vfs = registerVfs(instances.get(api).sqlite, host);
-          r = await callApi(api, () => api.open(JSON.stringify({ ...req, path: host.path, vfs: vfs.name, disk: isNode && !options.opfs, name: options.path }), []));
+          r = await callApi(api, () =>
+            api.open(JSON.stringify({ ...req, path: host.path, vfs: vfs.name, disk, name: options.path ?? host.path }), []),
+          );
         } catch (e) {
           vfs?.unregister();
-          host.dispose();
+          host.dispose?.();
           throw e;
         }
         const release = () => {
           vfs.unregister();
-          host.dispose();
+          host.dispose?.();
         };
         // The mode the engine resolved ("auto" or no mode: the file's).
         const db = new Database(api, r.h, { release, key, options: { ...req, mode: r.mode, every: r.every } });

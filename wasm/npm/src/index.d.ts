@@ -8,9 +8,77 @@ export class AgentStateError extends Error {
   code: ErrorCode;
 }
 
+/**
+ * Where a database's files live when there is no file system the package
+ * knows (a Durable Object, a key-value store, your own medium): an object
+ * that SQLite's VFS calls, synchronously, for every read and write of the
+ * database file and its companions ("<path>-wal", "<path>-journal"; never
+ * temporary files, which stay in memory). Pass it as `open({ host })`.
+ *
+ * Every method is synchronous and may throw: the error becomes SQLite's
+ * I/O error for that call (BUSY when the error's `code` is "BUSY") and its
+ * message reaches the AgentStateError. Offsets and sizes are bytes
+ * (numbers). Ids are the host's own (small integers).
+ *
+ * The engine opens `path` in WAL mode with SQLite's exclusive locking
+ * (one connection per database, the WAL-index in its memory): a commit
+ * appends frames to "<path>-wal" and a checkpoint copies pages into
+ * `path`. A write must be durable, or at least kept in order with the
+ * later ones, by the time the next call returns; `sync` is where a host
+ * that buffers must flush. Within one JavaScript realm the package keeps
+ * connections apart itself; keeping other processes away is the host's
+ * business (`lock`, or an exclusive medium).
+ */
+export interface FileHost {
+  /** The database file this host serves (what the engine opens). */
+  readonly path: string;
+  /**
+   * Opens `name` (`path` or a companion). Returns an id >= 0, or -1 when
+   * the file does not exist and `create` is false.
+   */
+  open(name: string, options: { create: boolean; readOnly: boolean; kind: "main" | "wal" | "journal" | "super-journal" | "other" }): number;
+  /** Reads into `into` from `offset`; returns the bytes read (fewer at the end of the file; the rest reads as zeros). */
+  read(id: number, into: Uint8Array, offset: number): number;
+  /** Writes all of `from` at `offset`, growing the file if needed. */
+  write(id: number, from: Uint8Array, offset: number): void;
+  /** The file's size in bytes. */
+  size(id: number): number;
+  /** Cuts (or extends with zeros) the file to `size` bytes. */
+  truncate(id: number, size: number): void;
+  /** Makes what was written durable. */
+  sync(id: number): void;
+  close(id: number): void;
+  /** Deletes a file (nothing when it does not exist). */
+  remove(name: string): void;
+  /** Whether `name` exists and is not empty. */
+  exists(name: string): boolean;
+  /**
+   * Optional ownership hook, for hosts shared with other processes: called
+   * when the engine's connection takes (`lock`) or drops (`unlock`)
+   * SQLite's lock on `path` ("shared", "reserved", "exclusive"; "none",
+   * "shared" on unlock). Return false (or throw an error with code "BUSY")
+   * to refuse: SQLite reports BUSY.
+   */
+  lock?(id: number, level: "shared" | "reserved" | "exclusive"): boolean | void;
+  unlock?(id: number, level: "none" | "shared"): void;
+  /** Optional: called once when the database closes. */
+  dispose?(): void;
+}
+
+/**
+ * A FileHost over a SQLite-backed Durable Object's storage
+ * (`ctx.storage`): the database `name` as 4 KiB chunks in the tables
+ * `agentstate_files` and `agentstate_chunks` of `ctx.storage.sql`, written
+ * as SQLite writes them (a step writes only the pages and WAL frames it
+ * changed; every value is one chunk).
+ */
+export function durableObjectHost(storage: { sql: { exec(query: string, ...bindings: unknown[]): any } } | { exec(query: string, ...bindings: unknown[]): any }, name?: string, options?: { chunkSize?: number }): FileHost & { diskBytes(): number };
+
 export interface OpenOptions {
   /** A file (Node) or an OPFS file name (browser worker); omitted: a fresh in-memory database. */
   path?: string;
+  /** Files served by a FileHost (Durable Objects: `durableObjectHost(ctx.storage)`), in any runtime. */
+  host?: FileHost;
   /** Bytes of a database file, opened as a private in-memory copy. */
   image?: Uint8Array | ArrayBuffer;
   /** Open `path` in the origin private file system (default in browsers). */

@@ -1,0 +1,64 @@
+// A Cloudflare Worker with a SQLite-backed Durable Object (run by workerd
+// in durable.test.mjs) whose agentstate database lives in the object's own
+// storage through durableObjectHost: a LangGraph.js graph checkpointed by
+// AgentStateSaver, one thread per request parameter, state that survives
+// a restart of the object (or of workerd).
+import wasm from "./agentstate.wasm";
+import * as langgraph from "langgraph-entry";
+import * as messages from "@langchain/core/messages";
+import { DurableObject } from "cloudflare:workers";
+import { AgentStateSaver, durableObjectHost } from "agentstate";
+import { buildGraph, turn } from "./graph.js";
+
+export class Agent extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    // Counts what the host writes, to show that a step writes what it
+    // changed, not the file.
+    const host = durableObjectHost(ctx.storage, "agent.db");
+    this.written = 0;
+    const write = host.write;
+    host.write = (id, from, offset) => {
+      this.written += from.length;
+      return write(id, from, offset);
+    };
+    this.host = host;
+  }
+
+  async ready() {
+    this.opened ??= AgentStateSaver.open({ host: this.host, wasmBytes: wasm }).then((saver) => ({ saver, graph: buildGraph(langgraph, messages, saver) }));
+    return this.opened;
+  }
+
+  async fetch(request) {
+    const url = new URL(request.url);
+    try {
+      const { saver, graph } = await this.ready();
+      const thread = url.searchParams.get("thread") ?? "t";
+      if (url.pathname === "/turn") {
+        const before = this.written;
+        const msgs = await turn(graph, thread, url.searchParams.get("text") ?? "hi");
+        let checkpoints = 0;
+        for await (const _ of saver.list({ configurable: { thread_id: thread } })) checkpoints++;
+        return Response.json({ messages: msgs, checkpoints, wrote: this.written - before, fileBytes: this.host.diskBytes() });
+      }
+      if (url.pathname === "/storage") {
+        const sql = this.ctx.storage.sql;
+        const chunks = sql.exec("SELECT count(*) AS n, max(length(data)) AS largest, sum(length(data)) AS bytes FROM agentstate_chunks").one();
+        const files = sql.exec("SELECT name, size FROM agentstate_files ORDER BY name").toArray();
+        return Response.json({ chunks, files, databaseSize: sql.databaseSize });
+      }
+      return new Response("not found", { status: 404 });
+    } catch (e) {
+      return Response.json({ error: e.code ?? "THROWN", message: String(e.stack ?? e) }, { status: 500 });
+    }
+  }
+}
+
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    if (url.pathname === "/ping") return new Response("ok");
+    return env.AGENT.get(env.AGENT.idFromName("one")).fetch(request);
+  },
+};
