@@ -242,7 +242,8 @@ export async function openNodeFileHost(dbPath, { readOnly = false, busyTimeoutMs
     } catch (e) {
       if (!(e instanceof AgentStateError) || !e.retry || Date.now() >= deadline) throw e;
     }
-    await sleep(Math.min(delay, Math.max(1, deadline - Date.now())));
+    // Jittered, so that two processes that keep meeting stop meeting.
+    await sleep(Math.min(delay * (0.5 + Math.random()), Math.max(1, deadline - Date.now())));
     delay = Math.min(delay * 2, 100);
   }
 }

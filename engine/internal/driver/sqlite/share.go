@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -111,7 +112,8 @@ func Register(path string, wait time.Duration) (release func(), err error) {
 		if !errors.As(err, &held) || !time.Now().Before(deadline) {
 			return nil, err
 		}
-		time.Sleep(min(delay, time.Until(deadline)))
+		// Jittered, so that two processes that keep meeting stop meeting.
+		time.Sleep(min(delay/2+mrand.N(delay), time.Until(deadline)))
 		delay = min(2*delay, 100*time.Millisecond)
 	}
 }
