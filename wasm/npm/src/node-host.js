@@ -263,9 +263,12 @@ export class NodeFileHost {
 
   open(name, { create = false, readOnly = false } = {}) {
     const { O_RDWR, O_RDONLY, O_CREAT } = fs.constants;
+    // A read-only handle keeps the database file read-only; SQLite still
+    // needs a "-wal" beside a WAL file to read it (it writes no frames).
+    if (this.readOnly && name === this.path) readOnly = true;
     let fd;
     try {
-      fd = fs.openSync(name, readOnly || this.readOnly ? O_RDONLY : O_RDWR | (create ? O_CREAT : 0), 0o644);
+      fd = fs.openSync(name, readOnly ? O_RDONLY : O_RDWR | (create ? O_CREAT : 0), 0o644);
     } catch (e) {
       if (e.code === "ENOENT" && !create) return -1;
       throw e;

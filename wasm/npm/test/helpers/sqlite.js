@@ -77,6 +77,9 @@ export function connect(sq, name, vfs, { readOnly = false, create = true } = {})
         }
       });
       const rows = [];
+      const names = [];
+      for (let i = 0; i < x.sqlite3_column_count(st); i++) names.push(sq.cstring(x.sqlite3_column_name(st, i)));
+      rows.columns = names;
       while ((rc = x.sqlite3_step(st)) === ROW) {
         const row = [];
         for (let i = 0; i < x.sqlite3_column_count(st); i++) {
@@ -177,4 +180,46 @@ export function memoryHost(files = new Map(), { path: p = "/mem.db" } = {}) {
     },
   };
   return host;
+}
+
+/**
+ * A stand-in for a SQLite-backed Durable Object's `ctx.storage` (its
+ * `sql.exec(query, ...bindings)`, rows as objects, blobs as ArrayBuffer),
+ * on an in-memory database of a SQLite of its own. copy() is what storage
+ * holds if the object died now.
+ */
+export async function durableStorageDouble() {
+  const sq = await freshSqlite();
+  const c = connect(sq, ":memory:");
+  const storage = {
+    statements: 0,
+    sql: {
+      exec(q, ...bindings) {
+        storage.statements++;
+        const rows = c.all(q, ...bindings);
+        const objs = rows.map((r) => Object.fromEntries(r.map((v, i) => [rows.columns[i], v instanceof Uint8Array ? v.slice().buffer : v])));
+        return {
+          toArray: () => objs,
+          one() {
+            if (objs.length !== 1) throw new Error(`expected one row, got ${objs.length}`);
+            return objs[0];
+          },
+          [Symbol.iterator]: () => objs[Symbol.iterator](),
+        };
+      },
+    },
+    /** What storage would hold if the object died now. */
+    async copy() {
+      const d = await durableStorageDouble();
+      for (const t of ["agentstate_files", "agentstate_chunks"]) {
+        const schema = c.get("SELECT sql FROM sqlite_master WHERE name = ?", t);
+        if (!schema) continue;
+        d.conn.exec(schema);
+        for (const r of c.all(`SELECT * FROM ${t}`)) d.conn.all(`INSERT INTO ${t} VALUES (${r.map(() => "?").join(", ")})`, ...r);
+      }
+      return d;
+    },
+    conn: c,
+  };
+  return storage;
 }
