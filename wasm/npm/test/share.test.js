@@ -90,7 +90,7 @@ function heldByNode(file, pid) {
 
 /** The package's refusal while a native process holds file. */
 function heldByNative(file, pid) {
-  return new RegExp(`${esc(file)} is open in native \\(agentstate\\) pid ${pid} on host ${esc(host)} since \\d{4}-\\d\\d-\\d\\dT[^;]*; a JavaScript process and the native engine cannot have one file open at once`);
+  return new RegExp(`${esc(file)} is open in native \\(${esc(path.basename(cli))}\\) pid ${pid} on host ${esc(host)} since \\d{4}-\\d\\d-\\d\\dT[^;]*; a JavaScript process and the native engine cannot have one file open at once`);
 }
 
 async function putSteps(saver, thread, from, n) {
