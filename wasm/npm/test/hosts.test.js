@@ -142,6 +142,8 @@ describe("Node files", () => {
     writeJSON(live, { runtime: "native", pid: s.pid, host: os.hostname(), since: "2026-12-01T10:00:00Z", program: "agentstate" });
     const stale = path.join(`${file}.natives`, `${os.hostname()}.1.BBBB`);
     writeJSON(stale, { runtime: "native", pid: await deadPid(), host: os.hostname() });
+    // A WASI CLI run by wasm/wasi/run.mjs names the runner's pid and host.
+    writeJSON(path.join(`${file}.natives`, "wasi"), { runtime: "wasi", pid: await deadPid(), host: os.hostname() });
     await expect(openNodeFileHost(file, { busyTimeoutMs: 0 })).rejects.toMatchObject({
       code: "BUSY",
       message: `agentstate: ${file} is open in native (agentstate) pid ${s.pid} on host ${os.hostname()} since 2026-12-01T10:00:00Z; a JavaScript process and the native engine cannot have one file open at once: close it there first`,
@@ -150,11 +152,11 @@ describe("Node files", () => {
     s.kill();
     await s.exited;
     const host = await openNodeFileHost(file);
-    expect(fs.existsSync(`${file}.natives`)).toBe(false); // both entries stale now: cleared, directory gone
+    expect(fs.existsSync(`${file}.natives`)).toBe(false); // all stale now: cleared, directory gone
     host.dispose();
 
-    // Another host's process, or a WASI one: cannot be checked, so the
-    // error says what to remove.
+    // Another host's process, or a WASI one without a pid: cannot be
+    // checked, so the error says what to remove.
     for (const h of [
       { runtime: "native", pid: 42, host: "elsewhere.example" },
       { runtime: "wasi", host: os.hostname() },

@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -151,10 +152,16 @@ func tryRegister(path string) (func(), error) {
 
 func self() Holder {
 	h := Holder{Runtime: "native", PID: os.Getpid(), Since: time.Now().UTC().Format(time.RFC3339)}
-	if runtime.GOOS == "wasip1" {
-		h.Runtime, h.PID = "wasi", 0 // no process ids under WASI
-	}
 	h.Host, _ = os.Hostname()
+	if runtime.GOOS == "wasip1" {
+		// No process ids under WASI: a runner that wants this process's
+		// record checkable names its own (wasm/wasi/run.mjs does).
+		h.Runtime, h.PID = "wasi", 0
+		if pid, err := strconv.Atoi(os.Getenv("AGENTSTATE_HOST_PID")); err == nil && pid > 0 {
+			h.PID = pid
+			h.Host = os.Getenv("AGENTSTATE_HOSTNAME")
+		}
+	}
 	if len(os.Args) > 0 {
 		h.Program = filepath.Base(os.Args[0])
 	}
