@@ -5,13 +5,22 @@
 // step.
 //
 // Each file (the database, its "-wal", a journal) is a row of
-// agentstate_files (name, size) and its bytes are chunks of `chunkSize`
-// (4 KiB, the engine's page size) in agentstate_chunks (name, no, data):
-// a commit writes the WAL frames it appends and, at a checkpoint, the
-// pages it copies, each a small value (Durable Objects cap one at 2 MB).
-// Writes go through at once, in order; each statement of ctx.storage.sql
-// is atomic and durable in order, and the WAL's checksummed frames make a
-// commit whole or absent after a restart, as on a disk.
+// agentstate_files (name, size, chunk) and its bytes are chunks of
+// `chunkSize` (4 KiB, the engine's page size) in agentstate_chunks (name,
+// no, data): a commit writes the WAL frames it appends and, at a
+// checkpoint, the pages it copies, each chunk a small value (Durable
+// Objects cap one at 2 MB).
+//
+// Writes collect in memory per chunk and go to storage together, in one
+// storage transaction (ctx.storage.transactionSync), when SQLite commits
+// (the commit hook), syncs, truncates or closes: a WAL frame straddles two
+// chunks, and writing through would store each chunk several times per
+// commit. A commit is thus whole or absent in storage, and the WAL's
+// checksummed frames would make it so even without that. If storing
+// fails at a commit, SQLite has already counted the commit as done (it
+// ignores the hook's answer): the host then refuses every later call
+// (reads SQLite answers from its cache do not reach it), and the object
+// must reopen the database from what storage holds.
 //
 // One Durable Object is one thread, and its storage belongs to it alone:
 // no owner file, no cross-process lock. Its requests interleave at their
@@ -19,15 +28,19 @@
 // them apart.
 //
 // Nothing here imports anything: it runs wherever `storage` has a `sql`
-// with exec(query, ...bindings) (workerd; a test double elsewhere).
+// with exec(query, ...bindings) (workerd; a stand-in elsewhere).
 
 const DEFAULT_CHUNK = 4096;
+// A transaction bigger than this (in changed chunks) is stored as it goes,
+// not held in memory until its commit: uncommitted WAL frames are ignored
+// by recovery, and a rollback journal is synced before the pages it covers.
+const MAX_PENDING_BYTES = 8 << 20;
 
 /**
  * A FileHost for the database `name` in a Durable Object's SQLite storage
- * (`ctx.storage`, or `ctx.storage.sql`). Tables `agentstate_files` and
- * `agentstate_chunks` are created in it if missing; several databases
- * (names) can share them.
+ * (`ctx.storage`; or `ctx.storage.sql`, then without storage transactions).
+ * Tables `agentstate_files` and `agentstate_chunks` are created in it if
+ * missing; several databases (names) can share them.
  */
 export function durableObjectHost(storage, name = "agentstate.db", { chunkSize = DEFAULT_CHUNK } = {}) {
   const sql = storage?.sql ?? storage;
@@ -40,6 +53,7 @@ export function durableObjectHost(storage, name = "agentstate.db", { chunkSize =
   if (!Number.isInteger(chunkSize) || chunkSize < 512 || chunkSize > 1 << 20) {
     throw new RangeError("agentstate: chunkSize must be an integer from 512 to 1 MiB");
   }
+  const inTransaction = typeof storage?.transactionSync === "function" ? (fn) => storage.transactionSync(fn) : (fn) => fn();
   sql.exec("CREATE TABLE IF NOT EXISTS agentstate_files (name TEXT PRIMARY KEY, size INTEGER NOT NULL, chunk INTEGER NOT NULL)");
   sql.exec("CREATE TABLE IF NOT EXISTS agentstate_chunks (name TEXT NOT NULL, no INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (name, no)) WITHOUT ROWID");
 
@@ -47,6 +61,8 @@ export function durableObjectHost(storage, name = "agentstate.db", { chunkSize =
   const open = new Map(); // id -> file state
   const byName = new Map(); // name -> file state shared by its ids
   let next = 0;
+  let pendingBytes = 0;
+  let broken = null;
 
   const bytesOf = (v) => (v instanceof ArrayBuffer ? new Uint8Array(v) : ArrayBuffer.isView(v) ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : new Uint8Array(0));
 
@@ -56,44 +72,64 @@ export function durableObjectHost(storage, name = "agentstate.db", { chunkSize =
     const rows = sql.exec("SELECT size, chunk FROM agentstate_files WHERE name = ?", n).toArray();
     if (rows.length === 0) return null;
     // A file keeps the chunk size it was written with.
-    f = { name: n, size: Number(rows[0].size), chunk: Number(rows[0].chunk), refs: 0, tail: null };
+    const size = Number(rows[0].size);
+    f = { name: n, size, stored: size, chunk: Number(rows[0].chunk), refs: 0, dirty: new Map(), clean: null };
     byName.set(n, f);
     return f;
   }
 
   function file(id) {
+    if (broken) throw broken;
     const f = open.get(id);
     if (!f) throw new Error(`agentstate: no open file ${id}`);
     return f;
   }
 
-  // The chunk last written, kept: the WAL grows by frames that straddle
-  // chunk boundaries, and each would otherwise read its chunk back first.
+  // A chunk as the file has it now: changed and not yet stored, the last
+  // one stored (the WAL's tail, which the next commit extends), or storage's.
   function getChunk(f, no) {
-    if (f.tail?.no === no) return f.tail.data;
+    const d = f.dirty.get(no);
+    if (d) return d;
+    if (f.clean?.no === no) return f.clean.data;
     const rows = sql.exec("SELECT data FROM agentstate_chunks WHERE name = ? AND no = ?", f.name, no).toArray();
     return rows.length ? bytesOf(rows[0].data) : null;
   }
 
-  function putChunk(f, no, data) {
-    sql.exec("INSERT OR REPLACE INTO agentstate_chunks (name, no, data) VALUES (?, ?, ?)", f.name, no, data);
-    f.tail = { no, data };
-  }
-
-  function setSize(f, size) {
-    if (size === f.size) return;
-    sql.exec(
-      "INSERT INTO agentstate_files (name, size, chunk) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET size = excluded.size",
-      f.name,
-      size,
-      f.chunk,
-    );
-    f.size = size;
+  function store() {
+    if (broken) throw broken;
+    if (pendingBytes === 0 && [...byName.values()].every((f) => f.size === f.stored)) return;
+    try {
+      inTransaction(() => {
+        for (const f of byName.values()) {
+          for (const [no, data] of f.dirty) sql.exec("INSERT OR REPLACE INTO agentstate_chunks (name, no, data) VALUES (?, ?, ?)", f.name, no, data);
+          if (f.size !== f.stored) {
+            sql.exec(
+              "INSERT INTO agentstate_files (name, size, chunk) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET size = excluded.size",
+              f.name,
+              f.size,
+              f.chunk,
+            );
+          }
+        }
+      });
+    } catch (e) {
+      broken = new Error(`agentstate: storing ${name} in the Durable Object's storage failed; reopen the database: ${e?.message ?? e}`, { cause: e });
+      throw broken;
+    }
+    for (const f of byName.values()) {
+      let last = -1;
+      for (const no of f.dirty.keys()) last = Math.max(last, no);
+      if (last >= 0) f.clean = { no: last, data: f.dirty.get(last) };
+      f.dirty.clear();
+      f.stored = f.size;
+    }
+    pendingBytes = 0;
   }
 
   return {
     path,
     open(n, { create = false } = {}) {
+      if (broken) throw broken;
       let f = load(n);
       if (!f) {
         if (!create) return -1;
@@ -121,11 +157,13 @@ export function durableObjectHost(storage, name = "agentstate.db", { chunkSize =
       if (first === last) {
         const d = getChunk(f, first);
         if (d) put(first, d);
-      } else {
-        for (const r of sql.exec("SELECT no, data FROM agentstate_chunks WHERE name = ? AND no BETWEEN ? AND ?", f.name, first, last)) {
-          put(Number(r.no), f.tail?.no === Number(r.no) ? f.tail.data : bytesOf(r.data));
-        }
+        return end - offset;
       }
+      for (const r of sql.exec("SELECT no, data FROM agentstate_chunks WHERE name = ? AND no BETWEEN ? AND ?", f.name, first, last)) {
+        const no = Number(r.no);
+        if (!f.dirty.has(no)) put(no, f.clean?.no === no ? f.clean.data : bytesOf(r.data));
+      }
+      for (const [no, d] of f.dirty) if (no >= first && no <= last) put(no, d);
       return end - offset;
     },
     write(id, from, offset) {
@@ -136,57 +174,77 @@ export function durableObjectHost(storage, name = "agentstate.db", { chunkSize =
         const start = no * cs;
         const lo = Math.max(offset, start) - start;
         const hi = Math.min(end, start + cs) - start;
-        let data;
-        if (lo === 0 && hi === cs) {
-          data = from.slice(start - offset, start - offset + cs);
-        } else {
-          const old = getChunk(f, no);
+        let data = f.dirty.get(no);
+        if (!data || data.length < hi) {
+          const old = data ?? (lo === 0 && hi === cs ? null : getChunk(f, no));
           // Only as long as the file reaches into this chunk.
           const len = Math.max(old?.length ?? 0, hi, Math.min(cs, Math.max(0, f.size - start)));
-          data = new Uint8Array(len);
-          if (old) data.set(old.subarray(0, Math.min(old.length, len)));
-          data.set(from.subarray(start + lo - offset, start + hi - offset), lo);
+          const grown = new Uint8Array(len);
+          if (old) grown.set(old.subarray(0, Math.min(old.length, len)));
+          if (!f.dirty.has(no)) pendingBytes += len;
+          else pendingBytes += len - data.length;
+          data = grown;
+          f.dirty.set(no, data);
         }
-        putChunk(f, no, data);
+        data.set(from.subarray(start + lo - offset, start + hi - offset), lo);
       }
-      if (end > f.size) setSize(f, end);
+      if (end > f.size) f.size = end;
+      if (pendingBytes > MAX_PENDING_BYTES) store();
     },
     size: (id) => file(id).size,
     truncate(id, n) {
       const f = file(id);
+      store();
       if (n >= f.size) {
-        setSize(f, n);
+        f.size = n;
+        store();
         return;
       }
       const cs = f.chunk;
       const keep = Math.ceil(n / cs);
       sql.exec("DELETE FROM agentstate_chunks WHERE name = ? AND no >= ?", f.name, keep);
-      if (f.tail && f.tail.no >= keep) f.tail = null;
+      if (f.clean && f.clean.no >= keep) f.clean = null;
       if (n % cs) {
         const no = keep - 1;
         const d = getChunk(f, no);
-        if (d && d.length > n % cs) putChunk(f, no, d.slice(0, n % cs));
+        if (d && d.length > n % cs) {
+          const cut = d.slice(0, n % cs);
+          sql.exec("INSERT OR REPLACE INTO agentstate_chunks (name, no, data) VALUES (?, ?, ?)", f.name, no, cut);
+          if (f.clean?.no === no) f.clean = { no, data: cut };
+        }
       }
-      setSize(f, n);
+      f.size = n;
+      store();
     },
-    // Each statement is durable when it returns.
-    sync() {},
+    sync() {
+      store();
+    },
+    /** After each commit (the VFS adapter calls it): store what it wrote. */
+    commit() {
+      store();
+    },
     close(id) {
       const f = open.get(id);
       if (!f) return;
+      if (!broken) store();
       open.delete(id);
       if (--f.refs === 0) byName.delete(f.name);
     },
     remove(n) {
-      sql.exec("DELETE FROM agentstate_chunks WHERE name = ?", n);
-      sql.exec("DELETE FROM agentstate_files WHERE name = ?", n);
+      if (broken) throw broken;
       const f = byName.get(n);
       if (f) {
+        for (const d of f.dirty.values()) pendingBytes -= d.length;
+        f.dirty.clear();
+        f.clean = null;
         f.size = 0;
-        f.tail = null;
+        f.stored = 0;
       }
+      sql.exec("DELETE FROM agentstate_chunks WHERE name = ?", n);
+      sql.exec("DELETE FROM agentstate_files WHERE name = ?", n);
     },
     exists(n) {
+      if (broken) throw broken;
       const f = load(n);
       return !!f && f.size > 0;
     },

@@ -47,6 +47,13 @@ export interface FileHost {
   truncate(id: number, size: number): void;
   /** Makes what was written durable. */
   sync(id: number): void;
+  /**
+   * Optional: called on `path`'s id after each committed transaction (in
+   * WAL mode with synchronous=NORMAL no sync marks a commit). A host that
+   * collects writes stores them here. SQLite ignores a failure here: such
+   * a host must then fail its later calls.
+   */
+  commit?(id: number): void;
   close(id: number): void;
   /** Deletes a file (nothing when it does not exist). */
   remove(name: string): void;
@@ -70,7 +77,7 @@ export interface FileHost {
  * (`ctx.storage`): the database `name` as 4 KiB chunks in the tables
  * `agentstate_files` and `agentstate_chunks` of `ctx.storage.sql`, written
  * as SQLite writes them (a step writes only the pages and WAL frames it
- * changed; every value is one chunk).
+ * changed; every value is one chunk), one storage transaction per commit.
  */
 export function durableObjectHost(storage: { sql: { exec(query: string, ...bindings: unknown[]): any } } | { exec(query: string, ...bindings: unknown[]): any }, name?: string, options?: { chunkSize?: number }): FileHost & { diskBytes(): number };
 

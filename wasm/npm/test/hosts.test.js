@@ -24,12 +24,13 @@ afterEach(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Opens a database file through a host in WAL, exclusive locking mode (as the engine does). */
+/** Opens a database file through a host as the engine does: WAL, exclusive locking mode, synchronous=NORMAL (no sync per commit). */
 function openDb(host, s = sq) {
   const a = attachHost(s, host);
   const c = connect(s, host.path, a.vfs);
   c.exec("PRAGMA locking_mode=EXCLUSIVE");
   c.get("PRAGMA journal_mode=WAL");
+  c.exec("PRAGMA synchronous=NORMAL");
   return {
     ...c,
     close() {
@@ -299,6 +300,58 @@ describe("Durable Objects", () => {
     }
     const largest = storage.sql.exec("SELECT max(length(data)) AS n FROM agentstate_chunks").one().n;
     expect(largest).toBeLessThanOrEqual(4096);
+  });
+
+  it("stores a commit in one storage transaction, each chunk once; a failed store stops the host", async () => {
+    const storage = await durableStorageDouble();
+    const stored = [];
+    let txs = 0;
+    let failNext = false;
+    const spy = {
+      sql: {
+        exec(q, ...b) {
+          if (q.startsWith("INSERT OR REPLACE INTO agentstate_chunks")) {
+            if (failNext) throw new Error("SQLITE_FULL: storage quota exceeded");
+            stored.push(`${b[0]}#${b[1]}`);
+          }
+          return storage.sql.exec(q, ...b);
+        },
+      },
+      transactionSync(fn) {
+        txs++;
+        return storage.transactionSync(fn);
+      },
+    };
+    const host = durableObjectHost(spy, "b.db");
+    const c = openDb(host);
+    c.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)");
+    for (let i = 0; i < 20; i++) c.all("INSERT INTO t VALUES (?, randomblob(2500))", i);
+    stored.length = 0;
+    txs = 0;
+    c.exec("BEGIN");
+    for (let i = 20; i < 30; i++) c.all("INSERT INTO t VALUES (?, randomblob(2500))", i);
+    expect(stored).toEqual([]); // nothing stored before the commit
+    c.exec("COMMIT");
+    expect(txs).toBe(1);
+    expect(stored.length).toBeGreaterThan(5);
+    expect(new Set(stored).size).toBe(stored.length); // each chunk once, though WAL frames straddle chunks
+
+    failNext = true;
+    expect(() => c.all("INSERT INTO t VALUES (100, 1)")).not.toThrow(); // SQLite ignores the commit hook's failure...
+    failNext = false;
+    // ...so the host refuses what follows (reads SQLite answers from its
+    // cache do not reach it).
+    expect(() => c.all("INSERT INTO t VALUES (101, 1)")).toThrow(
+      expect.objectContaining({ rc: 10, message: expect.stringContaining("storing b.db in the Durable Object's storage failed; reopen the database: SQLITE_FULL") }),
+    );
+    const sq2 = await freshSqlite();
+    const d = openDb(durableObjectHost(storage, "b.db"), sq2); // reopened from storage: the failed commit is not there
+    expect(d.get("SELECT count(*) FROM t")).toBe(30);
+    expect(d.get("PRAGMA integrity_check")).toBe("ok");
+    d.close();
+    try {
+      c.close();
+    } catch {}
   });
 
   it("refuses storage without SQL and bad names", () => {

@@ -13,16 +13,23 @@ import { buildGraph, turn } from "./graph.js";
 export class Agent extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
-    // Counts what the host writes, to show that a step writes what it
-    // changed, not the file.
-    const host = durableObjectHost(ctx.storage, "agent.db");
-    this.written = 0;
-    const write = host.write;
-    host.write = (id, from, offset) => {
-      this.written += from.length;
-      return write(id, from, offset);
+    // Counts what reaches storage (chunk rows and their bytes), to show
+    // that a step stores what it changed, not the file.
+    this.stored = { rows: 0, bytes: 0 };
+    const sql = ctx.storage.sql;
+    const counting = {
+      sql: {
+        exec: (q, ...bindings) => {
+          if (q.startsWith("INSERT OR REPLACE INTO agentstate_chunks")) {
+            this.stored.rows++;
+            this.stored.bytes += bindings[2].byteLength;
+          }
+          return sql.exec(q, ...bindings);
+        },
+      },
+      transactionSync: (fn) => ctx.storage.transactionSync(fn),
     };
-    this.host = host;
+    this.host = durableObjectHost(counting, "agent.db");
   }
 
   async ready() {
@@ -36,11 +43,17 @@ export class Agent extends DurableObject {
       const { saver, graph } = await this.ready();
       const thread = url.searchParams.get("thread") ?? "t";
       if (url.pathname === "/turn") {
-        const before = this.written;
+        const before = { ...this.stored };
         const msgs = await turn(graph, thread, url.searchParams.get("text") ?? "hi");
         let checkpoints = 0;
         for await (const _ of saver.list({ configurable: { thread_id: thread } })) checkpoints++;
-        return Response.json({ messages: msgs, checkpoints, wrote: this.written - before, fileBytes: this.host.diskBytes() });
+        return Response.json({
+          messages: msgs,
+          checkpoints,
+          wrote: this.stored.bytes - before.bytes,
+          rows: this.stored.rows - before.rows,
+          fileBytes: this.host.diskBytes(),
+        });
       }
       if (url.pathname === "/storage") {
         const sql = this.ctx.storage.sql;

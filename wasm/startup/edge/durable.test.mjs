@@ -93,7 +93,7 @@ const worker :Workerd.Worker = (
       for (let i = 0; i < 16; i++) {
         const r = await getJSON(`${base}/turn?thread=t${i}&text=${big}`);
         assert.equal(r.status, 200, JSON.stringify(r.body));
-        single.push({ wrote: r.body.wrote, file: r.body.fileBytes });
+        single.push({ wrote: r.body.wrote, rows: r.body.rows, file: r.body.fileBytes });
       }
       const final = await getJSON(`${base}/storage`);
       const chunks = final.body.chunks;
@@ -110,7 +110,7 @@ const worker :Workerd.Worker = (
       console.log(
         `durable nodejs_compat=${nodejsCompat}: first turn ${turns[0].ms.toFixed(0)} ms, after restart ${more[0].ms.toFixed(0)} ms; ` +
           `files before the kill ${JSON.stringify(before.body.files)}; chunks ${chunks.n} (largest ${chunks.largest} B); ` +
-          `bytes written per one-turn thread ${single.map((s) => s.wrote).join(", ")}; file ${single[0].file} -> ${single.at(-1).file} B`,
+          `stored per one-turn thread (bytes/chunks) ${single.map((s) => `${s.wrote}/${s.rows}`).join(", ")}; files ${single[0].file} -> ${single.at(-1).file} B`,
       );
     } finally {
       await proc.stop();

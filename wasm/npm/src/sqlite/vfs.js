@@ -68,6 +68,7 @@ export const LOCK_EXCLUSIVE = 4;
 const LOCK_NAMES = ["none", "shared", "reserved", "pending", "exclusive"];
 
 const FCNTL_HAS_MOVED = 20;
+const FCNTL_COMMIT_PHASETWO = 22;
 const IOCAP_POWERSAFE_OVERWRITE = 0x1000;
 const IOCAP_SUBPAGE_READ = 0x8000;
 
@@ -354,6 +355,19 @@ function methods(st) {
       if (op === FCNTL_HAS_MOVED) {
         st.dv().setInt32(pArg, 0, true);
         return OK;
+      }
+      if (op === FCNTL_COMMIT_PHASETWO) {
+        // A transaction is committed (in WAL mode under synchronous=NORMAL
+        // no xSync says so). SQLite ignores what this returns: a host
+        // whose commit fails must fail its later calls itself.
+        const f = st.files.get(pFile);
+        if (f && !f.mem && typeof f.vfs.host.commit === "function") {
+          try {
+            f.vfs.host.commit(f.id);
+          } catch (e) {
+            fail(st, e, IOERR);
+          }
+        }
       }
       return NOTFOUND;
     },

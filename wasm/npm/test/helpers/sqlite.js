@@ -208,6 +208,18 @@ export async function durableStorageDouble() {
         };
       },
     },
+    /** ctx.storage.transactionSync: fn's statements commit together, or not at all. */
+    transactionSync(fn) {
+      c.exec("SAVEPOINT ts");
+      try {
+        const r = fn();
+        c.exec("RELEASE ts");
+        return r;
+      } catch (e) {
+        c.exec("ROLLBACK TO ts; RELEASE ts");
+        throw e;
+      }
+    },
     /** What storage would hold if the object died now. */
     async copy() {
       const d = await durableStorageDouble();
