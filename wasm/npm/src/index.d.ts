@@ -20,10 +20,9 @@ export class AgentStateError extends Error {
  * message reaches the AgentStateError. Offsets and sizes are bytes
  * (numbers). Ids are the host's own (small integers).
  *
- * The engine opens `path` in WAL mode with SQLite's exclusive locking
- * (one connection per database, the WAL-index in its memory): a commit
- * appends frames to "<path>-wal" and a checkpoint copies pages into
- * `path`. A write must be durable, or at least kept in order with the
+ * The engine opens `path` in WAL mode (the WAL-index in memory, never in
+ * a file): a commit appends frames to "<path>-wal" and a checkpoint copies
+ * pages into `path`. A write must be durable, or at least kept in order with the
  * later ones, by the time the next call returns; `sync` is where a host
  * that buffers must flush. Within one JavaScript realm the package keeps
  * connections apart itself; keeping other processes away is the host's

@@ -65,13 +65,38 @@ describe("files through a host", () => {
     }
   });
 
-  it("declines WAL without exclusive locking mode (no shared memory) and keeps a rollback journal", () => {
+  it("runs WAL in normal locking mode: the WAL-index lives in SQLite's heap, shared by the connections", () => {
     const host = memoryHost();
     const a = attachHost(sq, host);
-    const c = connect(sq, host.path, a.vfs);
-    expect(c.get("PRAGMA journal_mode=WAL")).toBe("delete");
-    c.close();
+    const w = connect(sq, host.path, a.vfs);
+    const r = connect(sq, host.path, a.vfs);
+    expect(w.get("PRAGMA journal_mode=WAL")).toBe("wal");
+    w.exec("PRAGMA wal_autocheckpoint=0; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)");
+    fill(w, 100);
+    r.exec("BEGIN");
+    expect(r.get("SELECT count(*) FROM t")).toBe(100); // a read snapshot
+    fill(w, 50, 100); // the writer commits beside the reader: WAL, not a rollback journal
+    expect(r.get("SELECT count(*) FROM t")).toBe(100);
+    r.exec("COMMIT");
+    expect(r.get("SELECT count(*) FROM t")).toBe(150);
+    // A checkpoint cannot pass a reader's snapshot; once it can, it copies all.
+    r.exec("BEGIN");
+    r.get("SELECT count(*) FROM t");
+    fill(w, 10, 150);
+    expect(w.all("PRAGMA wal_checkpoint(TRUNCATE)")[0][0]).toBe(1); // busy: the reader holds frames
+    r.exec("COMMIT");
+    expect(w.all("PRAGMA wal_checkpoint(TRUNCATE)")[0]).toEqual([0, 0, 0]);
+    // Two writers: the second waits (BUSY) until the first commits.
+    w.exec("BEGIN IMMEDIATE");
+    expect(() => r.exec("BEGIN IMMEDIATE")).toThrow(expect.objectContaining({ rc: SQLITE_BUSY }));
+    w.exec("COMMIT");
+    r.exec("BEGIN IMMEDIATE; INSERT INTO t(k, v) VALUES (1000, 'r'); COMMIT");
+    expect(w.get("SELECT v FROM t WHERE k = 1000")).toBe("r");
+    expect(w.get("PRAGMA integrity_check")).toBe("ok");
+    w.close();
+    r.close();
     a.detach();
+    expect([...host.files.keys()]).toEqual([host.path]); // no -shm file, -wal removed by the last close
   });
 
   it("keeps temporary files in memory, away from the host", () => {
@@ -171,6 +196,36 @@ describe("locks between the connections of one realm", () => {
     a.detach();
   });
 
+  it("grants WAL-index locks as SQLite's xShmLock asks: shared beside shared, exclusive alone", () => {
+    const host = memoryHost();
+    const a = attachHost(sq, host);
+    const c1 = connect(sq, host.path, a.vfs);
+    const c2 = connect(sq, host.path, a.vfs);
+    c1.exec("PRAGMA journal_mode=WAL; CREATE TABLE t(k)");
+    c2.get("SELECT count(*) FROM t"); // both have mapped the WAL-index
+    const [f1, lock1] = ioMethod(c1, "xShmLock");
+    const [f2, lock2] = ioMethod(c2, "xShmLock");
+    const LOCK_SHARED = 2 | 4;
+    const LOCK_EXCL = 2 | 8;
+    const UNLOCK_SHARED = 1 | 4;
+    const UNLOCK_EXCL = 1 | 8;
+    expect(lock1(f1, 5, 1, LOCK_EXCL)).toBe(0);
+    expect(lock2(f2, 5, 1, LOCK_SHARED)).toBe(SQLITE_BUSY);
+    expect(lock2(f2, 4, 2, LOCK_EXCL)).toBe(SQLITE_BUSY); // all or nothing
+    expect(lock2(f2, 4, 1, LOCK_SHARED)).toBe(0); // slot 4 was not taken by the refused range
+    expect(lock1(f1, 5, 1, UNLOCK_EXCL)).toBe(0);
+    expect(lock2(f2, 5, 1, LOCK_SHARED)).toBe(0);
+    expect(lock1(f1, 5, 1, LOCK_SHARED)).toBe(0);
+    expect(lock1(f1, 5, 1, LOCK_EXCL)).toBe(SQLITE_BUSY); // c2 still reads
+    expect(lock2(f2, 5, 1, UNLOCK_SHARED)).toBe(0);
+    expect(lock1(f1, 5, 1, LOCK_EXCL)).toBe(0); // its own shared lock does not stand in its way
+    expect(lock1(f1, 5, 1, UNLOCK_EXCL)).toBe(0);
+    expect(lock2(f2, 4, 1, UNLOCK_SHARED)).toBe(0);
+    c1.close();
+    c2.close(); // the last one frees the regions
+    a.detach();
+  });
+
   it("keeps a second connection out of a file in exclusive locking mode, across VFSes", () => {
     const host = memoryHost();
     const a = attachHost(sq, host);
@@ -202,11 +257,11 @@ describe("locks between the connections of one realm", () => {
 });
 
 describe("crashes", () => {
-  it("recovers committed WAL frames and drops an unfinished transaction, in a fresh SQLite", async () => {
+  it.each([["exclusive"], ["normal"]])("recovers committed WAL frames and drops an unfinished transaction, in a fresh SQLite (%s locking)", async (locking) => {
     const host = memoryHost();
     const a = attachHost(sq, host);
     const c = connect(sq, host.path, a.vfs);
-    c.exec("PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA cache_size=20; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)");
+    c.exec(`PRAGMA locking_mode=${locking}; PRAGMA journal_mode=WAL; PRAGMA cache_size=20; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)`);
     fill(c, 300);
     fill(c, 300, 300);
     const afterCommits = host.snapshot();
@@ -226,7 +281,7 @@ describe("crashes", () => {
       const h2 = memoryHost(files);
       const a2 = attachHost(sq2, h2);
       const c2 = connect(sq2, h2.path, a2.vfs);
-      c2.exec("PRAGMA locking_mode=EXCLUSIVE");
+      c2.exec(`PRAGMA locking_mode=${locking}`);
       expect(c2.get("SELECT count(*) FROM t")).toBe(want);
       expect(c2.get("PRAGMA integrity_check")).toBe("ok");
       c2.close();

@@ -12,17 +12,16 @@
 // the sqlite3_file for file methods).
 //
 // Locks live in this realm only, in a table per file name shared by the
-// connections of this SQLite (SQLite's shared / reserved / pending / exclusive protocol, as
-// in the unix VFS without fcntl): nothing on disk records them, so a
-// process that dies leaves no stale lock; keeping other processes away
-// is the host's business (an owner file, exclusive access handles, a
-// Durable Object's single thread). The io methods are version 1: no
-// shared memory, so SQLite runs a file in WAL mode only with PRAGMA
-// locking_mode=EXCLUSIVE, its WAL-index then in the connection's heap;
-// that is how the engine opens host files (one connection per handle), and
-// how a file the native engine left in WAL mode, "-wal" frames and all, is
-// recovered. Without it, a rollback journal works too (the lock table
-// serves any number of connections), at two fsyncs per commit.
+// connections of this SQLite (SQLite's shared / reserved / pending /
+// exclusive protocol, as in the unix VFS without fcntl), and so does the
+// WAL-index ("shared memory": regions in SQLite's heap): nothing on disk
+// records either, so a process that dies leaves no stale lock and no
+// "-shm" file, and the next opener rebuilds the index from the WAL.
+// Keeping other processes away is the host's business (an owner file,
+// exclusive access handles, a Durable Object's single thread). The engine's
+// files are thus in WAL mode as natively, whether its connection uses
+// normal or exclusive locking (then SQLite keeps the index in the
+// connection and never maps shared memory); a rollback journal works too.
 //
 // A host method that throws becomes an SQLITE_IOERR_* (SQLITE_CANTOPEN in
 // xOpen; SQLITE_BUSY when the error's code is "BUSY"); the message is kept
@@ -46,6 +45,9 @@ const IOERR_ACCESS = ioerr(13);
 const IOERR_CHECKRESERVEDLOCK = ioerr(14);
 const IOERR_LOCK = ioerr(15);
 const IOERR_CLOSE = ioerr(16);
+const IOERR_SHMLOCK = ioerr(20);
+const IOERR_SHMMAP = ioerr(21);
+const NOMEM = 7;
 
 const OPEN_READONLY = 0x1;
 const OPEN_CREATE = 0x4;
@@ -66,6 +68,10 @@ export const LOCK_RESERVED = 2;
 export const LOCK_PENDING = 3;
 export const LOCK_EXCLUSIVE = 4;
 const LOCK_NAMES = ["none", "shared", "reserved", "pending", "exclusive"];
+
+const SHM_SLOTS = 8;
+const SHM_UNLOCK = 1;
+const SHM_SHARED = 4;
 
 const FCNTL_HAS_MOVED = 20;
 const FCNTL_COMMIT_PHASETWO = 22;
@@ -104,9 +110,14 @@ const METHODS = {
   xFileControl: ["iii", "i"],
   xSectorSize: ["i", "i"],
   xDeviceCharacteristics: ["i", "i"],
+  xShmMap: ["iiiii", "i"],
+  xShmLock: ["iiii", "i"],
+  xShmBarrier: ["i", "v"],
+  xShmUnmap: ["ii", "i"],
 };
 const VFS_SLOTS = { xOpen: 24, xDelete: 28, xAccess: 32, xFullPathname: 36, xRandomness: 56, xSleep: 60, xCurrentTime: 64, xGetLastError: 68, xCurrentTimeInt64: 72 };
-const IO_SLOTS = ["xClose", "xRead", "xWrite", "xTruncate", "xSync", "xFileSize", "xLock", "xUnlock", "xCheckReservedLock", "xFileControl", "xSectorSize", "xDeviceCharacteristics"];
+const IO_SLOTS = ["xClose", "xRead", "xWrite", "xTruncate", "xSync", "xFileSize", "xLock", "xUnlock", "xCheckReservedLock", "xFileControl", "xSectorSize", "xDeviceCharacteristics",
+  "xShmMap", "xShmLock", "xShmBarrier", "xShmUnmap"];
 
 /** The struct layout written here, for a test against the build's own description (sq.structs()). */
 export const LAYOUT = {
@@ -129,6 +140,7 @@ function stateOf(sq) {
     vfses: new Map(), // sqlite3_vfs pointer -> Vfs
     files: new Map(), // sqlite3_file pointer -> open file
     tables: new Map(), // main database file name -> lock table
+    shms: new Map(), // main database file name -> shared memory
     lastError: "",
     ptrs: {}, // method name -> function-table index
     ioMethods: 0,
@@ -149,7 +161,7 @@ function stateOf(sq) {
   if (!io) throw new Error("agentstate: out of memory in SQLite");
   st.u8().fill(0, io, io + SZ_IO_METHODS);
   const dv = st.dv();
-  dv.setInt32(io, 1, true);
+  dv.setInt32(io, 2, true); // shared memory, no mmap
   IO_SLOTS.forEach((n, i) => dv.setUint32(io + 4 + 4 * i, st.ptrs[n], true));
   st.ioMethods = io;
   states.set(sq, st);
@@ -304,6 +316,7 @@ function methods(st) {
       if (!f) return OK;
       st.files.delete(pFile);
       if (f.mem) return OK;
+      if (f.shm) shmUnmap(st, f);
       if (f.lock > LOCK_NONE) unlock(f, LOCK_NONE);
       if (f.locks) releaseLockTable(st, f.name);
       f.vfs.host.close(f.id);
@@ -373,7 +386,98 @@ function methods(st) {
     },
     xSectorSize: () => 4096,
     xDeviceCharacteristics: () => IOCAP_POWERSAFE_OVERWRITE | IOCAP_SUBPAGE_READ,
+
+    // Shared memory (the WAL-index): regions in SQLite's heap, one set per
+    // database file name, shared by every connection of this SQLite; its
+    // locks in the same table. Nothing of it is on disk, so no other
+    // process can join it (the hosts keep other processes away) and a dead
+    // process leaves none behind (the next opener rebuilds the index from
+    // the WAL).
+    xShmMap: guard(IOERR_SHMMAP, (pFile, region, size, extend, pp) => {
+      const f = fileOf(pFile);
+      if (!f.locks) return IOERR_SHMMAP;
+      let m = f.shm;
+      if (!m) {
+        m = st.shms.get(f.name);
+        if (!m) {
+          m = { name: f.name, regions: [], refs: 0, shared: new Array(SHM_SLOTS).fill(0), exclusive: new Array(SHM_SLOTS).fill(null) };
+          st.shms.set(f.name, m);
+        }
+        m.refs++;
+        f.shm = m;
+        f.shmHeld = new Array(SHM_SLOTS).fill(0); // 0 none, 1 shared, 2 exclusive
+      }
+      let p = m.regions[region] ?? 0;
+      if (!p && extend) {
+        for (let i = m.regions.length; i <= region; i++) {
+          if (m.regions[i]) continue;
+          const q = st.x.sqlite3_malloc(size);
+          if (!q) return NOMEM;
+          st.u8().fill(0, q, q + size);
+          m.regions[i] = q;
+        }
+        p = m.regions[region];
+      }
+      st.dv().setUint32(pp, p, true);
+      return OK;
+    }),
+    xShmLock: guard(IOERR_SHMLOCK, (pFile, offset, n, flags) => {
+      const f = fileOf(pFile);
+      const m = f.shm;
+      if (!m || offset < 0 || offset + n > SHM_SLOTS) return IOERR_SHMLOCK;
+      const held = f.shmHeld;
+      if (flags & SHM_UNLOCK) {
+        for (let i = offset; i < offset + n; i++) {
+          if (held[i] === 1) m.shared[i]--;
+          if (held[i] === 2) m.exclusive[i] = null;
+          held[i] = 0;
+        }
+        return OK;
+      }
+      if (flags & SHM_SHARED) {
+        // SQLite takes shared locks one slot at a time.
+        for (let i = offset; i < offset + n; i++) if (held[i] === 0 && m.exclusive[i] !== null) return BUSY;
+        for (let i = offset; i < offset + n; i++) {
+          if (held[i] === 0) {
+            m.shared[i]++;
+            held[i] = 1;
+          }
+        }
+        return OK;
+      }
+      for (let i = offset; i < offset + n; i++) {
+        if (held[i] === 2) continue;
+        if (m.exclusive[i] !== null || m.shared[i] - (held[i] === 1 ? 1 : 0) > 0) return BUSY;
+      }
+      for (let i = offset; i < offset + n; i++) {
+        if (held[i] === 1) m.shared[i]--;
+        m.exclusive[i] = f;
+        held[i] = 2;
+      }
+      return OK;
+    }),
+    xShmBarrier: () => {}, // one thread
+    xShmUnmap: guard(IOERR_SHMLOCK, (pFile) => {
+      const f = st.files.get(pFile);
+      if (f?.shm) shmUnmap(st, f);
+      return OK;
+    }),
   };
+}
+
+// Drops a connection's hold on a file's shared memory; the last one frees it.
+function shmUnmap(st, f) {
+  const m = f.shm;
+  for (let i = 0; i < SHM_SLOTS; i++) {
+    if (f.shmHeld[i] === 1) m.shared[i]--;
+    if (f.shmHeld[i] === 2) m.exclusive[i] = null;
+  }
+  f.shm = null;
+  f.shmHeld = null;
+  if (--m.refs === 0) {
+    for (const p of m.regions) if (p) st.x.sqlite3_free(p);
+    st.shms.delete(m.name);
+  }
 }
 
 // The lock table of one main database file, shared by the connections of
