@@ -14,7 +14,8 @@
 //
 // Each side registers first, then looks for the other, and withdraws when
 // it finds a live one: two processes starting at once cannot both miss
-// each other. Entries of dead processes on this host are removed by
+// each other. To keep them from both backing off, natives always give way
+// to an owner file, and Node gives a native it finds 50 ms to do so. Entries of dead processes on this host are removed by
 // whoever finds them; a process on another host (or a WASI one, whose pid
 // means nothing) counts as live, and the error names the file to remove.
 // The later opener retries for up to a second (min(busyTimeoutMs, 1000)),
@@ -44,6 +45,8 @@ export function resolvePath(p) {
 
 /** How long an open retries while another process holds the file. */
 const SHARE_GRACE_MS = 1000;
+/** How long a native that registered at the same moment gets to give way. */
+const TIE_MS = 50;
 
 /** Owner files of the databases this process has open, removed at exit. */
 const owned = new Set();
@@ -114,6 +117,33 @@ export function acquireOwner(db) {
   const release = takeOwner(db);
   try {
     checkNatives(db);
+    clearLeftovers(db);
+  } catch (e) {
+    release();
+    throw e;
+  }
+  return release;
+}
+
+/**
+ * acquireOwner, but a native process that registered at the same moment
+ * gets up to TIE_MS to see this owner file and withdraw (natives always
+ * give way to an owner file they find) before this open gives up: of two
+ * processes starting together, Node goes on instead of both backing off.
+ */
+async function acquireOwnerWaiting(db) {
+  const release = takeOwner(db);
+  try {
+    const until = Date.now() + TIE_MS;
+    for (;;) {
+      try {
+        checkNatives(db);
+        break;
+      } catch (e) {
+        if (!(e instanceof AgentStateError) || !e.retry || Date.now() >= until) throw e;
+      }
+      await sleep(2);
+    }
     clearLeftovers(db);
   } catch (e) {
     release();
@@ -236,9 +266,10 @@ export async function openNodeFileHost(dbPath, { readOnly = false, busyTimeoutMs
   await loadNodeModules();
   const deadline = Date.now() + Math.min(Math.max(0, busyTimeoutMs ?? 0), SHARE_GRACE_MS);
   let delay = 5;
+  const db = resolvePath(dbPath);
   for (;;) {
     try {
-      return new NodeFileHost(dbPath, { readOnly });
+      return new NodeFileHost(db, { readOnly, release: await acquireOwnerWaiting(db) });
     } catch (e) {
       if (!(e instanceof AgentStateError) || !e.retry || Date.now() >= deadline) throw e;
     }
@@ -250,7 +281,8 @@ export async function openNodeFileHost(dbPath, { readOnly = false, busyTimeoutMs
 
 /** The FileHost of one database file on Node's file system (see index.d.ts). */
 export class NodeFileHost {
-  constructor(dbPath, { readOnly = false } = {}) {
+  /** `release`: the owner file is taken already (openNodeFileHost); else the constructor takes it. */
+  constructor(dbPath, { readOnly = false, release } = {}) {
     if (!fs) throw new Error("agentstate: call loadNodeModules() first");
     this.path = resolvePath(dbPath);
     this.readOnly = readOnly;
@@ -258,7 +290,7 @@ export class NodeFileHost {
     this.next = 0;
     // Read-only handles take the owner file too: a native writer beside
     // them would change pages under their feet.
-    this.release = acquireOwner(this.path);
+    this.release = release ?? acquireOwner(this.path);
   }
 
   open(name, { create = false, readOnly = false } = {}) {

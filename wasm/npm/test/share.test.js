@@ -227,7 +227,7 @@ describe("one file, the native CLI and the npm package", () => {
       const cliOpen = cliDone === null;
       outcomes.push({ node: nodeOpen ? "opened" : "refused", cli: cliOpen ? "opened" : "refused" });
       expect(nodeOpen && cliOpen, "both had the file open at once").toBe(false);
-      expect(nodeOpen || cliOpen, JSON.stringify(outcomes)).toBe(true);
+      expect(nodeOpen || cliOpen, `${JSON.stringify(outcomes)}\nnode: ${node.output()}\ncli: ${imp.output()}`).toBe(true);
       if (!nodeOpen) expect(said[1]).toMatch(new RegExp(`^refused BUSY agentstate: ${heldByNative(file, imp.c.pid).source}`));
       if (!cliOpen) expect(imp.output()).toMatch(heldByNode(file, node.c.pid));
       imp.c.stdin.end(dump.split("\n").slice(1).join("\n"));

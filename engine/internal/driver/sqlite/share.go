@@ -14,7 +14,9 @@ package sqlite
 //     same kind of JSON; it removes that file when it closes.
 //   - Each side registers first, then looks for the other; finding a live
 //     one, it withdraws and fails. Since both write before they read, two
-//     processes starting at once cannot both miss each other.
+//     processes starting at once cannot both miss each other. So that they
+//     do not both back off, a native always gives way to an owner file, and
+//     Node gives a native it finds a moment (50 ms) to do so.
 //   - An entry of a dead process (same host, pid gone) is stale: whoever
 //     finds it removes it and goes on. A process on another host, or one
 //     whose liveness cannot be checked (WASI), counts as live; the error
