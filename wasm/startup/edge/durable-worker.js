@@ -4,6 +4,8 @@
 // AgentStateSaver, one thread per request parameter, state that survives
 // a restart of the object (or of workerd).
 import wasm from "./agentstate.wasm";
+import sqliteWasm from "./sqlite3.wasm";
+import callbacksWasm from "./sqlite-callbacks.wasm";
 import * as langgraph from "langgraph-entry";
 import * as messages from "@langchain/core/messages";
 import { DurableObject } from "cloudflare:workers";
@@ -33,7 +35,7 @@ export class Agent extends DurableObject {
   }
 
   async ready() {
-    this.opened ??= AgentStateSaver.open({ host: this.host, wasmBytes: wasm }).then((saver) => ({ saver, graph: buildGraph(langgraph, messages, saver) }));
+    this.opened ??= AgentStateSaver.open({ host: this.host, wasmBytes: wasm, sqliteWasm, callbacksWasm }).then((saver) => ({ saver, graph: buildGraph(langgraph, messages, saver) }));
     return this.opened;
   }
 

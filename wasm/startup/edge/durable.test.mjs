@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { binary, bundle, freePort, here, start, tmpdir, waitHTTP, wasmFile } from "./hosts.mjs";
+import { binary, bundle, freePort, here, npmDir, start, tmpdir, waitHTTP, wasmFile } from "./hosts.mjs";
 
 async function getJSON(url) {
   const t0 = performance.now();
@@ -31,6 +31,8 @@ for (const nodejsCompat of [false, true]) {
       external: ["cloudflare:*"],
     });
     fs.copyFileSync(wasmFile, path.join(dir, "agentstate.wasm"));
+    // SQLite and its callback module, imported as modules like the engine.
+    for (const f of ["sqlite3.wasm", "sqlite-callbacks.wasm"]) fs.copyFileSync(path.join(npmDir, "dist", f), path.join(dir, f));
     const port = await freePort();
     fs.writeFileSync(
       path.join(dir, "config.capnp"),
@@ -43,6 +45,8 @@ const worker :Workerd.Worker = (
   modules = [
     (name = "worker.js", esModule = embed "worker.js"),
     (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
+    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
+    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),
   ],
   compatibilityDate = "2025-09-01",
   compatibilityFlags = [${nodejsCompat ? '"nodejs_compat"' : ""}],
