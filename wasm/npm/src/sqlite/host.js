@@ -68,6 +68,8 @@
 // lock another connection of the same thread holds): a BUSY statement
 // fails at once and the driver retries it after yielding to the event loop.
 
+import { takeVfsError } from "./vfs.js";
+
 export const HEADER = 32;
 const ROW = 100;
 const DONE = 101;
@@ -87,6 +89,8 @@ const SQLITE_ERROR = 1;
 const SQLITE_NOMEM = 7;
 const SQLITE_INTERRUPT = 9;
 const SQLITE_IOERR = 10;
+const SQLITE_BUSY = 5;
+const SQLITE_CANTOPEN = 14;
 const PROGRESS_OPS = 1000;
 
 /**
@@ -138,9 +142,18 @@ export function makeHost(sq, goMemory) {
     gu8.set(m, ptr + 16);
     return -1;
   }
+  // SQLite says only "disk I/O error" when a file host threw: the VFS
+  // adapter kept the exception's message (vfs.js, takeVfsError).
+  function withHostMessage(rc, msg) {
+    const primary = rc & 0xff;
+    if (primary !== SQLITE_IOERR && primary !== SQLITE_CANTOPEN && primary !== SQLITE_BUSY) return msg;
+    const extra = takeVfsError(sq);
+    return extra ? `${msg}: ${extra}` : msg;
+  }
   function dbError(db, ptr, cap) {
-    const msg = sq.errmsg(db);
-    return writeError(ptr, cap, x.sqlite3_errcode(db) & 0xff, x.sqlite3_extended_errcode(db), x.sqlite3_error_offset(db), msg);
+    const rc = x.sqlite3_errcode(db);
+    const msg = withHostMessage(rc, sq.errmsg(db));
+    return writeError(ptr, cap, rc & 0xff, x.sqlite3_extended_errcode(db), x.sqlite3_error_offset(db), msg);
   }
   // A JavaScript exception inside a call (a VFS that threw, out of memory
   // in the loader) reaches Go as SQLITE_IOERR with its message.
@@ -412,7 +425,7 @@ export function makeHost(sq, goMemory) {
       try {
         db = sq.open(name, flags, vfs || undefined);
       } catch (e) {
-        return writeError(ptr, cap, e.rc ?? SQLITE_ERROR, e.rc ?? SQLITE_ERROR, -1, e.message);
+        return writeError(ptr, cap, e.rc ?? SQLITE_ERROR, e.rc ?? SQLITE_ERROR, -1, withHostMessage(e.rc ?? SQLITE_ERROR, e.message));
       }
       x.sqlite3_extended_result_codes(db, 1);
       const c = { id: 0, db, stmts: new Set(), progress: false, deadline: Infinity };
