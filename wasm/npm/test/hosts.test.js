@@ -6,10 +6,12 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
+import { AgentStateSaver } from "../src/index.js";
 import { durableObjectHost } from "../src/durable-host.js";
 import { NodeFileHost, loadNodeModules, openNodeFileHost } from "../src/node-host.js";
 import { attachHost } from "../src/sqlite/vfs.js";
-import { connect, durableStorageDouble, freshSqlite } from "./helpers/sqlite.js";
+import { connect, durableStorageDouble, freshSqlite, memoryHost } from "./helpers/sqlite.js";
 
 let sq;
 let dir;
@@ -357,5 +359,42 @@ describe("Durable Objects", () => {
   it("refuses storage without SQL and bad names", () => {
     expect(() => durableObjectHost({})).toThrow(/SQLite-backed Durable Object/);
     expect(() => durableObjectHost({ sql: { exec() {} } }, "../x")).toThrow(/must be letters/);
+  });
+});
+
+describe("open({ host }) through the package", () => {
+  async function put(saver, cfg, i) {
+    const v = saver.getNextVersion(undefined);
+    return saver.put(cfg, { ...emptyCheckpoint(), id: uuid6(-1), channel_values: { x: i }, channel_versions: { x: v } }, { source: "loop", step: i, parents: {} }, { x: v });
+  }
+
+  it("keeps the engine's file in a host's files, in WAL, and reopens it", async () => {
+    const files = new Map();
+    const cfg = { configurable: { thread_id: "h", checkpoint_ns: "" } };
+    let saver = await AgentStateSaver.open({ host: memoryHost(files, { path: "/agent.db" }) });
+    let c = cfg;
+    for (let i = 0; i < 5; i++) c = await put(saver, c, i);
+    expect([...files.keys()].sort()).toEqual(["/agent.db", "/agent.db-wal"]);
+    await saver.close();
+    saver = await AgentStateSaver.open({ host: memoryHost(files, { path: "/agent.db" }) });
+    expect((await saver.getTuple(cfg)).checkpoint.channel_values).toEqual({ x: 4 });
+    await saver.close();
+  });
+
+  it("turns a host's exception into an error that carries its message", async () => {
+    const host = memoryHost(new Map(), { path: "/full.db" });
+    const saver = await AgentStateSaver.open({ host });
+    const cfg = await put(saver, { configurable: { thread_id: "f", checkpoint_ns: "" } }, 0);
+    host.write = () => {
+      throw new Error("ENOSPC: no space left on device, write");
+    };
+    await expect(put(saver, cfg, 1)).rejects.toMatchObject({ message: expect.stringContaining("ENOSPC: no space left on device") });
+    await saver.close().catch(() => {});
+  });
+
+  it("refuses a host that lacks a method, or names no file", async () => {
+    await expect(AgentStateSaver.open({ host: { path: "/x.db", open() {} } })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("lacks read") });
+    await expect(AgentStateSaver.open({ host: { ...memoryHost(), path: "" } })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(AgentStateSaver.open({ host: memoryHost(), path: "x.db" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 });
