@@ -18,3 +18,9 @@ type backend interface {
 	// where the driver has no way, and leases alone decide.
 	liveness() driver.Liveness
 }
+
+// oneConn is implemented by backends whose handle has one connection that
+// serves writes and reads alike (SQLite in a JavaScript host, where one
+// thread runs everything and an in-memory database or an image belongs to
+// its connection). Calls then take turns on it.
+type oneConn interface{ oneConn() bool }

@@ -1,7 +1,11 @@
+//go:build !js
+
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/agentstate/agentstate/engine/internal/driver/sqlite"
@@ -14,12 +18,33 @@ type sqliteBackend struct {
 	memID string // the in-memory database, or ""
 	o     Options
 	funcs []driver.Func
+	// release withdraws this handle's registration beside the file (see
+	// sqlite.Register), or is nil.
+	release func()
 }
+
+// HeldError is the error (also ErrConflict) of an Open refused because a
+// JavaScript process (the npm package in Node) has the file open: Holder
+// names it (runtime, pid, host, since). Nothing was written to the file.
+type HeldError = sqlite.HeldError
 
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 	b := &sqliteBackend{name: path, o: o, funcs: funcs}
 	if path == Memory {
 		b.memID, b.name = sqlite.NewMemory()
+		return b, nil
+	}
+	if !strings.HasPrefix(path, "file:") {
+		// The npm package cannot take SQLite's POSIX locks: it and this
+		// process take turns by a protocol of files beside the database.
+		release, err := sqlite.Register(path, o.BusyTimeout)
+		if err != nil {
+			if _, held := errors.AsType[*sqlite.HeldError](err); held {
+				return nil, fmt.Errorf("%w: %w", ErrConflict, err)
+			}
+			return nil, fmt.Errorf("agentstate: open %s: %w", path, err)
+		}
+		b.release = release
 	}
 	return b, nil
 }
@@ -62,6 +87,10 @@ func (b *sqliteBackend) liveness() driver.Liveness {
 func (b *sqliteBackend) close() {
 	if b.memID != "" {
 		sqlite.DeleteMemory(b.memID)
+	}
+	if b.release != nil {
+		b.release()
+		b.release = nil
 	}
 }
 

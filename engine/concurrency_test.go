@@ -1,3 +1,8 @@
+//go:build !js
+
+// Native only: it runs child processes and locks a file with another SQLite
+// (GOOS=js starts no processes and links no SQLite of its own).
+
 package engine
 
 import (
@@ -478,3 +483,5 @@ func TestLockWaitCutByContext(t *testing.T) {
 		t.Fatalf("the write waited %v after its deadline", d)
 	}
 }
+
+func init() { childProcesses[concChildEnv] = concChild }

@@ -1,3 +1,7 @@
+//go:build !js
+
+// Native only: it kills child processes (GOOS=js starts none).
+
 package engine
 
 import (
@@ -376,3 +380,5 @@ func crashChild(arg string) error {
 	fmt.Println("DONE")
 	return nil
 }
+
+func init() { childProcesses[crashChildEnv] = crashChild }

@@ -66,6 +66,11 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openWith(ctx, path, b, o)
+}
+
+// openWith opens a handle on the backend b, which has just been made.
+func openWith(ctx context.Context, path string, b backend, o Options) (*DB, error) {
 	db := &DB{path: path, b: b, opts: o, cache: newHistoryCache(o.HistoryCacheBytes), states: newStateCache(stateCacheSize(o))}
 	if err := db.open(ctx); err != nil {
 		db.closeConns()
@@ -93,6 +98,10 @@ func (db *DB) open(ctx context.Context) error {
 	}
 	if err := db.checkFileMode(ctx, w); err != nil {
 		return err
+	}
+	if one, ok := db.b.(oneConn); ok && one.oneConn() {
+		db.readers = db.writer
+		return nil
 	}
 	db.readers = make(chan *conn, db.opts.ReadConns)
 	for range db.opts.ReadConns {

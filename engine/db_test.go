@@ -7,15 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/ncruces/go-sqlite3"
 )
 
 var update = flag.Bool("update", false, "rewrite fixtures under testdata/")
@@ -170,16 +167,9 @@ func makeV1Fixture() error {
 // rawFile makes a file with plain SQLite and returns its bytes.
 func rawFile(t *testing.T, path string, stmts ...string) []byte {
 	t.Helper()
-	c, err := sqlite3.Open(path)
-	if err != nil {
+	if err := rawSQL(path, stmts...); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range stmts {
-		if err := c.Exec(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Close()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -274,89 +264,14 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 	}
 }
 
-// TestTwoProcessesCreateOnce starts two processes that open the same fresh
-// file at the same moment: both must succeed and every migration must be
-// recorded exactly once.
-func TestTwoProcessesCreateOnce(t *testing.T) {
-	for round := range 3 {
-		path := filepath.Join(t.TempDir(), fmt.Sprintf("race%d.db", round))
-		start := time.Now().Add(300 * time.Millisecond).UnixNano()
-		arg := fmt.Sprintf("%s|%d", path, start)
-		runChildren(t, openChildEnv, []string{arg, arg}, "opened at version")
-		db := openTest(t, path, nil)
-		want := make([]int64, SchemaVersion)
-		for i := range want {
-			want[i] = int64(i + 1)
-		}
-		if diff := cmp.Diff(want, history(t, db)); diff != "" {
-			t.Fatalf("schema_history (-want +got):\n%s", diff)
-		}
-	}
-}
-
-const openChildEnv = "AGENTSTATE_OPEN_CHILD"
-
-// runChildren runs this test binary once per arg, each a child process
-// that TestMain hands to the function registered for env (env=arg), and
-// waits for all: each must exit 0 and print done.
-func runChildren(t *testing.T, env string, args []string, done string) {
-	t.Helper()
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
-	for _, arg := range args {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), env+"="+arg)
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, out)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v\n%s", i, err, outs[i])
-		}
-		if !strings.Contains(outs[i].String(), done) {
-			t.Fatalf("child %d did not run:\n%s", i, outs[i])
-		}
-	}
-}
-
-// openChild is the body of a child process of TestTwoProcessesCreateOnce:
-// arg is "path|unix-nanos to open at".
-func openChild(arg string) error {
-	path, atText, _ := strings.Cut(arg, "|")
-	at, err := strconv.ParseInt(atText, 10, 64)
-	if err != nil {
-		return fmt.Errorf("bad %s %q", openChildEnv, arg)
-	}
-	time.Sleep(time.Until(time.Unix(0, at)))
-	db, err := Open(context.Background(), path, nil)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	in, err := db.Info(context.Background())
-	if err != nil {
-		return err
-	}
-	fmt.Printf("opened at version %d\n", in.SchemaVersion)
-	return nil
-}
+// childProcesses are the bodies of the child processes that tests about
+// several processes start (this test binary again, with env=arg), by env;
+// those tests register them (they do not exist in GOOS=js builds).
+var childProcesses = map[string]func(string) error{}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	for env, child := range map[string]func(string) error{
-		openChildEnv:   openChild,
-		eventsChildEnv: eventsChild,
-		crashChildEnv:  crashChild,
-		concChildEnv:   concChild,
-		holderEnv:      holderChild,
-		reconcilerEnv:  reconcilerChild,
-		maintainEnv:    maintainChild,
-		spinEnv:        spinChild,
-	} {
+	for env, child := range childProcesses {
 		if arg := os.Getenv(env); arg != "" {
 			if err := child(arg); err != nil {
 				fmt.Fprintln(os.Stderr, err)

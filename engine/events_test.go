@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -376,73 +375,4 @@ func asInt64(v any) int64 {
 		return int64(n)
 	}
 	panic(fmt.Sprintf("%T is not an integer", v))
-}
-
-const (
-	eventsChildEnv  = "AGENTSTATE_EVENTS_CHILD"
-	eventsProcs     = 2
-	eventsGoroutine = 4
-	eventsEach      = 500
-)
-
-// TestEventSeqTwoProcesses: two processes with four goroutines each put 500
-// events to one thread of one file; afterwards seqs are exactly 1..4000 and
-// every event is there once.
-func TestEventSeqTwoProcesses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "procs.db")
-	openTest(t, path, nil).Close() // create the schema once, up front
-	start := time.Now().Add(300 * time.Millisecond).UnixNano()
-	var args []string
-	for p := range eventsProcs {
-		args = append(args, fmt.Sprintf("%s|%d|%d", path, p, start))
-	}
-	runChildren(t, eventsChildEnv, args, "events child done")
-	db := openTest(t, path, nil)
-	switches, prev := 0, ""
-	checkSeqs(t, db, "shared", eventsProcs*eventsGoroutine*eventsEach, func(ev Event) (string, int64) {
-		if ev.RunID != prev {
-			switches, prev = switches+1, ev.RunID
-		}
-		m := ev.Content.(map[string]any)
-		return fmt.Sprint(m["p"], ".", m["g"]), asInt64(m["i"])
-	})
-	t.Logf("the stream switched between the processes %d times", switches-1)
-}
-
-// eventsChild is the body of a child process of TestEventSeqTwoProcesses
-// (TestMain runs it when AGENTSTATE_EVENTS_CHILD is set to path|proc|start).
-func eventsChild(arg string) error {
-	parts := strings.Split(arg, "|")
-	if len(parts) != 3 {
-		return fmt.Errorf("bad %s %q", eventsChildEnv, arg)
-	}
-	var proc, at int64
-	fmt.Sscan(parts[1], &proc)
-	fmt.Sscan(parts[2], &at)
-	db, err := Open(rctx, parts[0], nil)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	time.Sleep(time.Until(time.Unix(0, at)))
-	var wg sync.WaitGroup
-	errs := make(chan error, eventsGoroutine)
-	for g := range eventsGoroutine {
-		wg.Go(func() {
-			for i := range eventsEach {
-				ev := msg("shared", fmt.Sprint("p", proc), map[string]any{"p": proc, "g": g, "i": i})
-				if _, err := db.Events().Put(rctx, ev); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	fmt.Println("events child done")
-	return nil
 }

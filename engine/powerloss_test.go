@@ -1,3 +1,8 @@
+//go:build !js
+
+// Native only: it cuts power under SQLite through ncruces VFSes (faultvfs),
+// which GOOS=js builds do not link.
+
 package engine
 
 import (

@@ -1,3 +1,7 @@
+//go:build !js
+
+// Native only: it opens files through the ncruces VFS of corrupt_test.go.
+
 package engine
 
 import (

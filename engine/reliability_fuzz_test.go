@@ -13,7 +13,6 @@ import (
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/google/go-cmp/cmp"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // Fuzz targets for the public calls that take caller strings and maps
@@ -101,8 +100,7 @@ func checkRefusal(t *testing.T, call string, err error, more ...error) {
 	if err == nil {
 		return
 	}
-	var se *sqlite3.Error
-	if errors.As(err, &se) || errors.Is(err, sqlite3.ERROR) || errors.Is(err, sqlite3.MISUSE) || errors.Is(err, sqlite3.RANGE) {
+	if sqliteLeak(err) {
 		if !errors.Is(err, ErrCorrupt) || len(more) == 0 {
 			t.Fatalf("%s: SQLite error leaked: %v", call, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,7 +210,88 @@ func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, 
 	return false, nil
 }
 
-var addColumnRE = regexp.MustCompile(`(?is)^(?:\s+|--[^\n]*\n|/\*.*?\*/)*ALTER\s+TABLE\s+"?(\w+)"?\s+ADD\s+(?:COLUMN\s+)?"?(\w+)"?`)
+// addColumn matches the start of an ALTER TABLE ... ADD [COLUMN] statement
+// after any spaces and comments, and returns its table and column names:
+// what the regular expression
+//
+//	(?is)^(?:\s+|--[^\n]*\n|/\*.*?\*/)*ALTER\s+TABLE\s+"?(\w+)"?\s+ADD\s+(?:COLUMN\s+)?"?(\w+)"?
+//
+// matches (schema_test.go holds it as the oracle). It is written out
+// because the regexp package costs the GOOS=js build its Unicode tables
+// and a compile at start-up, for this one pattern.
+func addColumn(stmt string) (table, column string, ok bool) {
+	s := stmt
+	for {
+		switch {
+		case s != "" && isSQLSpace(s[0]):
+			s = strings.TrimLeft(s, " \t\n\f\r")
+			continue
+		case strings.HasPrefix(s, "--"):
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				s = s[i+1:]
+				continue
+			}
+		case strings.HasPrefix(s, "/*"):
+			if i := strings.Index(s[2:], "*/"); i >= 0 {
+				s = s[2+i+2:]
+				continue
+			}
+		}
+		break
+	}
+	var rest string
+	if s, ok = keyword(s, "ALTER"); !ok {
+		return "", "", false
+	}
+	if s, ok = keyword(s, "TABLE"); !ok {
+		return "", "", false
+	}
+	if table, rest, ok = sqlName(s); !ok || rest == "" || !isSQLSpace(rest[0]) {
+		return "", "", false
+	}
+	if s, ok = keyword(strings.TrimLeft(rest, " \t\n\f\r"), "ADD"); !ok {
+		return "", "", false
+	}
+	// COLUMN is optional: "ADD COLUMN x" names x, "ADD columnx" columnx.
+	if after, ok := keyword(s, "COLUMN"); ok {
+		if column, _, ok := sqlName(after); ok {
+			return table, column, true
+		}
+	}
+	if column, _, ok = sqlName(s); !ok {
+		return "", "", false
+	}
+	return table, column, true
+}
+
+func isSQLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// keyword matches kw (any case) and at least one space after it.
+func keyword(s, kw string) (string, bool) {
+	if len(s) <= len(kw) || !strings.EqualFold(s[:len(kw)], kw) || !isSQLSpace(s[len(kw)]) {
+		return s, false
+	}
+	return strings.TrimLeft(s[len(kw):], " \t\n\f\r"), true
+}
+
+// sqlName matches "?word"? at the start of s; rest is what follows.
+func sqlName(s string) (name, rest string, ok bool) {
+	s = strings.TrimPrefix(s, `"`)
+	n := 0
+	for n < len(s) && isWordByte(s[n]) {
+		n++
+	}
+	if n == 0 {
+		return "", s, false
+	}
+	name, s = s[:n], s[n:]
+	s = strings.TrimPrefix(s, `"`)
+	return name, s, true
+}
 
 // applyMigration runs every statement of m. An ALTER TABLE ... ADD COLUMN
 // whose column already exists is skipped (SQLite refuses it while
@@ -219,11 +299,11 @@ var addColumnRE = regexp.MustCompile(`(?is)^(?:\s+|--[^\n]*\n|/\*.*?\*/)*ALTER\s
 // idempotent; CREATE ... IF NOT EXISTS covers the rest.
 func applyMigration(w *conn, m migration) error {
 	return schemaErr(w.d.ExecScript(m.sql, func(stmt string) (bool, error) {
-		sm := addColumnRE.FindStringSubmatch(stmt)
-		if sm == nil {
+		table, column, ok := addColumn(stmt)
+		if !ok {
 			return false, nil
 		}
-		return hasColumn(w, sm[1], sm[2])
+		return hasColumn(w, table, column)
 	}))
 }
 

@@ -93,7 +93,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}})
 	prog.done()
 	if err != nil {
-		if created {
+		// A file another process created and holds meanwhile is not ours
+		// to remove.
+		if _, held := errors.AsType[*engine.HeldError](err); created && !held {
 			removeFile(pos[0])
 		}
 		return inFile(pos[0], fmt.Errorf("import from stdin: %w", err))

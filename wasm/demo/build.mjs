@@ -28,9 +28,11 @@ await esbuild.build({
   logLevel: "warning",
 });
 fs.copyFileSync(path.join(here, "index.html"), path.join(dist, "index.html"));
-const wasm = path.join(npmDir, "dist/agentstate.wasm");
-if (!fs.existsSync(wasm)) throw new Error(`${wasm} is missing: run npm run build in wasm/npm first`);
-fs.copyFileSync(wasm, path.join(dist, "agentstate.wasm"));
+for (const f of ["agentstate.wasm", "sqlite3.wasm", "sqlite-callbacks.wasm"]) {
+  const wasm = path.join(npmDir, "dist", f);
+  if (!fs.existsSync(wasm)) throw new Error(`${wasm} is missing: run npm run build in wasm/npm first`);
+  fs.copyFileSync(wasm, path.join(dist, f));
+}
 let total = 0;
 for (const f of fs.readdirSync(dist)) total += fs.statSync(path.join(dist, f)).size;
 console.log(`demo built in ${path.relative(process.cwd(), dist)}: ${fs.readdirSync(dist).length} files, ${(total / 1024 / 1024).toFixed(1)} MB`);

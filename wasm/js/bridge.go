@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
-	"github.com/ncruces/go-sqlite3/vfs/memdb"
 )
 
 // bridge owns the open handles of one wasm instance.
@@ -25,14 +24,9 @@ type bridge struct {
 	handles map[int]*handle
 }
 
-// handle is one open database and what it needs besides the engine: the
-// VFS of its host (files) or its memdb name (images), and its live list
-// cursors.
+// handle is one open database and its live list cursors.
 type handle struct {
-	db      *engine.DB
-	uri     string // what side connections (images) open
-	vfsName string
-	memName string
+	db *engine.DB
 
 	mu      sync.Mutex
 	cursors map[int]*cursor
@@ -50,18 +44,14 @@ func newBridge() *bridge { return &bridge{handles: map[int]*handle{}} }
 // Promise of {json, bufs}: a JSON text and the byte arrays it refers to by
 // index ({"t": type, "b": index} for a typed blob).
 //
-//	open(json, bufs, host?)   -> {"h": handle}
+//	open(json, bufs)          -> {"h": handle}
 //	call(h, op, json, bufs)   -> op's result
 //	close(h)
 func (b *bridge) api() js.Value {
 	obj := js.Global().Get("Object").New()
 	obj.Set("open", guarded(func(args []js.Value) any {
 		req, bufs := argJSON(args, 0), argBufs(args, 1)
-		host := js.Undefined()
-		if len(args) > 2 {
-			host = args[2]
-		}
-		return promise(func() (any, *out, error) { return b.open(req, bufs, host) })
+		return promise(func() (any, *out, error) { return b.open(req, bufs) })
 	}))
 	obj.Set("call", guarded(func(args []js.Value) any {
 		if len(args) < 2 || args[0].Type() != js.TypeNumber || args[1].Type() != js.TypeString {
@@ -223,11 +213,14 @@ func (o *out) result(v any) (js.Value, error) {
 	return res, nil
 }
 
-// openRequest is what open accepts. Exactly one source: Path with a host
-// (a file the host serves), Image (bytes of a database file, opened in
-// memory), or neither (a fresh in-memory database).
+// openRequest is what open accepts. Exactly one source: Path (a file, on
+// the SQLite VFS named VFS, which the JavaScript side registered over a
+// file host), Image (bytes of a database file, opened in memory), or
+// neither (a fresh in-memory database).
 type openRequest struct {
 	Path       string  `json:"path"`
+	VFS        string  `json:"vfs"`
+	Disk       bool    `json:"disk"` // the file is on a disk the native CLI can reach
 	Name       string  `json:"name"` // the path as the caller wrote it, for messages`
 	Image      *int    `json:"image"`
 	Mode       string  `json:"mode"`
@@ -241,7 +234,7 @@ type openRequest struct {
 	SweepMs    float64 `json:"storeSweepIntervalMs"`
 }
 
-func (b *bridge) open(reqJSON []byte, bufs [][]byte, host js.Value) (any, *out, error) {
+func (b *bridge) open(reqJSON []byte, bufs [][]byte) (any, *out, error) {
 	var req openRequest
 	if err := decodeJSON(reqJSON, &req); err != nil {
 		return nil, nil, err
@@ -283,32 +276,17 @@ func (b *bridge) open(reqJSON []byte, bufs [][]byte, host js.Value) (any, *out, 
 	case req.Path != "" && req.Image != nil:
 		return nil, nil, errArg("open takes a path or an image, not both")
 	case req.Path != "":
-		if host.IsUndefined() || host.IsNull() {
-			return nil, nil, errArg("a path needs a host that serves its files")
-		}
-		var v *hostVFS
-		h.vfsName, v = registerHostVFS(host)
-		h.uri = hostURI(req.Path, h.vfsName, v.wal)
-		if err = v.leaveWAL(h.vfsName, req.Path, req.ReadOnly); err == nil {
-			h.db, err = engine.Open(ctx, h.uri, &o)
-		}
+		h.db, err = engine.Open(ctx, fileURI(req.Path, req.VFS), &o)
 	case req.Image != nil:
 		if *req.Image < 0 || *req.Image >= len(bufs) {
 			return nil, nil, errArg("image buffer %d missing", *req.Image)
 		}
-		h.db, h.memName, err = openImage(ctx, bufs[*req.Image], &o)
-		h.uri = memURI(h.memName)
+		h.db, err = openImage(ctx, bufs[*req.Image], &o)
 	default:
-		h.db, h.memName, err = openMemory(ctx, nil, &o)
-		h.uri = memURI(h.memName)
+		h.db, err = engine.Open(ctx, engine.Memory, &o)
 	}
 	if err != nil {
-		disk := false
-		if h.vfsName != "" {
-			disk = host.Get("wal").Truthy() // Node's files: the CLI can reach them
-			unregisterHostVFS(h.vfsName)
-		}
-		return nil, nil, openErrorForJS(err, req, disk)
+		return nil, nil, openErrorForJS(err, req, req.Disk)
 	}
 	b.mu.Lock()
 	b.next++
@@ -408,14 +386,7 @@ func (b *bridge) close(id int) error {
 	}
 	h.cursors = nil
 	h.mu.Unlock()
-	err := h.db.Close()
-	if h.vfsName != "" {
-		unregisterHostVFS(h.vfsName)
-	}
-	if h.memName != "" {
-		memdb.Delete(h.memName)
-	}
-	return err
+	return h.db.Close()
 }
 
 // addCursor keeps a pulled iterator for list.next calls.

@@ -344,7 +344,7 @@ func opInfo(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
 }
 
 func opImage(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
-	b, err := takeImage(ctx, h.uri)
+	b, err := takeImage(ctx, h.db)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w", err)
 	}

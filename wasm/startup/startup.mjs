@@ -1,18 +1,25 @@
 // The start-up benchmark: what a new user meets, side by side in one
 // script, fresh processes, runs interleaved (A B C A B C ...), medians.
 //
-//   node wasm/startup/startup.mjs [--previous OLD.wasm] [--proto HOST.wasm]
+//   node wasm/startup/startup.mjs [--previous PACKAGE_DIR] [--proto HOST.wasm]
 //        [--runs N] [--hosts node,workerd,chromium] [--json]
 //
+// --previous names the npm package directory of an older build (its src/
+// and a built dist/), run by its own JavaScript: for example
+//   git worktree add /tmp/prev <commit> && cd /tmp/prev/wasm/npm && npm ci && npm run build
+//
 // Node 20, default flags: time from process start to the first open + put +
-// getTuple result, time from close() until the process has exited, peak
-// RSS; for the package's current engine, an older engine (--previous, run
-// by the same JavaScript), sql.js, and optionally the host-SQLite prototype
-// (--proto, built from wasm/startup/proto). workerd (npm package): time
-// from spawn to the first put+getTuple answer, warm p50 of put+getTuple,
-// the process's CPU seconds after the first answer and 5 s later, RSS.
-// Chromium (Debian's /usr/bin/chromium): the demo's "engine start (load +
-// open)". Module bytes raw and gzip -9 for every module involved.
+// getTuple result, the main thread's CPU by then, time from close() until
+// the process has exited, the whole process's CPU, peak RSS; for the
+// package's current build (through AgentStateSaver, and through its engine
+// module alone, which skips importing LangGraph.js), the previous build,
+// sql.js, and optionally the host-SQLite prototype (--proto, built from
+// wasm/startup/proto). workerd (npm package): time from spawn to the first
+// put+getTuple answer, warm p50 of put+getTuple, the process's CPU during
+// the first request, by 5 s later, RSS. Chromium (Debian's
+// /usr/bin/chromium): the engine's start in a page's worker, in memory
+// (load the modules + open), and the demo's "engine start (load + open)"
+// on OPFS. Module bytes raw and gzip -9 for every module involved.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -29,9 +36,9 @@ const opt = (name, dflt) => {
 };
 const runs = Number(opt("runs", 5));
 const hosts = opt("hosts", "node,workerd,chromium").split(",");
-const previous = opt("previous");
+const previous = opt("previous") && path.resolve(opt("previous"));
 const proto = opt("proto");
-const current = opt("wasm", path.join(npmDir, "dist/agentstate.wasm"));
+const current = npmDir;
 const asJSON = args.includes("--json");
 const log = (...a) => asJSON || console.error(...a);
 
@@ -40,7 +47,7 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const range = (xs) => `${fmt(median(xs))} (${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))})`;
-const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const fmt = (x) => (x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toFixed(2));
 const results = { runs, sizes: [], node: [], workerd: [], chromium: [] };
 
 // ---- module bytes
@@ -51,8 +58,13 @@ function size(label, ...files) {
   const gz = bufs.reduce((n, b) => n + zlib.gzipSync(b, { level: 9 }).length, 0);
   results.sizes.push({ label, raw, gzip: gz });
 }
-size("agentstate (this build): agentstate.wasm + wasm_exec.js", current, path.join(npmDir, "dist/wasm_exec.js"));
-if (previous) size("agentstate (previous build): .wasm", previous);
+const dist = (dir, f) => path.join(dir, "dist", f);
+size("agentstate (this build): agentstate.wasm", dist(current, "agentstate.wasm"));
+size("agentstate (this build): sqlite3.wasm", dist(current, "sqlite3.wasm"));
+size("agentstate (this build): sqlite-callbacks.wasm", dist(current, "sqlite-callbacks.wasm"));
+size("agentstate (this build): wasm_exec.js + src/ (the package's JavaScript)", dist(current, "wasm_exec.js"), ...fs.readdirSync(path.join(current, "src"), { recursive: true }).filter((f) => f.endsWith(".js")).map((f) => path.join(current, "src", f)));
+size("agentstate (this build): the three .wasm", ...["agentstate.wasm", "sqlite3.wasm", "sqlite-callbacks.wasm"].map((f) => dist(current, f)));
+if (previous) size("agentstate (previous build): agentstate.wasm", dist(previous, "agentstate.wasm"));
 if (proto) {
   const sq = path.join(here, "node_modules/@sqlite.org/sqlite-wasm");
   size("prototype: Go (codec, channels, shim) + sqlite3.wasm + sqlite-wasm JS", proto, path.join(sq, "dist/sqlite3.wasm"), path.join(sq, "dist/index.mjs"));
@@ -84,8 +96,10 @@ function runChild(argv, cwd) {
 
 if (hosts.includes("node")) {
   const cases = [
-    { label: "agentstate, this build", argv: [path.join(here, "cases/agentstate.mjs"), current] },
-    previous && { label: "agentstate, previous build", argv: [path.join(here, "cases/agentstate.mjs"), previous] },
+    { label: "agentstate, this build, AgentStateSaver", argv: [path.join(here, "cases/agentstate.mjs"), current] },
+    { label: "agentstate, this build, engine only", argv: [path.join(here, "cases/engine.mjs"), current] },
+    previous && { label: "agentstate, previous build, AgentStateSaver", argv: [path.join(here, "cases/agentstate.mjs"), previous] },
+    previous && { label: "agentstate, previous build, engine only", argv: [path.join(here, "cases/engine.mjs"), previous] },
     proto && { label: "prototype: host SQLite (engine's SQL replayed)", argv: [path.join(here, "proto/run.mjs"), proto], proto: true },
     { label: "sql.js 1.17", argv: [path.join(here, "cases/sqljs.mjs")] },
   ].filter(Boolean);
@@ -103,7 +117,9 @@ if (hosts.includes("node")) {
     results.node.push({
       label: c.label,
       firstMs: rs.map((r) => r.first),
+      mainCpuFirstMs: c.proto ? null : rs.map((r) => r.mainCpuFirst),
       exitAfterCloseMs: c.proto ? null : rs.map((r) => r.wall - r.closed),
+      cpuMs: c.proto ? null : rs.map((r) => r.cpuMs),
       maxRssMB: rs.map((r) => r.maxRssMB),
     });
   }
@@ -120,28 +136,47 @@ function procStat(pid) {
 
 if (hosts.includes("workerd")) {
   const { startWorkerd } = await import("./edge/hosts.mjs");
-  const builds = [{ label: "agentstate, this build", wasm: current }, previous && { label: "agentstate, previous build", wasm: previous }].filter(Boolean);
+  const builds = [{ label: "agentstate, this build", pkg: current }, previous && { label: "agentstate, previous build", pkg: previous }].filter(Boolean);
   for (const b of builds) {
     const rs = [];
     for (let i = 0; i < Math.min(runs, 3); i++) {
       const t0 = performance.now();
-      const w = await startWorkerd({ nodejsCompat: false, entry: path.join(here, "edge/bench-worker.js"), wasm: b.wasm });
+      const w = await startWorkerd({ nodejsCompat: false, entry: path.join(here, "edge/bench-worker.js"), pkg: b.pkg });
       try {
+        const atListen = procStat(w.proc.child.pid);
         const ta = performance.now();
         const first = await (await fetch(`${w.base}/putget`)).json();
         const firstMs = performance.now() - ta;
         if (!first.ok) throw new Error(`workerd: ${JSON.stringify(first)}`);
         const afterFirst = procStat(w.proc.child.pid);
+        // Idle for 5 s: what the process still burns is compiling (V8
+        // tiering up the engine's hot functions) or the engine's timers.
+        await new Promise((r) => setTimeout(r, 5000));
+        const idle = procStat(w.proc.child.pid);
+        const ping = [];
         const warm = [];
         for (let j = 0; j < 30; j++) {
-          const tb = performance.now();
+          let tb = performance.now();
+          await (await fetch(`${w.base}/ping`)).text();
+          ping.push(performance.now() - tb);
+          tb = performance.now();
           const r = await (await fetch(`${w.base}/putget`)).json();
           warm.push(performance.now() - tb);
           if (!r.ok) throw new Error(`workerd: ${JSON.stringify(r)}`);
         }
-        await new Promise((r) => setTimeout(r, 5000));
-        const later = procStat(w.proc.child.pid);
-        rs.push({ spawnToListeningMs: w.listeningMs, firstRequestMs: firstMs, spawnToFirstMs: ta - t0 + firstMs, warmP50Ms: median(warm), cpuAfterFirstS: afterFirst.cpuS, cpu5sLaterS: later.cpuS, rssMB: later.rssMB, peakRssMB: later.hwmMB });
+        const end = procStat(w.proc.child.pid);
+        rs.push({
+          spawnToListeningMs: w.listeningMs,
+          firstRequestMs: firstMs,
+          spawnToFirstMs: ta - t0 + firstMs,
+          warmP50Ms: median(warm),
+          pingP50Ms: median(ping),
+          cpuStartS: atListen.cpuS,
+          cpuFirstRequestS: afterFirst.cpuS - atListen.cpuS,
+          cpuIdle5sAfterS: idle.cpuS - afterFirst.cpuS,
+          rssMB: end.rssMB,
+          peakRssMB: end.hwmMB,
+        });
         log(`workerd ${b.label} run ${i + 1}: first request ${fmt(firstMs)} ms, warm p50 ${fmt(median(warm))} ms`);
       } finally {
         await w.stop();
@@ -151,46 +186,73 @@ if (hosts.includes("workerd")) {
   }
 }
 
-// ---- Chromium: the demo's engine start
+// ---- Chromium: the engine's start in a worker (in memory), and the demo's
+const chromiumArgs = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"];
+async function inChromium(url, read) {
+  const { chromium } = createRequire(path.join(npmDir, "package.json"))("playwright-core");
+  const profile = fs.mkdtempSync(path.join(fs.realpathSync("/tmp"), "agentstate-chromium-"));
+  const ctx = await chromium.launchPersistentContext(profile, { executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", headless: true, args: chromiumArgs });
+  try {
+    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    await page.goto(url);
+    return await read(page);
+  } finally {
+    await ctx.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+}
+
 if (hosts.includes("chromium")) {
   const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
   if (!fs.existsSync(executablePath)) {
     log(`chromium: ${executablePath} missing (apt-get install chromium); skipped`);
     results.chromium.push({ label: "skipped: no chromium" });
   } else {
+    // In memory: a worker bundled with the package, the three modules
+    // fetched and compiled in parallel, then open + put + getTuple.
+    const { serveMemoryPage } = await import("./cases/chromium-memory.mjs");
+    const mem = await serveMemoryPage(current);
+    const memStarts = [];
+    try {
+      for (let i = 0; i < runs; i++) {
+        const r = await inChromium(mem.url, async (page) => {
+          await page.waitForFunction(() => document.title.startsWith("{"), null, { timeout: 120_000 });
+          return JSON.parse(await page.title());
+        });
+        if (r.error) throw new Error(`chromium (memory): ${r.error}`);
+        memStarts.push(r.openMs);
+        log(`chromium memory run ${i + 1}: engine start ${fmt(r.openMs)} ms, first put+getTuple ${fmt(r.firstMs)} ms`);
+      }
+    } finally {
+      await mem.close();
+    }
+    results.chromium.push({ label: "engine start in a worker, in memory (load + open), this build", ms: memStarts });
+
     const demo = path.resolve(here, "../demo");
     execFileSync(process.execPath, [path.join(demo, "build.mjs")], { cwd: demo, stdio: "ignore" });
-    const { chromium } = createRequire(path.join(npmDir, "package.json"))("playwright-core");
     const { serve } = await import(path.join(demo, "serve.mjs"));
     const server = await serve(0);
     const url = `http://127.0.0.1:${server.address().port}/`;
     const starts = [];
     try {
       for (let i = 0; i < runs; i++) {
-        const profile = fs.mkdtempSync(path.join(fs.realpathSync("/tmp"), "agentstate-chromium-"));
-        const ctx = await chromium.launchPersistentContext(profile, {
-          executablePath,
-          headless: true,
-          args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-        });
-        try {
-          const page = ctx.pages()[0] ?? (await ctx.newPage());
-          await page.goto(url);
-          await page.waitForFunction(() => document.querySelector("#status")?.textContent === "ready", null, { timeout: 120_000 });
+        const ms = await inChromium(url, async (page) => {
+          await page.waitForFunction(() => ["ready", "error"].includes(document.querySelector("#status")?.textContent), null, { timeout: 120_000 });
           const text = await page.locator("body").innerText();
           const m = text.match(/Engine start \(load \+ open\)\s+(\d+) ms/);
-          if (!m) throw new Error(`no engine start figure on the page: ${text.slice(0, 400)}`);
-          starts.push(Number(m[1]));
-          log(`chromium run ${i + 1}: engine start ${m[1]} ms`);
-        } finally {
-          await ctx.close();
-          fs.rmSync(profile, { recursive: true, force: true });
-        }
+          if (!m) throw new Error(`no engine start figure on the demo page: ${text.slice(0, 400)}`);
+          return Number(m[1]);
+        });
+        starts.push(ms);
+        log(`chromium demo run ${i + 1}: engine start ${ms} ms`);
       }
+      results.chromium.push({ label: "demo engine start (load + open, OPFS), this build", ms: starts });
+    } catch (e) {
+      log(`chromium demo: ${e.message}`);
+      results.chromium.push({ label: `demo: failed: ${e.message.slice(0, 200)}` });
     } finally {
       server.close();
     }
-    results.chromium.push({ label: "demo engine start (load + open), this build", ms: starts });
   }
 }
 
@@ -203,15 +265,16 @@ if (asJSON) {
   for (const s of results.sizes) out.push(`| ${s.label} | ${s.raw.toLocaleString("en")} | ${s.gzip.toLocaleString("en")} |`);
   if (results.node.length) {
     out.push(`\nNode ${process.version}, default flags, ${runs} fresh processes each, median (min-max)\n`);
-    out.push("| case | first open+put+getTuple (ms from process start) | close() to exit (ms) | peak RSS (MB) |\n|---|---:|---:|---:|");
-    for (const r of results.node) out.push(`| ${r.label} | ${range(r.firstMs)} | ${r.exitAfterCloseMs ? range(r.exitAfterCloseMs) : "n/a"} | ${range(r.maxRssMB)} |`);
+    out.push("| case | first open+put+getTuple (ms from process start) | main thread CPU by then (ms) | close() to exit (ms) | process CPU (ms) | peak RSS (MB) |\n|---|---:|---:|---:|---:|---:|");
+    const cell = (xs) => (xs && xs.every((x) => typeof x === "number") ? range(xs) : "n/a");
+    for (const r of results.node) out.push(`| ${r.label} | ${range(r.firstMs)} | ${cell(r.mainCpuFirstMs)} | ${cell(r.exitAfterCloseMs)} | ${cell(r.cpuMs)} | ${range(r.maxRssMB)} |`);
   }
   for (const w of results.workerd) {
     if (!w.runs.length) continue;
     const col = (k) => range(w.runs.map((r) => r[k]));
     out.push(`\nworkerd (${w.label}), ${w.runs.length} fresh processes, median (min-max)\n`);
-    out.push("| spawn to first answer (ms) | first request (ms) | warm put+getTuple p50 (ms) | CPU s after first answer | CPU s 5 s later | RSS (MB) | peak RSS (MB) |\n|---:|---:|---:|---:|---:|---:|---:|");
-    out.push(`| ${col("spawnToFirstMs")} | ${col("firstRequestMs")} | ${col("warmP50Ms")} | ${col("cpuAfterFirstS")} | ${col("cpu5sLaterS")} | ${col("rssMB")} | ${col("peakRssMB")} |`);
+    out.push("| spawn to first answer (ms) | first request (ms) | warm put+getTuple p50 (ms) | warm /ping p50 (ms) | CPU s to start | CPU s of the first request | CPU s in the 5 idle s after it | RSS (MB) | peak RSS (MB) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    out.push(`| ${col("spawnToFirstMs")} | ${col("firstRequestMs")} | ${col("warmP50Ms")} | ${col("pingP50Ms")} | ${col("cpuStartS")} | ${col("cpuFirstRequestS")} | ${col("cpuIdle5sAfterS")} | ${col("rssMB")} | ${col("peakRssMB")} |`);
   }
   for (const c of results.chromium) if (c.ms) out.push(`\nChromium (headless, Debian package): ${c.label}: ${range(c.ms)} ms over ${c.ms.length} fresh profiles`);
   console.log(out.join("\n"));

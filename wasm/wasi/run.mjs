@@ -14,6 +14,7 @@
 // takes DIR over from a process that died, removes the lock files that
 // process left. The WAL itself is crash-safe: the next open recovers it.
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import v8 from "node:v8";
 import { WASI } from "node:wasi";
@@ -49,7 +50,10 @@ v8.setFlagsFromString("--wasm-max-mem-pages=65536");
 const wasi = new WASI({
   version: "preview1",
   args: ["agentstate", ...args],
-  env: { PWD: "/data", HOME: "/data", TMPDIR: "/data" },
+  // WASI has no process ids: the engine names this process (pid and host)
+  // in the registration it leaves beside a database it opens, so that
+  // others can tell whether it is still alive.
+  env: { PWD: "/data", HOME: "/data", TMPDIR: "/data", AGENTSTATE_HOST_PID: String(process.pid), AGENTSTATE_HOSTNAME: os.hostname() },
   preopens: { "/data": dir },
   returnOnExit: true,
 });

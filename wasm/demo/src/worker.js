@@ -33,7 +33,14 @@ let lastMs = null;
 
 async function init() {
   const t0 = performance.now();
-  saver = await AgentStateSaver.open({ path: DB, opfs: true, wasmURL: new URL("./agentstate.wasm", self.location.href).href });
+  const here = (f) => new URL(`./${f}`, self.location.href).href;
+  saver = await AgentStateSaver.open({
+    path: DB,
+    opfs: true,
+    wasmURL: here("agentstate.wasm"),
+    sqliteWasmURL: here("sqlite3.wasm"),
+    callbacksWasmURL: here("sqlite-callbacks.wasm"),
+  });
   openMs = performance.now() - t0;
   const State = new StateSchema({
     messages: new DeltaValue(z.custom().default(() => []), { inputSchema: z.custom(), reducer: messagesDeltaReducer, snapshotFrequency: K }),

@@ -10,6 +10,9 @@
 // and Cloudflare workerd. Node's file host is imported on first use of a
 // path, and only in Node.
 
+import { loadSqlite } from "./sqlite/loader.js";
+import { makeHost } from "./sqlite/host.js";
+
 /** Which kind of JavaScript host this is. workerd (with nodejs_compat) and
  * Deno define process.versions.node too, but have no Node file system to
  * offer the engine. */
@@ -43,13 +46,16 @@ function wrapError(e) {
 let apiPromise;
 
 /**
- * Loads and starts the wasm module once per realm. Options (first call
- * only):
- * - `wasmBytes`: the module as a `WebAssembly.Module` (what workerd and
- *   bundlers give for `import wasm from "agentstate/agentstate.wasm"`), or
- *   its bytes (ArrayBuffer, typed array);
- * - `wasmURL`: where to fetch it (default: this package's dist/, read from
- *   disk in Node);
+ * Loads and starts the engine once per realm: the Go module
+ * (agentstate.wasm) and SQLite (the official sqlite3.wasm, with its
+ * callback module sqlite-callbacks.wasm), compiled in parallel. Options
+ * (first call only), each module as a `WebAssembly.Module` (what workerd
+ * and bundlers give for `import m from "agentstate/agentstate.wasm"`) or
+ * its bytes (ArrayBuffer, typed array), or a URL to fetch it from (default:
+ * this package's dist/, read from disk in Node):
+ * - `wasmBytes` / `wasmURL`: the engine, agentstate.wasm;
+ * - `sqliteWasm` / `sqliteWasmURL`: SQLite, sqlite3.wasm;
+ * - `callbacksWasm` / `callbacksWasmURL`: sqlite-callbacks.wasm;
  * - `trace`: print each engine call's time inside Go (the only thing that
  *   was read from AGENTSTATE_TRACE before; nothing reads the environment).
  *
@@ -87,16 +93,17 @@ function track(promise) {
 // mark closed then.
 const instances = new WeakMap();
 
-async function wasmSource(wasmURL, wasmBytes, importObject) {
-  if (wasmBytes instanceof WebAssembly.Module) return WebAssembly.instantiate(wasmBytes, importObject);
-  if (wasmBytes) return WebAssembly.instantiate(toBytes(wasmBytes, "wasmBytes"), importObject);
-  let url = wasmURL;
+// The module of one of the package's .wasm files, from the caller's
+// Module or bytes, from a URL, or from dist/ next to this file.
+async function wasmModule(what, bytes, url, file) {
+  if (bytes instanceof WebAssembly.Module) return bytes;
+  if (bytes) return WebAssembly.compile(toBytes(bytes, what));
   if (url === undefined) {
     try {
-      url = new URL("../dist/agentstate.wasm", import.meta.url);
+      url = new URL(`../dist/${file}`, import.meta.url);
     } catch (e) {
       throw new AgentStateError(
-        "agentstate: cannot locate agentstate.wasm from this bundle; pass wasmBytes (a WebAssembly.Module imported from agentstate/agentstate.wasm) or wasmURL",
+        `agentstate: cannot locate ${file} from this bundle; pass ${what} (a WebAssembly.Module imported from agentstate/${file}) or ${what === "wasmBytes" ? "wasmURL" : `${what}URL`}`,
         "INVALID_ARGUMENT",
         { cause: e },
       );
@@ -104,22 +111,25 @@ async function wasmSource(wasmURL, wasmBytes, importObject) {
   }
   if (isNode) {
     const { readFile } = await import("node:fs/promises");
-    return WebAssembly.instantiate(await readFile(url), importObject);
+    return WebAssembly.compile(await readFile(url));
   }
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`agentstate: fetch ${url}: HTTP ${res.status}`);
-  return WebAssembly.instantiateStreaming(res, importObject).catch(async () =>
-    WebAssembly.instantiate(await (await fetch(url)).arrayBuffer(), importObject),
-  );
+  const res = fetch(url);
+  return WebAssembly.compileStreaming(res).catch(async () => {
+    const r = await fetch(url);
+    if (!r.ok) throw new Error(`agentstate: fetch ${url}: HTTP ${r.status}`);
+    return WebAssembly.compile(await r.arrayBuffer());
+  });
 }
 
-async function startEngine({ wasmURL, wasmBytes, trace = false, testHooks = false } = {}) {
-  if (isNode && !globalThis.fs) {
-    // Go's os package reaches Node's fs through this global, read once at
-    // its start (the engine only uses it for the WAL-index switch directory
-    // next to a database file).
-    globalThis.fs = (await import("node:fs")).default;
-  }
+async function startEngine(options = {}) {
+  const { trace = false, testHooks = false } = options;
+  // The three modules compile while wasm_exec.js loads.
+  const modules = Promise.all([
+    wasmModule("wasmBytes", options.wasmBytes, options.wasmURL, "agentstate.wasm"),
+    wasmModule("sqliteWasm", options.sqliteWasm, options.sqliteWasmURL, "sqlite3.wasm"),
+    wasmModule("callbacksWasm", options.callbacksWasm, options.callbacksWasmURL, "sqlite-callbacks.wasm"),
+  ]);
+  modules.catch(() => {}); // awaited below; not unhandled meanwhile
   if (typeof globalThis.Go !== "function") await import("../dist/wasm_exec.js");
   const go = new globalThis.Go();
   goInstance = go;
@@ -159,6 +169,7 @@ async function startEngine({ wasmURL, wasmBytes, trace = false, testHooks = fals
   // workerd drops a promise settled in a request other than the one that
   // made it, so no long-lived promise may carry the news.
   const state = {
+    sqlite: null, // the loaded SQLite (src/sqlite/loader.js), where file VFSes register
     dead: null,
     dbs: new Set(),
     pending: new Set(),
@@ -176,30 +187,38 @@ async function startEngine({ wasmURL, wasmBytes, trace = false, testHooks = fals
   go.exit = (code) => {
     state.stop(new AgentStateError(`agentstate: the engine stopped (exit code ${code})${stderrTail ? `: ${stderrTail.trim()}` : ""}`, "INTERNAL"));
   };
-  let source;
+  let instance, sqlite;
   try {
-    source = await wasmSource(wasmURL, wasmBytes, go.importObject);
+    const [goModule, sqliteModule, callbacksModule] = await modules;
+    [instance, sqlite] = await Promise.all([
+      WebAssembly.instantiate(goModule, go.importObject),
+      loadSqlite({ wasm: sqliteModule, callbacks: callbacksModule }),
+    ]);
   } catch (e) {
     if (e instanceof WebAssembly.CompileError && /disallowed/i.test(e.message)) {
       throw new AgentStateError(
-        "agentstate: this host does not compile WebAssembly from bytes at run time (Cloudflare Workers): import agentstate/agentstate.wasm as a module and pass it as wasmBytes",
+        "agentstate: this host does not compile WebAssembly from bytes at run time (Cloudflare Workers): import agentstate/agentstate.wasm, agentstate/sqlite3.wasm and agentstate/sqlite-callbacks.wasm as modules and pass them as wasmBytes, sqliteWasm and callbacksWasm",
         "INVALID_ARGUMENT",
         { cause: e },
       );
     }
     throw e;
   }
-  const instance = source.instance ?? source;
+  state.sqlite = sqlite;
   // Go's syscall package takes `process` (pid, cwd, uid) once, as it
   // starts. Outside Node the global may be a partial look-alike (workerd's
   // nodejs_compat has no pid, and Go panics reading it; Deno asks for a
   // permission on cwd): Go gets the stub wasm_exec.js would have made.
   const realProcess = globalThis.process;
   if (!isNode && realProcess) globalThis.process = goProcessStub();
+  // The Go driver takes its SQLite host from this global while the
+  // program starts (package initialisation, before go.run first returns).
+  globalThis.__agentstate_sqlite_host = makeHost(sqlite, instance.exports.mem);
   let run;
   try {
     run = go.run(instance); // synchronous until the program first waits
   } finally {
+    delete globalThis.__agentstate_sqlite_host;
     if (!isNode && realProcess) globalThis.process = realProcess;
   }
   run.catch((e) => state.stop(new AgentStateError(`agentstate: the engine stopped: ${e?.message ?? e}`, "INTERNAL", { cause: e })));
@@ -230,6 +249,7 @@ function goProcessStub() {
     },
   };
 }
+
 
 // Handles opened on a file, by resolved path: a second open of the same
 // file in this process shares the handle (a saver and a store on one file),
@@ -270,6 +290,8 @@ export class Database {
    * Opens a database.
    * - `path`: a file (Node) or an OPFS file name (browser worker, with
    *   `opfs: true`); omitted: a fresh in-memory database;
+   * - `host`: a FileHost (see index.d.ts) that serves the database file it
+   *   names in host.path: Durable Objects (durableObjectHost), or your own;
    * - `image`: bytes of a database file, opened as a private in-memory copy;
    * - `mode`: "full", "delta" or "auto" (the mode an existing file records;
    *   full for a new one). Omitted: "auto". `every`: the delta snapshot
@@ -292,37 +314,52 @@ export class Database {
       storeSweepIntervalMs: options.storeSweepIntervalMs,
       readConns: options.readConns,
     };
-    if (options.path !== undefined && options.image !== undefined) {
-      throw new AgentStateError("agentstate: open takes a path or an image, not both", "INVALID_ARGUMENT");
+    if ([options.path, options.image, options.host].filter((v) => v !== undefined && v !== null).length > 1) {
+      throw new AgentStateError("agentstate: open takes one of path, image and host", "INVALID_ARGUMENT");
     }
     if (options.image !== undefined) {
       const r = await callApi(api, () => api.open(JSON.stringify({ ...req, image: 0 }), [toBytes(options.image, "image")]));
       return new Database(api, r.h, { options: req });
     }
-    if (options.path === undefined || options.path === null) {
+    if (options.host !== undefined && options.host !== null) {
+      if (options.opfs) throw new AgentStateError("agentstate: opfs applies to a path, not to a host", "INVALID_ARGUMENT");
+      const { checkHost } = await import("./sqlite/vfs.js");
+      try {
+        checkHost(options.host);
+      } catch (e) {
+        throw new AgentStateError(e.message, "INVALID_ARGUMENT", { cause: e });
+      }
+      if (typeof options.host.path !== "string" || options.host.path === "") {
+        throw new AgentStateError("agentstate: host.path must name the database file the host serves", "INVALID_ARGUMENT");
+      }
+    } else if (options.path === undefined || options.path === null) {
       const r = await callApi(api, () => api.open(JSON.stringify(req), []));
       return new Database(api, r.h, { options: req });
-    }
-    if (typeof options.path !== "string" || options.path === "") {
+    } else if (typeof options.path !== "string" || options.path === "") {
       throw new AgentStateError("agentstate: path must be a non-empty string", "INVALID_ARGUMENT");
     }
     let key;
     let makeHost;
-    if (!options.opfs && (runtime === "workerd" || runtime === "deno")) {
+    let disk = false; // a file the native CLI can reach
+    if (options.host) {
+      // One handle per host object: two would keep separate caches of one file.
+      key = options.host;
+      makeHost = () => options.host;
+    } else if (!options.opfs && (runtime === "workerd" || runtime === "deno")) {
       throw new AgentStateError(
         `agentstate: ${runtime} has no file host: open in memory, from an image, or pass a host (see the README)`,
         "INVALID_ARGUMENT",
       );
-    }
-    if (options.opfs || !isNode) {
+    } else if (options.opfs || !isNode) {
       const { openOpfsHost, opfsKey } = await import("./opfs-host.js");
       key = opfsKey(options.path);
       makeHost = () => openOpfsHost(options.path);
     } else {
-      const { NodeFileHost, resolvePath, loadNodeModules } = await import("./node-host.js");
+      const { openNodeFileHost, resolvePath, loadNodeModules } = await import("./node-host.js");
       await loadNodeModules();
       key = `file:${resolvePath(options.path)}`;
-      makeHost = () => new NodeFileHost(options.path, { readOnly: !!options.readOnly });
+      makeHost = () => openNodeFileHost(options.path, { readOnly: !!options.readOnly, busyTimeoutMs: options.busyTimeoutMs });
+      disk = true;
     }
     // Opens of one file share a handle; an open in progress is awaited.
     let pending = shared.get(key);
@@ -330,14 +367,25 @@ export class Database {
       pending = (async () => {
         const host = await makeHost();
         let r;
+        let vfs;
         try {
-          r = await callApi(api, () => api.open(JSON.stringify({ ...req, path: host.path, name: options.path }), [], host));
+          // SQLite reaches the host's files through a VFS of src/sqlite/vfs.js.
+          const { registerVfs } = await import("./sqlite/vfs.js");
+          vfs = registerVfs(instances.get(api).sqlite, host);
+          r = await callApi(api, () =>
+            api.open(JSON.stringify({ ...req, path: host.path, vfs: vfs.name, disk, name: options.path ?? host.path }), []),
+          );
         } catch (e) {
-          host.dispose();
+          vfs?.unregister();
+          host.dispose?.();
           throw e;
         }
+        const release = () => {
+          vfs.unregister();
+          host.dispose?.();
+        };
         // The mode the engine resolved ("auto" or no mode: the file's).
-        const db = new Database(api, r.h, { release: () => host.dispose(), key, options: { ...req, mode: r.mode, every: r.every } });
+        const db = new Database(api, r.h, { release, key, options: { ...req, mode: r.mode, every: r.every } });
         db.host = host;
         return db;
       })();

@@ -8,9 +8,83 @@ export class AgentStateError extends Error {
   code: ErrorCode;
 }
 
+/**
+ * Where a database's files live when there is no file system the package
+ * knows (a Durable Object, a key-value store, your own medium): an object
+ * that SQLite's VFS calls, synchronously, for every read and write of the
+ * database file and its companions ("<path>-wal", "<path>-journal"; never
+ * temporary files, which stay in memory). Pass it as `open({ host })`.
+ *
+ * Every method is synchronous and may throw: the error becomes SQLite's
+ * I/O error for that call (BUSY when the error's `code` is "BUSY") and its
+ * message reaches the AgentStateError. Offsets and sizes are bytes
+ * (numbers). Ids are the host's own (small integers).
+ *
+ * The engine opens `path` in WAL mode (the WAL-index in memory, never in
+ * a file): a commit appends frames to "<path>-wal" and a checkpoint copies
+ * pages into `path`. A write must be durable, or at least kept in order with the
+ * later ones, by the time the next call returns; `sync` is where a host
+ * that buffers must flush. Within one JavaScript realm the package keeps
+ * connections apart itself; keeping other processes away is the host's
+ * business (`lock`, or an exclusive medium).
+ */
+export interface FileHost {
+  /** The database file this host serves (what the engine opens). */
+  readonly path: string;
+  /**
+   * Opens `name` (`path` or a companion). Returns an id >= 0, or -1 when
+   * the file does not exist and `create` is false.
+   */
+  open(name: string, options: { create: boolean; readOnly: boolean; kind: "main" | "wal" | "journal" | "super-journal" | "other" }): number;
+  /** Reads into `into` from `offset`; returns the bytes read (fewer at the end of the file; the rest reads as zeros). */
+  read(id: number, into: Uint8Array, offset: number): number;
+  /** Writes all of `from` at `offset`, growing the file if needed. */
+  write(id: number, from: Uint8Array, offset: number): void;
+  /** The file's size in bytes. */
+  size(id: number): number;
+  /** Cuts (or extends with zeros) the file to `size` bytes. */
+  truncate(id: number, size: number): void;
+  /** Makes what was written durable. */
+  sync(id: number): void;
+  /**
+   * Optional: called on `path`'s id after each committed transaction (in
+   * WAL mode with synchronous=NORMAL no sync marks a commit). A host that
+   * collects writes stores them here. SQLite ignores a failure here: such
+   * a host must then fail its later calls.
+   */
+  commit?(id: number): void;
+  close(id: number): void;
+  /** Deletes a file (nothing when it does not exist). */
+  remove(name: string): void;
+  /** Whether `name` exists and is not empty. */
+  exists(name: string): boolean;
+  /**
+   * Optional ownership hook, for hosts shared with other processes: called
+   * when the engine's connection takes (`lock`) or drops (`unlock`)
+   * SQLite's lock on `path` ("shared", "reserved", "exclusive"; "none",
+   * "shared" on unlock). Return false (or throw an error with code "BUSY")
+   * to refuse: SQLite reports BUSY.
+   */
+  lock?(id: number, level: "shared" | "reserved" | "exclusive"): boolean | void;
+  unlock?(id: number, level: "none" | "shared"): void;
+  /** Optional: called once when the database closes. */
+  dispose?(): void;
+}
+
+/**
+ * A FileHost over a SQLite-backed Durable Object's storage
+ * (`ctx.storage`): the database `name` as 4 KiB chunks in the tables
+ * `agentstate_files` and `agentstate_chunks` of `ctx.storage.sql`, written
+ * as SQLite writes them (a step writes only the pages and WAL frames it
+ * changed; every value is one chunk), one storage transaction per commit.
+ */
+export function durableObjectHost(storage: { sql: { exec(query: string, ...bindings: unknown[]): any } } | { exec(query: string, ...bindings: unknown[]): any }, name?: string, options?: { chunkSize?: number }): FileHost & { diskBytes(): number };
+
 export interface OpenOptions {
   /** A file (Node) or an OPFS file name (browser worker); omitted: a fresh in-memory database. */
   path?: string;
+  /** Files served by a FileHost (Durable Objects: `durableObjectHost(ctx.storage)`), in any runtime. */
+  host?: FileHost;
   /** Bytes of a database file, opened as a private in-memory copy. */
   image?: Uint8Array | ArrayBuffer;
   /** Open `path` in the origin private file system (default in browsers). */
@@ -31,6 +105,14 @@ export interface OpenOptions {
   wasmURL?: string | URL;
   /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "agentstate/agentstate.wasm"`) or its bytes. */
   wasmBytes?: BufferSource | WebAssembly.Module;
+  /** SQLite, the official sqlite3.wasm: a WebAssembly.Module (`import sqliteWasm from "agentstate/sqlite3.wasm"`) or its bytes. */
+  sqliteWasm?: BufferSource | WebAssembly.Module;
+  /** Where browsers fetch sqlite3.wasm (default: next to this package's dist/). */
+  sqliteWasmURL?: string | URL;
+  /** SQLite's callback module: a WebAssembly.Module (`import callbacksWasm from "agentstate/sqlite-callbacks.wasm"`) or its bytes. */
+  callbacksWasm?: BufferSource | WebAssembly.Module;
+  /** Where browsers fetch sqlite-callbacks.wasm (default: next to this package's dist/). */
+  callbacksWasmURL?: string | URL;
   /** Print each engine call's time inside Go (first open only). */
   trace?: boolean;
 }
@@ -59,7 +141,9 @@ export class Database {
   readonly closed: boolean;
 }
 
-export function loadEngine(options?: { wasmURL?: string | URL; wasmBytes?: BufferSource | WebAssembly.Module; trace?: boolean }): Promise<unknown>;
+export function loadEngine(
+  options?: Pick<OpenOptions, "wasmURL" | "wasmBytes" | "sqliteWasm" | "sqliteWasmURL" | "callbacksWasm" | "callbacksWasmURL" | "trace">,
+): Promise<unknown>;
 
 /** The kind of JavaScript host the package detected. */
 export const runtime: "node" | "deno" | "workerd" | "browser";

@@ -1,10 +1,29 @@
-// Node's side of the engine's file VFS: synchronous fs calls on real files,
-// plus the owner file that keeps a database to one process at a time.
+// Node's file host: synchronous node:fs calls on real files (the FileHost
+// contract of index.d.ts, called by the VFS adapter in sqlite/vfs.js), and
+// the protocol that keeps a database to one kind of process at a time.
 //
-// Locks live inside the wasm instance, never on disk, so a process that
-// dies leaves no stale lock: the owner file it leaves names a dead pid and
-// the next open takes it over; a half-written transaction leaves a hot
-// journal, which SQLite rolls back on that open.
+// Sharing with the native engine and CLI. Node cannot take the POSIX locks
+// native SQLite relies on, so a Node process and a native one take turns,
+// by files beside the database that both sides maintain:
+//
+//   <db>.owner      this process's claim, created with O_EXCL: JSON naming
+//                   it ({"runtime":"node","pid","host","since","program"});
+//                   one Node process at a time; removed on close and exit.
+//   <db>.natives/   one file per native handle open on the database, the
+//                   same kind of JSON (written by the Go engine's open).
+//
+// Each side registers first, then looks for the other, and withdraws when
+// it finds a live one: two processes starting at once cannot both miss
+// each other. To keep them from both backing off, natives always give way
+// to an owner file, and Node gives a native it finds 50 ms to do so. Entries of dead processes on this host are removed by
+// whoever finds them; a process on another host (or a WASI one, whose pid
+// means nothing) counts as live, and the error names the file to remove.
+// The later opener retries for up to a second (min(busyTimeoutMs, 1000)),
+// then fails with BUSY naming the file and the holder.
+//
+// Locks between the connections of this process live in the VFS adapter,
+// never on disk, so a process that dies leaves only its owner file (taken
+// over by the next open) and perhaps a hot journal, which SQLite rolls back.
 //
 // node:* modules are imported on first use, not statically: a bundler that
 // inlines this file (no code splitting) must not hoist imports that hosts
@@ -12,25 +31,28 @@
 import { AgentStateError } from "./engine.js";
 
 let fs, os, path;
-let O_RDWR, O_RDONLY, O_CREAT;
 
 /** Imports the node:* modules this host needs; call before anything else. */
 export async function loadNodeModules() {
   if (fs) return;
   const [f, o, p] = await Promise.all([import("node:fs"), import("node:os"), import("node:path")]);
   [fs, os, path] = [f.default, o.default, p.default];
-  ({ O_RDWR, O_RDONLY, O_CREAT } = fs.constants);
 }
 
 export function resolvePath(p) {
   return path.resolve(p);
 }
 
+/** How long an open retries while another process holds the file. */
+const SHARE_GRACE_MS = 1000;
+/** How long a native that registered at the same moment gets to give way. */
+const TIE_MS = 50;
+
 /** Owner files of the databases this process has open, removed at exit. */
 const owned = new Set();
 let exitHook = false;
 
-function alive(pid) {
+function pidAlive(pid) {
   try {
     process.kill(pid, 0);
     return true;
@@ -39,25 +61,63 @@ function alive(pid) {
   }
 }
 
-function readOwner(file) {
+/** "yes", "no" or "unknown": whether the process h names is alive. */
+function liveness(h) {
+  if (!h || typeof h.pid !== "number" || h.pid <= 0 || !h.host || h.host !== os.hostname()) return "unknown";
+  return pidAlive(h.pid) ? "yes" : "no";
+}
+
+export function describeHolder(h) {
+  let s = h?.runtime || "another process";
+  if (h?.program) s += ` (${h.program})`;
+  if (h?.pid > 0) s += ` pid ${h.pid}`;
+  if (h?.host) s += ` on host ${h.host}`;
+  if (h?.since) s += ` since ${h.since}`;
+  return s;
+}
+
+function heldError(db, h, record, live) {
+  const native = h?.runtime === "native" || h?.runtime === "wasi";
+  let msg = `agentstate: ${db} is open in ${describeHolder(h)}`;
+  msg += native ? "; a JavaScript process and the native engine cannot have one file open at once: close it there first" : "; close it there first";
+  if (live === "unknown" && record) msg += `; if that process is gone, remove ${record}`;
+  const e = new AgentStateError(msg, "BUSY");
+  e.holder = h ?? null;
+  e.retry = live !== "unknown" || !record;
+  return e;
+}
+
+function readJSON(file) {
+  let text;
   try {
-    const text = fs.readFileSync(file, "utf8");
-    return { text, owner: JSON.parse(text) };
+    text = fs.readFileSync(file, "utf8");
   } catch (e) {
-    if (e.code === "ENOENT") return { text: null, owner: null };
-    return { text: null, owner: null, unreadable: true };
+    if (e.code === "ENOENT") return { missing: true };
+    throw e;
+  }
+  try {
+    const v = JSON.parse(text);
+    return { text, value: v && typeof v === "object" ? v : null };
+  } catch {
+    return { text, value: null }; // created, not yet filled
   }
 }
 
+function me() {
+  const program = process.argv[1] ? path.basename(process.argv[1]) : undefined;
+  return { runtime: "node", pid: process.pid, host: os.hostname(), since: new Date().toISOString(), ...(program ? { program } : {}) };
+}
+
 /**
- * Takes `${db}.owner` for this process, or throws BUSY naming the live
- * process that has the database open. An owner file left by a dead process
- * (same host, pid gone) is taken over.
+ * Takes `${db}.owner` for this process and checks that no native process
+ * has the file open; returns the function that gives it back. Throws BUSY
+ * (with `retry` set when waiting may help) naming the holder.
  */
 export function acquireOwner(db) {
   const release = takeOwner(db);
   try {
-    checkSwitches(db);
+    checkNatives(db);
+    clearLeftovers(db);
   } catch (e) {
     release();
     throw e;
@@ -65,46 +125,39 @@ export function acquireOwner(db) {
   return release;
 }
 
-// Leftovers of a WebAssembly process that used WAL (ncruces' in-process
-// WAL-index): a "-shm" directory, and for WASI builds a ".lock" file. With
-// the owner file ours, a -shm directory left by a dead owner of ours is
-// removed; one without an owner file belongs to another kind of process
-// (a WASI build), which may still be running: refuse rather than share.
-const tookOverStale = new Set();
-
-function checkSwitches(db) {
-  const shm = `${db}-shm`;
-  let st;
+/**
+ * acquireOwner, but a native process that registered at the same moment
+ * gets up to TIE_MS to see this owner file and withdraw (natives always
+ * give way to an owner file they find) before this open gives up: of two
+ * processes starting together, Node goes on instead of both backing off.
+ */
+async function acquireOwnerWaiting(db) {
+  const release = takeOwner(db);
   try {
-    st = fs.lstatSync(shm);
-  } catch (e) {
-    if (e.code !== "ENOENT") throw e;
-  }
-  if (st?.isDirectory()) {
-    if (tookOverStale.has(db)) {
-      fs.rmdirSync(shm);
-    } else {
-      throw new AgentStateError(
-        `agentstate: ${shm} is a directory: another WebAssembly process may have ${db} open; if none has, remove that directory`,
-        "BUSY",
-      );
+    const until = Date.now() + TIE_MS;
+    for (;;) {
+      try {
+        checkNatives(db);
+        break;
+      } catch (e) {
+        if (!(e instanceof AgentStateError) || !e.retry || Date.now() >= until) throw e;
+      }
+      await sleep(2);
     }
+    clearLeftovers(db);
+  } catch (e) {
+    release();
+    throw e;
   }
-  tookOverStale.delete(db);
-  if (fs.existsSync(`${db}.lock`)) {
-    throw new AgentStateError(
-      `agentstate: ${db}.lock exists: a WASI process may have ${db} open; if none has, remove that file`,
-      "BUSY",
-    );
-  }
+  return release;
 }
 
 function takeOwner(db) {
   const file = `${db}.owner`;
-  const me = JSON.stringify({ pid: process.pid, host: os.hostname(), since: new Date().toISOString() });
+  const mine = JSON.stringify(me());
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      fs.writeFileSync(file, me, { flag: "wx" });
+      fs.writeFileSync(file, mine, { flag: "wx" });
       owned.add(file);
       if (!exitHook) {
         exitHook = true;
@@ -119,29 +172,23 @@ function takeOwner(db) {
       return () => {
         owned.delete(file);
         try {
-          fs.unlinkSync(file);
+          if (fs.readFileSync(file, "utf8") === mine) fs.unlinkSync(file);
         } catch {}
       };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
     }
-    const { text, owner } = readOwner(file);
-    if (text === null) continue; // vanished or half-written: look again
-    if (owner?.host === os.hostname() && owner.pid === process.pid) {
+    const { missing, text, value: owner } = readJSON(file);
+    if (missing) continue;
+    if (!owner) throw heldError(db, { runtime: "a JavaScript process" }, file, "yes");
+    if (owner.host === os.hostname() && owner.pid === process.pid) {
       throw new AgentStateError(`agentstate: ${db} is already open in this process`, "BUSY");
     }
-    if (owner?.host !== os.hostname()) {
-      throw new AgentStateError(
-        `agentstate: ${db} is open on host ${owner?.host} (pid ${owner?.pid}); if that process is gone, remove ${file}`,
-        "BUSY",
-      );
-    }
-    if (alive(owner.pid)) {
-      throw new AgentStateError(`agentstate: ${db} is open in process ${owner.pid}`, "BUSY");
-    }
+    const live = liveness(owner);
+    if (live !== "no") throw heldError(db, owner, file, live);
     // Stale: move it aside under a name of our own, and put it back if
     // another process replaced it in between.
-    const aside = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+    const aside = `${file}.stale.${process.pid}.${Math.random().toString(36).slice(2)}`;
     try {
       fs.renameSync(file, aside);
     } catch (e) {
@@ -153,86 +200,163 @@ function takeOwner(db) {
       try {
         fs.linkSync(aside, file);
       } catch {}
-      fs.unlinkSync(aside);
-      continue;
     }
     fs.unlinkSync(aside);
-    tookOverStale.add(db);
   }
   throw new AgentStateError(`agentstate: could not take ${file}`, "BUSY");
 }
 
-/** The host object the Go VFS calls (see wasm/js/vfs.go). */
+/** Fails while a live native process is registered in `${db}.natives/`; removes dead ones' entries. */
+function checkNatives(db) {
+  const dir = `${db}.natives`;
+  let names;
+  try {
+    names = fs.readdirSync(dir);
+  } catch (e) {
+    if (e.code === "ENOENT" || e.code === "ENOTDIR") return;
+    throw e;
+  }
+  for (const n of names) {
+    const f = path.join(dir, n);
+    const { missing, value: h } = readJSON(f);
+    if (missing) continue;
+    if (!h) throw heldError(db, { runtime: "native" }, f, "yes"); // being written
+    const live = liveness(h);
+    if (live === "no") {
+      try {
+        fs.unlinkSync(f);
+      } catch {}
+      continue;
+    }
+    throw heldError(db, h, f, live);
+  }
+  try {
+    fs.rmdirSync(dir); // emptied of stale entries; a native that is about to register makes it again
+  } catch {}
+}
+
+// What other processes leave beside a database, now that none holds it:
+// the native engine's WAL-index ("-shm", a file; this package never uses
+// one: its WAL-index lives in the connection), or the "-shm" directory
+// earlier builds of this package kept as a switch against native opens.
+// Frames in "-wal" stay: the next open recovers them. A ".lock" file
+// belongs to a WASI build of the engine (ncruces' dot-file locks), which
+// may be alive: it is reported, not removed.
+function clearLeftovers(db) {
+  const shm = `${db}-shm`;
+  try {
+    if (fs.lstatSync(shm).isDirectory()) fs.rmdirSync(shm);
+    else fs.unlinkSync(shm);
+  } catch (e) {
+    if (e.code !== "ENOENT" && e.code !== "ENOTEMPTY") throw e;
+  }
+  if (fs.existsSync(`${db}.lock`)) {
+    throw new AgentStateError(`agentstate: ${db}.lock exists: a WASI process may have ${db} open; if none has, remove that file`, "BUSY");
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Opens the file host of a database file: takes it for this process,
+ * retrying for up to min(busyTimeoutMs, 1000) while another process holds
+ * it (one that is closing, or that started at the same moment).
+ */
+export async function openNodeFileHost(dbPath, { readOnly = false, busyTimeoutMs = 30_000 } = {}) {
+  await loadNodeModules();
+  const deadline = Date.now() + Math.min(Math.max(0, busyTimeoutMs ?? 0), SHARE_GRACE_MS);
+  let delay = 5;
+  const db = resolvePath(dbPath);
+  for (;;) {
+    try {
+      return new NodeFileHost(db, { readOnly, release: await acquireOwnerWaiting(db) });
+    } catch (e) {
+      if (!(e instanceof AgentStateError) || !e.retry || Date.now() >= deadline) throw e;
+    }
+    // Jittered, so that two processes that keep meeting stop meeting.
+    await sleep(Math.min(delay * (0.5 + Math.random()), Math.max(1, deadline - Date.now())));
+    delay = Math.min(delay * 2, 100);
+  }
+}
+
+/** The FileHost of one database file on Node's file system (see index.d.ts). */
 export class NodeFileHost {
-  constructor(dbPath, { readOnly = false } = {}) {
+  /** `release`: the owner file is taken already (openNodeFileHost); else the constructor takes it. */
+  constructor(dbPath, { readOnly = false, release } = {}) {
+    if (!fs) throw new Error("agentstate: call loadNodeModules() first");
     this.path = resolvePath(dbPath);
     this.readOnly = readOnly;
-    this.buf = new Uint8Array(64 * 1024);
-    this.wal = true;
     this.files = new Map();
     this.next = 0;
-    // Read-only handles take the owner file too: locks are per process, so
-    // a reader beside a writer in another process could see a torn page.
-    this.release = acquireOwner(this.path);
+    // Read-only handles take the owner file too: a native writer beside
+    // them would change pages under their feet.
+    this.release = release ?? acquireOwner(this.path);
   }
 
-  reserve(n) {
-    if (this.buf.length < n) this.buf = new Uint8Array(Math.max(n, this.buf.length * 2));
-  }
-
-  open(name, create, readOnly) {
+  open(name, { create = false, readOnly = false } = {}) {
+    const { O_RDWR, O_RDONLY, O_CREAT } = fs.constants;
+    // A read-only handle keeps the database file read-only; SQLite still
+    // needs a "-wal" beside a WAL file to read it (it writes no frames).
+    if (this.readOnly && name === this.path) readOnly = true;
     let fd;
     try {
-      fd = fs.openSync(name, readOnly || this.readOnly ? O_RDONLY : O_RDWR | (create ? O_CREAT : 0), 0o644);
+      fd = fs.openSync(name, readOnly ? O_RDONLY : O_RDWR | (create ? O_CREAT : 0), 0o644);
     } catch (e) {
       if (e.code === "ENOENT" && !create) return -1;
       throw e;
     }
     const id = ++this.next;
-    this.files.set(id, fd);
+    this.files.set(id, { fd, name, dirSync: create && !readOnly && name !== this.path });
     return id;
   }
 
-  fd(id) {
-    const fd = this.files.get(id);
-    if (fd === undefined) throw new Error(`agentstate: no open file ${id}`);
-    return fd;
+  file(id) {
+    const f = this.files.get(id);
+    if (f === undefined) throw new Error(`agentstate: no open file ${id}`);
+    return f;
   }
 
-  read(id, n, offset) {
-    const fd = this.fd(id);
+  read(id, into, offset) {
+    const { fd } = this.file(id);
     let done = 0;
-    while (done < n) {
-      const r = fs.readSync(fd, this.buf, done, n - done, offset + done);
+    while (done < into.length) {
+      const r = fs.readSync(fd, into, done, into.length - done, offset + done);
       if (r === 0) break;
       done += r;
     }
     return done;
   }
 
-  write(id, n, offset) {
-    const fd = this.fd(id);
+  write(id, from, offset) {
+    const { fd } = this.file(id);
     let done = 0;
-    while (done < n) done += fs.writeSync(fd, this.buf, done, n - done, offset + done);
+    while (done < from.length) done += fs.writeSync(fd, from, done, from.length - done, offset + done);
   }
 
   size(id) {
-    return fs.fstatSync(this.fd(id)).size;
+    return fs.fstatSync(this.file(id).fd).size;
   }
 
   truncate(id, n) {
-    fs.ftruncateSync(this.fd(id), n);
+    fs.ftruncateSync(this.file(id).fd, n);
   }
 
   sync(id) {
-    fs.fsyncSync(this.fd(id));
+    const f = this.file(id);
+    fs.fsyncSync(f.fd);
+    if (f.dirSync) {
+      // A journal just created: its directory entry must be durable
+      // before the database is written, as SQLite's unix VFS does.
+      f.dirSync = false;
+      syncDir(f.name);
+    }
   }
 
   close(id) {
-    const fd = this.files.get(id);
-    if (fd === undefined) return;
+    const f = this.files.get(id);
+    if (f === undefined) return;
     this.files.delete(id);
-    fs.closeSync(fd);
+    fs.closeSync(f.fd);
   }
 
   remove(name) {
@@ -266,5 +390,17 @@ export class NodeFileHost {
   dispose() {
     for (const id of [...this.files.keys()]) this.close(id);
     this.release();
+  }
+}
+
+function syncDir(file) {
+  let fd;
+  try {
+    fd = fs.openSync(path.dirname(file), "r");
+    fs.fsyncSync(fd);
+  } catch {
+    // Not every file system can open or sync a directory (Windows).
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }

@@ -1,18 +1,23 @@
-// The browser's side of the engine's file VFS: the origin private file
-// system through synchronous access handles, which exist only in dedicated
-// workers. SQLite writes pages in place, so a commit costs only the pages
-// it changed plus the journal, never a copy of the whole file.
+// The browser's file host (the FileHost contract of index.d.ts): the origin
+// private file system through synchronous access handles, which exist only
+// in dedicated workers. SQLite writes pages in place, so a commit costs
+// only the pages it changed plus the WAL (or journal), never a copy of the
+// whole file.
 //
-// A database uses two files, NAME and NAME-journal (a rollback journal:
-// there is no WAL-index shared memory here). Access handles are exclusive:
-// a second tab opening the same database gets BUSY instead of sharing it,
-// and a tab that dies releases them, so nothing stale is ever left behind;
-// a half-written transaction leaves a journal that the next open rolls back.
+// Access handles are created asynchronously, and SQLite's calls are
+// synchronous: the handles of every file a database may use (NAME,
+// NAME-wal, NAME-journal) are taken when the host opens. They are
+// exclusive: a second tab opening the same database gets BUSY instead of
+// sharing it, and a tab that dies releases them, so nothing stale is left
+// behind; frames in NAME-wal or a hot NAME-journal are recovered by the
+// next open.
 import { AgentStateError } from "./engine.js";
 
 export function opfsKey(name) {
   return `opfs:${name}`;
 }
+
+const SUFFIXES = ["", "-wal", "-journal"];
 
 export async function openOpfsHost(name) {
   if (typeof navigator === "undefined" || !navigator.storage?.getDirectory) {
@@ -24,7 +29,7 @@ export async function openOpfsHost(name) {
   const root = await navigator.storage.getDirectory();
   const files = new Map();
   try {
-    for (const suffix of ["", "-journal"]) {
+    for (const suffix of SUFFIXES) {
       const fh = await root.getFileHandle(name + suffix, { create: true });
       if (typeof fh.createSyncAccessHandle !== "function") {
         throw new AgentStateError("agentstate: OPFS databases must be opened in a dedicated worker", "INVALID_ARGUMENT");
@@ -50,12 +55,7 @@ export async function openOpfsHost(name) {
   };
   return {
     path: `/${name}`,
-    wal: false,
-    buf: new Uint8Array(64 * 1024),
-    reserve(n) {
-      if (this.buf.length < n) this.buf = new Uint8Array(Math.max(n, this.buf.length * 2));
-    },
-    open(p, create) {
+    open(p, { create = false } = {}) {
       const a = files.get(p);
       if (!a) {
         if (!create) return -1;
@@ -64,13 +64,13 @@ export async function openOpfsHost(name) {
       open.set(++next, a);
       return next;
     },
-    read(id, n, offset) {
-      return handle(id).read(this.buf.subarray(0, n), { at: offset });
+    read(id, into, offset) {
+      return handle(id).read(into, { at: offset });
     },
-    write(id, n, offset) {
+    write(id, from, offset) {
       const a = handle(id);
       let done = 0;
-      while (done < n) done += a.write(this.buf.subarray(done, n), { at: offset + done });
+      while (done < from.length) done += a.write(from.subarray(done), { at: offset + done });
     },
     size: (id) => handle(id).getSize(),
     truncate: (id, n) => handle(id).truncate(n),
@@ -88,6 +88,7 @@ export async function openOpfsHost(name) {
       const a = files.get(p);
       return !!a && a.getSize() > 0;
     },
+    /** Bytes of the database's files in OPFS. */
     diskBytes() {
       let n = 0;
       for (const a of files.values()) n += a.getSize();

@@ -93,7 +93,7 @@ describe("files under Node", () => {
       await c.waitFor(/open/);
       await expect(AgentStateSaver.open({ path: file })).rejects.toMatchObject({
         code: "BUSY",
-        message: expect.stringContaining(`process ${c.child.pid}`),
+        message: expect.stringMatching(new RegExp(`is open in node \\(writer\\.mjs\\) pid ${c.child.pid} on host .* since `)),
       });
       c.child.stdin.end();
       expect((await c.exited).code).toBe(0);

@@ -1,15 +1,15 @@
 // One cold start of the agentstate package in a fresh Node process:
-// import, open in memory, put one checkpoint, read it back, close. Prints
-// one JSON line at exit: times in ms since the process started.
-//   node agentstate.mjs [PATH.wasm]   (default: the package's own dist/)
-import fs from "node:fs";
+// import the LangGraph saver, open in memory, put one checkpoint, read it
+// back, close. Prints one JSON line at exit (cases/measure.mjs).
+//   node agentstate.mjs [PACKAGE_DIR]   (default: this repository's wasm/npm)
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { measure } from "./measure.mjs";
 
-const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../npm/src/index.js");
-const wasmPath = process.argv[2] ?? path.resolve(path.dirname(pkg), "../dist/agentstate.wasm");
-const { AgentStateSaver } = await import(pkg);
-const saver = await AgentStateSaver.open({ wasmBytes: fs.readFileSync(wasmPath) });
+const pkg = path.resolve(process.argv[2] ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "../../npm"));
+const m = measure();
+const { AgentStateSaver } = await import(path.join(pkg, "src/index.js"));
+const saver = await AgentStateSaver.open({});
 const config = { configurable: { thread_id: "t1", checkpoint_ns: "" } };
 const checkpoint = {
   v: 4,
@@ -22,9 +22,6 @@ const checkpoint = {
 await saver.put(config, checkpoint, { source: "input", step: -1, parents: {} }, { messages: 1 });
 const tuple = await saver.getTuple(config);
 if (tuple?.checkpoint.id !== checkpoint.id) throw new Error("getTuple did not return the checkpoint");
-const first = performance.now();
+m.first();
 await saver.close();
-const closed = performance.now();
-process.on("exit", () => {
-  console.log(JSON.stringify({ first, closed, exit: performance.now(), maxRssMB: process.resourceUsage().maxRSS / 1024 }));
-});
+m.closed();

@@ -1,6 +1,8 @@
 // The start-up benchmark's Worker: /putget opens an in-memory saver on
 // first use, then puts one checkpoint and reads it back per request.
 import wasm from "./agentstate.wasm";
+import sqliteWasm from "./sqlite3.wasm";
+import callbacksWasm from "./sqlite-callbacks.wasm";
 import { AgentStateSaver } from "agentstate";
 
 let saver;
@@ -12,7 +14,7 @@ export default {
     if (url.pathname === "/ping") return new Response("ok");
     if (url.pathname !== "/putget") return new Response("not found", { status: 404 });
     try {
-      saver ??= AgentStateSaver.open({ wasmBytes: wasm });
+      saver ??= AgentStateSaver.open({ wasmBytes: wasm, sqliteWasm, callbacksWasm });
       const s = await saver;
       n++;
       const config = { configurable: { thread_id: "t1", checkpoint_ns: "" } };

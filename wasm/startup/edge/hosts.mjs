@@ -96,13 +96,19 @@ export async function waitHTTP(url, proc, ms = 60_000) {
  * serves it on 127.0.0.1 with the engine imported as a wasm module (the
  * only way workerd takes WebAssembly), and starts workerd.
  */
-export async function startWorkerd({ nodejsCompat, entry = path.join(here, "worker.js"), wasm = wasmFile, extraWasm = {} }) {
+export async function startWorkerd({ nodejsCompat, entry = path.join(here, "worker.js"), pkg = npmDir, wasm, extraWasm = {} }) {
   const dir = tmpdir("workerd");
   await bundle(entry, path.join(dir, "worker.js"), {
     conditions: ["workerd", "worker", "browser"],
-    alias: { "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
+    alias: { agentstate: path.join(pkg, "src/index.js"), "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
   });
-  fs.copyFileSync(wasm, path.join(dir, "agentstate.wasm"));
+  fs.copyFileSync(wasm ?? (pkg === npmDir ? wasmFile : path.join(pkg, "dist/agentstate.wasm")), path.join(dir, "agentstate.wasm"));
+  // SQLite and its callback module, imported as modules like the engine
+  // (an older package without them gets this build's, and ignores them).
+  for (const f of ["sqlite3.wasm", "sqlite-callbacks.wasm"]) {
+    const own = path.join(pkg, "dist", f);
+    fs.copyFileSync(fs.existsSync(own) ? own : path.join(npmDir, "dist", f), path.join(dir, f));
+  }
   const extraModules = Object.entries(extraWasm).map(([name, file]) => {
     fs.copyFileSync(file, path.join(dir, name));
     return `(name = "${name}", wasm = embed "${name}")`;
@@ -119,6 +125,8 @@ const worker :Workerd.Worker = (
   modules = [
     (name = "worker.js", esModule = embed "worker.js"),
     (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
+    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
+    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),
     ${extraModules.map((m) => `${m},`).join("\n    ")}
   ],
   compatibilityDate = "2025-09-01",

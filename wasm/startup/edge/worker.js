@@ -3,6 +3,8 @@
 // is imported at build time, as workerd requires: it compiles no
 // WebAssembly from bytes at run time.
 import wasm from "./agentstate.wasm";
+import sqliteWasm from "./sqlite3.wasm";
+import callbacksWasm from "./sqlite-callbacks.wasm";
 // "@langchain/langgraph" with nodejs_compat (node:async_hooks), its "/web"
 // entry without: the harness aliases this name to one of them.
 import * as langgraph from "langgraph-entry";
@@ -17,7 +19,7 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === "/ping") return new Response("ok");
     try {
-      ready ??= AgentStateSaver.open({ wasmBytes: wasm }).then((saver) => ({ saver, graph: buildGraph(langgraph, messages, saver) }));
+      ready ??= AgentStateSaver.open({ wasmBytes: wasm, sqliteWasm, callbacksWasm }).then((saver) => ({ saver, graph: buildGraph(langgraph, messages, saver) }));
       const { saver, graph } = await ready;
       if (url.pathname === "/turn") {
         const messages = await turn(graph, url.searchParams.get("thread") ?? "t", url.searchParams.get("text") ?? "hi");
@@ -32,7 +34,7 @@ export default {
       if (url.pathname === "/file") {
         // A path has no meaning here: the package must say so, not crash.
         try {
-          await AgentStateSaver.open({ path: "x.db", wasmBytes: wasm });
+          await AgentStateSaver.open({ path: "x.db", wasmBytes: wasm, sqliteWasm, callbacksWasm });
           return Response.json({ error: null });
         } catch (e) {
           return Response.json({ error: e.code, message: e.message });

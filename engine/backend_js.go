@@ -1,0 +1,158 @@
+//go:build js
+
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/jshost"
+)
+
+// jsBackend is SQLite provided by the JavaScript host (GOOS=js builds, which
+// link no SQLite): an in-memory database (memdb), an image opened in memory,
+// or a file of a VFS the host registered (a "file:" URI naming it, or a
+// plain path for the host's default VFS).
+//
+// A handle has one connection (oneConn): one JavaScript thread runs every
+// statement anyway, an in-memory database or an image belongs to the
+// connection that opened it, and a file needs no shared WAL-index between
+// connections of one process.
+//
+// Files are in WAL mode, as natively (the engine asks for it). Over a VFS
+// with shared memory (xShmMap), every connection of the SQLite instance
+// shares the WAL-index, so several handles of one file work as natively.
+// A VFS without it (io methods version 1, as the npm package's VFS over a
+// file host) runs WAL only in exclusive locking mode, with the WAL-index in
+// the connection's memory: the connection then keeps the file's lock until
+// it closes, so one handle per file per process (the npm package shares
+// one), and a file a native process left in WAL mode opens as it is.
+type jsBackend struct {
+	name  string // what the connection opens
+	mem   bool
+	image []byte // deserialized into the connection, for OpenImage
+	o     Options
+	funcs []driver.Func
+}
+
+func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
+	if err := jshost.Available(); err != nil {
+		return nil, err
+	}
+	b := &jsBackend{name: path, o: o, funcs: funcs}
+	if path == Memory {
+		b.mem = true
+		// A memdb database without a leading slash in its name is private
+		// to its connection; memdb hands out its bytes without a copy.
+		b.name = "file:agentstate-memory?vfs=memdb"
+	}
+	return b, nil
+}
+
+func (b *jsBackend) dial(write bool) (driver.Conn, error) {
+	o := jshost.Options{ReadOnly: b.o.ReadOnly, Create: write, BusyTimeout: b.o.BusyTimeout, Funcs: b.funcs}
+	if b.image != nil {
+		// The connection only carries the image, which is read-only or not.
+		o.ReadOnly, o.Create = false, true
+	}
+	c, err := jshost.Open(b.name, o)
+	if err != nil {
+		return nil, err
+	}
+	if b.image != nil {
+		if err := c.Deserialize("main", b.image, b.o.ReadOnly); err != nil {
+			c.Close()
+			return nil, err
+		}
+		b.image = nil
+	}
+	// The official wasm build defaults to 8 KiB pages and a 16 MiB page
+	// cache; native builds to 4 KiB and 2 MB: the same here, so that a file
+	// made in one looks like a file made in the other. page_size only
+	// applies to a database that is still empty.
+	if !b.mem {
+		if err := walLocking(c); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	settings := []string{"PRAGMA page_size=4096", "PRAGMA cache_size=-2000", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=" + b.o.Synchronous}
+	for _, p := range settings {
+		if _, err := c.Exec(p); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return c, nil
+}
+
+func (b *jsBackend) memory() bool  { return b.mem }
+func (b *jsBackend) close()        {}
+func (b *jsBackend) oneConn() bool { return true }
+
+// liveness: none. The host SQLite has no file locks other processes see,
+// so run leases alone decide whether a run's owner is alive.
+func (b *jsBackend) liveness() driver.Liveness { return nil }
+
+// scratchConn opens a private, empty in-memory SQLite database with the
+// engine's functions.
+func scratchConn() (driver.Conn, error) {
+	return jshost.Open(":memory:", jshost.Options{Create: true, Funcs: sqlFuncs()})
+}
+
+// walLocking makes WAL possible on c's file: exclusive locking mode when
+// its VFS has no shared memory (see jsBackend). It must run before the
+// connection first reads the file.
+func walLocking(c *jshost.Conn) error {
+	if c.SharedMemory() {
+		return nil
+	}
+	_, err := c.Exec("PRAGMA locking_mode=EXCLUSIVE")
+	return err
+}
+
+// OpenImage opens a private in-memory copy of image, the bytes of an
+// agentstate file (what Image returns), as Open opens a file. Only GOOS=js
+// builds have it: there the host's SQLite takes the bytes as they are.
+func OpenImage(ctx context.Context, image []byte, opts *Options) (*DB, error) {
+	if len(image) < 100 || string(image[:16]) != "SQLite format 3\x00" {
+		return nil, fmt.Errorf("%w: the image is not an SQLite database (%d bytes)", ErrNotAgentstate, len(image))
+	}
+	o := DefaultOptions()
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	img := append([]byte(nil), image...)
+	// An image of a file in WAL mode opens in rollback mode: it has no
+	// -wal file beside it, and memory has no WAL-index.
+	if img[18] == 2 || img[19] == 2 {
+		img[18], img[19] = 1, 1
+	}
+	b := &jsBackend{name: "file:agentstate-image?vfs=memdb", mem: true, image: img, o: o, funcs: sqlFuncs()}
+	return openWith(ctx, Memory, b, o)
+}
+
+// Image returns a consistent copy of the database's bytes: an SQLite file
+// that OpenImage, or any SQLite, opens. Only GOOS=js builds have it.
+func (db *DB) Image(ctx context.Context) ([]byte, error) {
+	var out []byte
+	err := db.read(ctx, func(c *conn) error {
+		jc, ok := c.d.(*jshost.Conn)
+		if !ok {
+			return fmt.Errorf("agentstate: internal: image of a %T", c.d)
+		}
+		// Any read in the transaction first, so that the copy is one
+		// snapshot (serialize reads no pages of a database it can lock).
+		if _, err := c.queryInt64("SELECT count(*) FROM sqlite_master"); err != nil {
+			return err
+		}
+		var err error
+		out, err = jc.Serialize("main")
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,31 @@
+// What every Node case prints at exit, as one JSON line: ms since the
+// process started at the first result and at close(), when the process
+// exited, peak RSS, and CPU: the main thread's at the first result (from
+// /proc/thread-self/schedstat, where there is one) and the process's.
+import fs from "node:fs";
+
+export function mainThreadCPU() {
+  try {
+    return Number(fs.readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
+  } catch {
+    return null;
+  }
+}
+
+/** Call at the first result and after close(); prints at exit. */
+export function measure() {
+  const m = {};
+  return {
+    first() {
+      m.first = performance.now();
+      m.mainCpuFirst = mainThreadCPU();
+    },
+    closed() {
+      m.closed = performance.now();
+      process.on("exit", () => {
+        const u = process.cpuUsage();
+        console.log(JSON.stringify({ ...m, exit: performance.now(), cpuMs: (u.user + u.system) / 1000, maxRssMB: process.resourceUsage().maxRSS / 1024 }));
+      });
+    },
+  };
+}
