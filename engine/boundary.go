@@ -15,8 +15,8 @@ import (
 // from the UI.
 const HideFromUIKey = "hide_from_ui"
 
-// PregelPrefix starts the names of LangGraph's internal channels.
-const PregelPrefix = "__pregel_"
+// pregelPrefix starts the names of LangGraph's internal channels.
+const pregelPrefix = "__pregel_"
 
 // SafeForBrowser returns a copy of state (channel name -> value) for display:
 // channels named __pregel_* are left out, and in every message marked
@@ -30,7 +30,7 @@ func SafeForBrowser(state map[string]any) map[string]any {
 	}
 	out := make(map[string]any, len(state))
 	for k, v := range state {
-		if strings.HasPrefix(k, PregelPrefix) {
+		if strings.HasPrefix(k, pregelPrefix) {
 			continue
 		}
 		out[k] = boundaryValue(v)

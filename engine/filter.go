@@ -15,12 +15,12 @@ type filterTerm struct {
 	Value any      `msgpack:"v"`
 }
 
-// ValidateFilterKey reports whether key may be used in a metadata filter:
+// validateFilterKey reports whether key may be used in a metadata filter:
 // fields of letters, digits, "_" and "-", joined by dots for nested ones
 // (the rule every filter of the engine applies; see splitFilterKey). Keys
 // never reach SQL text; the rule keeps them meaningful and refuses
 // payloads early.
-func ValidateFilterKey(key string) error {
+func validateFilterKey(key string) error {
 	_, err := splitFilterKey(key)
 	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/workload"
 )
 
 // benchResult is one line of `bench --json`; its fields are the contract
@@ -148,14 +149,14 @@ func benchOne(ctx context.Context, path, mode string, every, turns int, retain, 
 	var spent time.Duration
 	for i := range turns {
 		start := time.Now()
-		for _, m := range engine.BenchTurn(i) {
+		for _, m := range workload.Turn(i) {
 			step := engine.Step{Tasks: []engine.TaskWrites{{TaskID: m.Type, Writes: []engine.ChannelWrite{{Channel: engine.MessagesChannel, Value: m}}}}}
 			if _, err := db.Commit(ctx, benchThread, step); err != nil {
 				return r, err
 			}
 		}
 		spent += time.Since(start)
-		r.RawMessageBytes += engine.BenchHumanBytes + engine.BenchAIBytes
+		r.RawMessageBytes += workload.HumanBytes + workload.AIBytes
 		if sampleSizes && ((i+1)%sampleEvery == 0 || i == turns-1) {
 			in, err := db.Info(ctx)
 			if err != nil {

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/workload"
 )
 
-// The CLI's bench workload (engine.BenchTurn, as cmd/agentstate/bench.go
+// The CLI's bench workload (workload.Turn, as cmd/agentstate/bench.go
 // runs it), run inside the js build so the README can compare it with the
 // native figures: turns of a human and an AI message, each committed as one
 // step on one thread, then 20 warm reads of the head.
@@ -30,7 +31,7 @@ func opBench(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error
 	var spent time.Duration
 	for i := range r.Turns {
 		start := time.Now()
-		for _, m := range engine.BenchTurn(i) {
+		for _, m := range workload.Turn(i) {
 			step := engine.Step{Tasks: []engine.TaskWrites{{TaskID: m.Type, Writes: []engine.ChannelWrite{{Channel: engine.MessagesChannel, Value: m}}}}}
 			if _, err := h.db.Commit(ctx, thread, step); err != nil {
 				return nil, nil, err

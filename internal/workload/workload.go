@@ -1,4 +1,7 @@
-package engine
+// Package workload is the fixed workload of `agentstate bench` and of the js
+// build's bench, in one place so that the native and WebAssembly figures
+// measure the same bytes.
+package workload
 
 import (
 	"fmt"
@@ -8,24 +11,20 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-// The fixed workload of `agentstate bench` and of the js build's bench, in
-// one place so that the native and WebAssembly figures measure the same
-// bytes.
-
 // Sizes of the workload's messages, in bytes of content.
 const (
-	BenchHumanBytes = 200
-	BenchAIBytes    = 800
+	HumanBytes = 200
+	AIBytes    = 800
 )
 
-// BenchTurn returns the two messages of turn i of the bench workload: a
+// Turn returns the two messages of turn i of the bench workload: a
 // human and an AI message of English-like words with stable ids. Repeating
 // one letter would compress to nothing and flatter every compressed figure;
 // text made of common words compresses about as well as real chat does.
-func BenchTurn(i int) [2]codec.Message {
+func Turn(i int) [2]codec.Message {
 	return [2]codec.Message{
-		{ID: fmt.Sprintf("human-%05d", i), Type: codec.Human, Content: benchText(uint64(2*i), BenchHumanBytes)},
-		{ID: fmt.Sprintf("ai-%05d", i), Type: codec.AI, Content: benchText(uint64(2*i+1), BenchAIBytes)},
+		{ID: fmt.Sprintf("human-%05d", i), Type: codec.Human, Content: benchText(uint64(2*i), HumanBytes)},
+		{ID: fmt.Sprintf("ai-%05d", i), Type: codec.AI, Content: benchText(uint64(2*i+1), AIBytes)},
 	}
 }
 
