@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/agentstate/agentstate/internal/testmedia"
 	"io"
 	"os"
 	"path/filepath"
@@ -87,7 +88,7 @@ func TestReadOnlyMedia(t *testing.T) {
 	os.Remove(filepath.Join(src, "live.db-wal"))
 	os.Remove(filepath.Join(src, "live.db-shm"))
 
-	view, kind := readOnlyView(t, src)
+	view, kind := testmedia.ReadOnlyView(t, src)
 	t.Logf("the files sit in %s", kind)
 	before := listDir(t, src)
 
@@ -152,7 +153,7 @@ func listDir(t *testing.T, dir string) string {
 // error; what was committed before stays readable and the file verifies;
 // once space is freed, writes work again.
 func TestDiskFull(t *testing.T) {
-	dir := fullDisk(t, "1m")
+	dir := testmedia.FullDisk(t, "1m")
 	path := filepath.Join(dir, "full.db")
 	db := openTest(t, path, nil)
 	w := relWork{seed: 5}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentstate/agentstate/internal/testmedia"
 	"io"
 	"os"
 	"os/exec"
@@ -811,7 +812,7 @@ func TestReadOnlyCommandsOnReadOnlyMedia(t *testing.T) {
 		want(t, r, 0)
 		outs = append(outs, r.stdout)
 	}
-	view, kind := readOnlyView(t, filepath.Dir(path))
+	view, kind := testmedia.ReadOnlyView(t, filepath.Dir(path))
 	ro := filepath.Join(view, filepath.Base(path))
 	for i, args := range commands(ro) {
 		r := agentstate(t, nil, args...)

@@ -1,4 +1,4 @@
-package engine
+package testmedia
 
 import (
 	"os"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// readOnlyView returns a read-only view of dir: a read-only bind mount when
+// ReadOnlyView returns a read-only view of dir: a read-only bind mount when
 // the test runs as root (root writes through chmod) and may mount, dir
 // itself made 0555 otherwise. kind says which.
-func readOnlyView(t *testing.T, dir string) (view, kind string) {
+func ReadOnlyView(t *testing.T, dir string) (view, kind string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if err := os.Chmod(dir, 0o555); err != nil {
@@ -33,9 +33,9 @@ func readOnlyView(t *testing.T, dir string) (view, kind string) {
 	return view, "a read-only bind mount"
 }
 
-// fullDisk returns a directory on a file system of size bytes (a tmpfs), or
+// FullDisk returns a directory on a file system of size bytes (a tmpfs), or
 // skips when the test may not mount one.
-func fullDisk(t *testing.T, size string) string {
+func FullDisk(t *testing.T, size string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "small")
 	if err := os.Mkdir(dir, 0o755); err != nil {
