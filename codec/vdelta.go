@@ -66,7 +66,7 @@ import (
 // base version, and whether a stored value is whole or a delta is recorded
 // beside it, never guessed from its first byte (a whole value may start
 // with 0xD1). A writer stores the value whole when the delta is not smaller
-// and every K versions along a chain. A reader walks the base links back to
+// and at intervals along a chain (the engine's rule: engine/valuedelta.go). A reader walks the base links back to
 // the nearest whole (or cached) version and applies the deltas forward with
 // PatchChain, which composes the chain into one list of ranges and copies
 // the result once: 100 deltas past a 345 KB version cost a quarter to a

@@ -18,7 +18,7 @@ import (
 
 // The export format (JSON lines). The first line is a header:
 //
-//	{"table":"agentstate","format":1,"schema_version":4,"mode":"delta","snapshot_every":10}
+//	{"table":"agentstate","format":1,"schema_version":5,"mode":"delta","snapshot_every":10}
 //
 // (with "thread_id" when the export is of one thread); then one line per row
 // of every surface, tables in a fixed order and rows in primary-key order;

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/agentstate/agentstate/internal/testmedia"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/internal/testmedia"
 )
 
 // Files on media this process cannot write, and disks that fill up.

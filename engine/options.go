@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Channel modes. See SPEC section 2.2.
+// Channel modes (docs/contract.md §2.2).
 const (
 	// ModeFull stores the whole message list in every checkpoint that changes it.
 	ModeFull = "full"

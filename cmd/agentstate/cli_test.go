@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentstate/agentstate/internal/testmedia"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/testmedia"
 	"github.com/agentstate/agentstate/langgraph"
 	"github.com/ncruces/go-sqlite3"
 )
