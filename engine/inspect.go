@@ -1,15 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/agentstate/agentstate/codec"
 )
@@ -108,49 +104,11 @@ func decodeForDisplay(b codec.Blob) any {
 			return v
 		}
 	case "json":
-		if v, err := decodeJSONValue(b.Data); err == nil {
+		if v, err := codec.DecodeJSON(b.Data); err == nil {
 			return v
 		}
 	}
 	return b
-}
-
-// decodeJSONValue decodes JSON with integers as int64 and other numbers as
-// float64 (the types codec gives msgpack values).
-func decodeJSONValue(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data after the JSON value")
-	}
-	return fixNumbers(v), nil
-}
-
-func fixNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		s := string(x)
-		if !strings.ContainsAny(s, ".eE") {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return n
-			}
-		}
-		f, _ := strconv.ParseFloat(s, 64)
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = fixNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = fixNumbers(e)
-		}
-	}
-	return v
 }
 
 // LogEntry is one checkpoint of a thread's history, without its values.

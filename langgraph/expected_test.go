@@ -58,8 +58,8 @@ func loadExpected(t *testing.T, path string) expectedFile {
 	for _, nss := range out.Threads {
 		for _, cps := range nss {
 			for i := range cps {
-				cps[i].Metadata = jsonNumbers(cps[i].Metadata).(map[string]any)
-				cps[i].State.Values = jsonNumbers(cps[i].State.Values).(map[string]any)
+				cps[i].Metadata = jsonMap(t, cps[i].Metadata)
+				cps[i].State.Values = jsonMap(t, cps[i].State.Values)
 			}
 		}
 	}
@@ -604,4 +604,15 @@ func normalizeSets(v any) any {
 		return out
 	}
 	return v
+}
+
+// jsonMap is codec.JSONNumbers for a decoded map of the expected states.
+func jsonMap(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	v, err := codec.JSONNumbers(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := v.(map[string]any)
+	return out
 }

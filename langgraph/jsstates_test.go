@@ -48,8 +48,8 @@ func loadJSStates(t *testing.T, path string) jsStates {
 	}
 	for _, cps := range out.Threads {
 		for i := range cps {
-			cps[i].Metadata = jsonNumbers(cps[i].Metadata).(map[string]any)
-			cps[i].Values = jsonNumbers(cps[i].Values).(map[string]any)
+			cps[i].Metadata = jsonMap(t, cps[i].Metadata)
+			cps[i].Values = jsonMap(t, cps[i].Values)
 		}
 	}
 	return out

@@ -26,7 +26,11 @@ import (
 func decodeTyped(typ string, data []byte, memo extMemo) (any, error) {
 	switch typ {
 	case "json", "":
-		return decodeJSON(data)
+		v, err := codec.DecodeJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("not JSON: %w", err)
+		}
+		return v, nil
 	case "msgpack":
 		return decodePyMemo(data, memo)
 	case "bytes", "bytearray":
@@ -38,47 +42,6 @@ func decodeTyped(typ string, data []byte, memo extMemo) (any, error) {
 		return nil, fmt.Errorf("serde type %q is encrypted (EncryptedSerializer); decrypt the file first", typ)
 	}
 	return nil, fmt.Errorf("serde type %q is not one this build reads (json, msgpack, bytes, bytearray, null)", typ)
-}
-
-// decodeJSON decodes one JSON document with LangGraph's numbers mapped as
-// decodeTyped says.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("not JSON: data after the value")
-	}
-	return jsonNumbers(v), nil
-}
-
-func jsonNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		s := string(x)
-		if !strings.ContainsAny(s, ".eE") {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return n
-			}
-			if n, err := strconv.ParseUint(s, 10, 64); err == nil {
-				return n
-			}
-		}
-		f, _ := strconv.ParseFloat(s, 64)
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = jsonNumbers(e)
-		}
-	}
-	return v
 }
 
 func nonNil(b []byte) []byte {

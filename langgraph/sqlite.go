@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentstate/agentstate/codec"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -154,7 +155,7 @@ func decodeMetadata(data []byte) (map[string]any, error) {
 	if len(data) == 0 {
 		return map[string]any{}, nil
 	}
-	v, err := decodeJSON(data)
+	v, err := codec.DecodeJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}

@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
@@ -126,41 +124,14 @@ func decodeJSON(b []byte, v any) error {
 	return nil
 }
 
-// numbers replaces json.Number values inside a decoded free-form value.
+// numbers replaces json.Number values inside a decoded free-form value
+// (codec.JSONNumbers); a number no float64 holds is the caller's error.
 func numbers(v any) (any, error) {
-	switch x := v.(type) {
-	case json.Number:
-		s := string(x)
-		if !strings.ContainsAny(s, ".eE") {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return n, nil
-			}
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, errArg("number %s: %v", s, err)
-		}
-		return f, nil
-	case map[string]any:
-		for k, e := range x {
-			n, err := numbers(e)
-			if err != nil {
-				return nil, err
-			}
-			x[k] = n
-		}
-		return x, nil
-	case []any:
-		for i, e := range x {
-			n, err := numbers(e)
-			if err != nil {
-				return nil, err
-			}
-			x[i] = n
-		}
-		return x, nil
+	n, err := codec.JSONNumbers(v)
+	if err != nil {
+		return nil, errArg("%v", err)
 	}
-	return v, nil
+	return n, nil
 }
 
 func numbersMap(m map[string]any) (map[string]any, error) {
