@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/codec"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -136,6 +137,153 @@ func TestUpgradeFromV1Fixture(t *testing.T) {
 			t.Errorf("verify after upgrade: %v", p)
 		}
 	}
+}
+
+// A file written at schema version 5 (before writes, events and blobs were
+// rebuilt as rowid tables with their values last) upgrades in place: the
+// same rows, the schema of a file created at this version, every check of
+// verify; applying migration 6 again changes nothing.
+func TestUpgradeFromV5File(t *testing.T) {
+	ctx := context.Background()
+	dump, err := os.ReadFile("testdata/export_schema_v5.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.db")
+	if _, err := ImportFile(ctx, ref, bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := exportOf(t, openRW(t, ref), "")
+	old := filepath.Join(dir, "v5.db")
+	if err := fileAtVersion(old, 5, ref); err != nil {
+		t.Fatal(err)
+	}
+	if sql := rawSchemaSQL(t, old, "writes"); !strings.Contains(sql, "WITHOUT ROWID") {
+		t.Fatalf("the version 5 file's writes table is %s", sql)
+	}
+
+	o := DefaultOptions()
+	o.Mode = ModeAuto
+	db := openTest(t, old, &o)
+	if got := history(t, db); len(got) != SchemaVersion {
+		t.Fatalf("history after upgrade = %v", got)
+	}
+	check := func(when string) {
+		t.Helper()
+		rep, err := db.Verify(ctx, VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK {
+			t.Fatalf("verify %s: %v", when, rep.Problems)
+		}
+		if got := exportOf(t, db, ""); !bytes.Equal(want, got) {
+			t.Fatalf("export %s differs:\n%s", when, firstDiff(want, got))
+		}
+		// Rowid tables, whose value is their last column.
+		for table, last := range map[string]string{"writes": "data", "events": "content", "blobs": "data"} {
+			var sql string
+			var cols []string
+			err := db.read(ctx, func(c *conn) error {
+				if _, err := c.queryRow("SELECT sql FROM sqlite_master WHERE name = ?", []any{table}, func(st row) error { sql = st.Text(0); return nil }); err != nil {
+					return err
+				}
+				return c.query("SELECT name FROM pragma_table_info(?)", []any{table}, func(st row) error {
+					cols = append(cols, st.Text(0))
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(sql, "WITHOUT ROWID") || len(cols) == 0 || cols[len(cols)-1] != last {
+				t.Errorf("%s: table %s has columns %v: %s", when, table, cols, sql)
+			}
+		}
+	}
+	check("after the upgrade")
+	err = db.write(ctx, func(c *conn) error { return applyMigration(c, migrations[5]) })
+	if err != nil {
+		t.Fatalf("re-applying migration 6: %v", err)
+	}
+	check("after migration 6 ran again")
+	// The upgraded file takes new rows of every kind.
+	cfg := putVersion(t, db, "proto", 14, []byte(`["after the upgrade"]`))
+	if err := db.PutWrites(ctx, cfg, []Write{{Channel: "messages", Value: codec.Blob{Type: "json", Data: []byte(`"w"`)}}}, "task", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Events().Put(ctx, Event{ThreadID: "proto", EventType: "note", Category: CategoryMessage, Content: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := db.Verify(ctx, VerifyOptions{}); err != nil || !rep.OK {
+		t.Fatalf("verify after new rows: %v %v", err, rep.Problems)
+	}
+}
+
+// fileAtVersion writes a file at schema version `version`, with the tables
+// migrations 1..version create, holding the rows of the file src.
+func fileAtVersion(path string, version int, src string) error {
+	ctx := context.Background()
+	b, err := openBackend(path, DefaultOptions(), sqlFuncs())
+	if err != nil {
+		return err
+	}
+	db := &DB{path: path, b: b, opts: DefaultOptions()}
+	defer db.closeConns()
+	w, err := db.dial(ctx, true)
+	if err != nil {
+		return err
+	}
+	for {
+		done, err := db.migrateStep(ctx, w, version)
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+	}
+	if err := w.exec("ATTACH ? AS src", src); err != nil {
+		return err
+	}
+	if err := w.exec("INSERT INTO main.meta SELECT * FROM src.meta WHERE true ON CONFLICT DO NOTHING"); err != nil {
+		return err
+	}
+	for _, t := range exportTables {
+		names := make([]string, len(t.cols))
+		for i, c := range t.cols {
+			names[i] = c.name
+		}
+		cols := strings.Join(names, ", ")
+		// Table and column names are the export's constants.
+		if err := w.exec("INSERT INTO main." + t.name + "(" + cols + ") SELECT " + cols + " FROM src." + t.name); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	return w.exec("DETACH src")
+}
+
+// rawSchemaSQL reads a table's CREATE statement through a bare
+// connection, without opening (and so upgrading) the file.
+func rawSchemaSQL(t *testing.T, path, table string) string {
+	t.Helper()
+	b, err := openBackend(path, DefaultOptions(), sqlFuncs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &DB{path: path, b: b, opts: DefaultOptions()}
+	defer db.closeConns()
+	c, err := db.dial(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql := ""
+	found, err := c.queryRow("SELECT sql FROM sqlite_master WHERE name = ?", []any{table}, func(st row) error { sql = st.Text(0); return nil })
+	if err != nil || !found {
+		t.Fatalf("no table %s: %v", table, err)
+	}
+	return sql
 }
 
 // makeV1Fixture rewrites testdata/schema_v1.db (go test ./engine -update):

@@ -631,49 +631,72 @@ func TestValueDeltasExportImport(t *testing.T) {
 	}
 }
 
-// Exports made before version deltas (schema version 4: no enc, no base)
-// still import, and read as they did.
-func TestImportDumpFromSchemaV4(t *testing.T) {
-	dump, err := os.ReadFile("testdata/export_schema_v4.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(dump, []byte(`"schema_version":4`)) || bytes.Contains(dump, []byte(`"enc"`)) {
-		t.Fatal("the fixture is not a schema 4 export")
-	}
-	dst := filepath.Join(t.TempDir(), "v4.db")
-	rep, err := ImportFile(bg, dst, bytes.NewReader(dump), nil, ImportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Rows["blobs"] == 0 {
-		t.Fatalf("import report %+v", rep)
-	}
-	if v := verifyPath(t, dst); !v.OK {
-		t.Fatalf("imported file: %v", v.Problems)
-	}
-	db := openRW(t, dst)
-	again := exportOf(t, db, "")
-	// The same rows; only the header's schema version moved on.
-	old := bytes.Replace(dump, []byte(`"schema_version":4`), []byte(fmt.Sprintf(`"schema_version":%d`, SchemaVersion)), 1)
-	if !bytes.Equal(old, again) {
-		t.Fatalf("re-export differs:\n%s", firstDiff(old, again))
-	}
-	// Its protocol thread goes on with deltas.
-	tup := mustGet(t, db, Config{ThreadID: "proto"})
-	var list []byte
-	if err := json.Unmarshal(tup.Checkpoint.ChannelValues["messages"].Data, new(any)); err != nil {
-		t.Fatalf("the imported value is not JSON: %v", err)
-	}
-	list = append(bytes.TrimSuffix(tup.Checkpoint.ChannelValues["messages"].Data, []byte("]")), []byte(`,{"more":"`+strings.Repeat("x", 300)+`"}]`)...)
-	id := tup.Checkpoint.ID + "z"
-	next := Checkpoint{V: 4, ID: id, ChannelVersions: map[string]string{"messages": id}, ChannelValues: map[string]codec.Blob{"messages": {Type: "json", Data: list}}}
-	mustPut(t, db, tup.Config, next, nil, map[string]string{"messages": id})
-	if r := storedRows(t, db, "proto", "messages")[id]; r.enc != encDelta {
-		t.Fatalf("the next value is stored as %+v, want a delta", r)
-	}
-	if got := mustGet(t, db, Config{ThreadID: "proto"}); !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, list) {
-		t.Fatal("the new head reads back different bytes")
+// Exports of older schemas still import, and read as they did: schema 4
+// (before version deltas: no enc, no base) and schema 5 (deltas, before the
+// tables were rebuilt as rowid tables; every table, every encoding).
+func TestImportOldDumps(t *testing.T) {
+	for _, tc := range []struct {
+		version int
+		has     []string // what makes the fixture what it claims to be
+		hasNot  []string
+	}{
+		{4, nil, []string{`"enc"`}},
+		{5, []string{`"enc":1,"data":"`, `"enc":2,"base":"`, `"table":"events"`, `"table":"runs"`, `"table":"store_items"`}, nil},
+	} {
+		t.Run(fmt.Sprint(tc.version), func(t *testing.T) {
+			dump, err := os.ReadFile(fmt.Sprintf("testdata/export_schema_v%d.jsonl", tc.version))
+			if err != nil {
+				t.Fatal(err)
+			}
+			header := fmt.Sprintf(`"schema_version":%d`, tc.version)
+			if !bytes.Contains(dump, []byte(header)) {
+				t.Fatalf("the fixture is not a schema %d export", tc.version)
+			}
+			for _, s := range tc.has {
+				if !bytes.Contains(dump, []byte(s)) {
+					t.Fatalf("the fixture holds no %s", s)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if bytes.Contains(dump, []byte(s)) {
+					t.Fatalf("the fixture holds %s", s)
+				}
+			}
+			dst := filepath.Join(t.TempDir(), "old.db")
+			rep, err := ImportFile(bg, dst, bytes.NewReader(dump), nil, ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Rows["blobs"] == 0 {
+				t.Fatalf("import report %+v", rep)
+			}
+			if v := verifyPath(t, dst); !v.OK {
+				t.Fatalf("imported file: %v", v.Problems)
+			}
+			db := openRW(t, dst)
+			again := exportOf(t, db, "")
+			// The same rows; only the header's schema version moved on.
+			old := bytes.Replace(dump, []byte(header), []byte(fmt.Sprintf(`"schema_version":%d`, SchemaVersion)), 1)
+			if !bytes.Equal(old, again) {
+				t.Fatalf("re-export differs:\n%s", firstDiff(old, again))
+			}
+			// Its protocol thread goes on with deltas.
+			tup := mustGet(t, db, Config{ThreadID: "proto"})
+			var list []byte
+			if err := json.Unmarshal(tup.Checkpoint.ChannelValues["messages"].Data, new(any)); err != nil {
+				t.Fatalf("the imported value is not JSON: %v", err)
+			}
+			list = append(bytes.TrimSuffix(tup.Checkpoint.ChannelValues["messages"].Data, []byte("]")), []byte(`,{"more":"`+strings.Repeat("x", 300)+`"}]`)...)
+			id := tup.Checkpoint.ID + "z"
+			next := Checkpoint{V: 4, ID: id, ChannelVersions: map[string]string{"messages": id}, ChannelValues: map[string]codec.Blob{"messages": {Type: "json", Data: list}}}
+			mustPut(t, db, tup.Config, next, nil, map[string]string{"messages": id})
+			if r := storedRows(t, db, "proto", "messages")[id]; r.enc != encDelta {
+				t.Fatalf("the next value is stored as %+v, want a delta", r)
+			}
+			if got := mustGet(t, db, Config{ThreadID: "proto"}); !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, list) {
+				t.Fatal("the new head reads back different bytes")
+			}
+		})
 	}
 }
 
