@@ -228,7 +228,9 @@ func writeJSONLine(w io.Writer, v any) error {
 }
 
 // compressionKeys name, in a row line, the lists of columns that were
-// stored compressed, by envelope format.
+// stored compressed, by envelope format. A checkpoint row's S2 envelope
+// (packCheckpoint) is not among them: it is how every checkpoint row is
+// stored when it saves, so an import applies it again.
 var compressionKeys = []struct {
 	key    string
 	format byte
@@ -726,6 +728,9 @@ func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, st
 				if b, err = codec.Compress(b, f, effort); err != nil {
 					return nil, "", fmt.Errorf("column %s: %w", col.name, err)
 				}
+			}
+			if t.name == "checkpoints" && col.name == "checkpoint" && formatOf(col.name) == codec.FormatV1 {
+				b = packCheckpoint(b)
 			}
 			args[i] = b
 		}

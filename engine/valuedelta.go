@@ -728,6 +728,7 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 			newWhole = true
 			d, n, err := base.val.Diff(nil, next)
 			if err == nil {
+				d = codec.PackDelta(d)
 				nb = n
 				cv = chainValue{val: n, depth: base.depth + 1, since: base.since + int64(len(d)), whole: base.whole}
 				if len(d) < len(next) && cv.depth <= deltaPolicy.maxChain && float64(cv.since) <= deltaPolicy.share*float64(base.whole) {
@@ -881,7 +882,7 @@ func rebase(c *conn, k valueKey, v, base string, hasBase bool) error {
 			return err
 		}
 		if d, _, err := b.val.Diff(nil, val.Data); err == nil && len(d) < len(val.Data) {
-			return c.exec(sqlRewriteValue, encDelta, base, d, k.thread, k.ns, k.ch, v)
+			return c.exec(sqlRewriteValue, encDelta, base, codec.PackDelta(d), k.thread, k.ns, k.ch, v)
 		}
 	}
 	enc, data := int64(encPlain), nonNil(val.Data)
@@ -1108,7 +1109,10 @@ func thinValues(c *conn, thread, ns string, skip func(ch string) bool) (n int, f
 				return 0, 0, err
 			}
 			d, _, err := base.val.Diff(nil, val.Data)
-			if err != nil || int64(len(d)) >= vi.size {
+			if err != nil {
+				continue
+			}
+			if d = codec.PackDelta(d); int64(len(d)) >= vi.size {
 				continue
 			}
 			if err := c.exec(sqlRewriteValue, encDelta, pred, d, thread, ns, ch, v); err != nil {
