@@ -2,10 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,10 +141,18 @@ func TestUpgradeFromV1Fixture(t *testing.T) {
 	}
 }
 
+// v5Fixture is a file written by the last build at schema version 5 (the
+// build before migration 6): engine/testdata/export_schema_v5.jsonl
+// imported with that build's `agentstate import`, then `agentstate vacuum`;
+// gzipped.
+const v5Fixture = "../testdata/schema_v5.db.gz"
+
 // A file written at schema version 5 (before writes, events and blobs were
-// rebuilt as rowid tables with their values last) upgrades in place: the
-// same rows, the schema of a file created at this version, every check of
-// verify; applying migration 6 again changes nothing.
+// rebuilt as rowid tables with their values last, and before pending writes
+// could be stored packed) upgrades in place: the same rows, every checkpoint
+// read the same, the schema of a file created at this version, every check
+// of verify; applying migration 6 again, to rows of both encodings, changes
+// nothing.
 func TestUpgradeFromV5File(t *testing.T) {
 	ctx := context.Background()
 	dump, err := os.ReadFile("testdata/export_schema_v5.jsonl")
@@ -154,12 +164,31 @@ func TestUpgradeFromV5File(t *testing.T) {
 	if _, err := ImportFile(ctx, ref, bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := exportOf(t, openRW(t, ref), "")
+	refDB := openRW(t, ref)
+	want := exportOf(t, refDB, "")
+	wantTuples := allTuples(t, refDB)
+	if len(wantTuples) == 0 {
+		t.Fatal("the fixture holds no checkpoints")
+	}
+
 	old := filepath.Join(dir, "v5.db")
-	if err := fileAtVersion(old, 5, ref); err != nil {
+	gz, err := os.Open(v5Fixture)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if sql := rawSchemaSQL(t, old, "writes"); !strings.Contains(sql, "WITHOUT ROWID") {
+	defer gz.Close()
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sql := rawSchemaSQL(t, old, "writes"); !strings.Contains(sql, "WITHOUT ROWID") || strings.Contains(sql, "enc") {
 		t.Fatalf("the version 5 file's writes table is %s", sql)
 	}
 
@@ -169,7 +198,7 @@ func TestUpgradeFromV5File(t *testing.T) {
 	if got := history(t, db); len(got) != SchemaVersion {
 		t.Fatalf("history after upgrade = %v", got)
 	}
-	check := func(when string) {
+	verifyOK := func(when string) {
 		t.Helper()
 		rep, err := db.Verify(ctx, VerifyOptions{})
 		if err != nil {
@@ -178,6 +207,10 @@ func TestUpgradeFromV5File(t *testing.T) {
 		if !rep.OK {
 			t.Fatalf("verify %s: %v", when, rep.Problems)
 		}
+	}
+	check := func(when string, want []byte) {
+		t.Helper()
+		verifyOK(when)
 		if got := exportOf(t, db, ""); !bytes.Equal(want, got) {
 			t.Fatalf("export %s differs:\n%s", when, firstDiff(want, got))
 		}
@@ -202,66 +235,73 @@ func TestUpgradeFromV5File(t *testing.T) {
 			}
 		}
 	}
-	check("after the upgrade")
-	err = db.write(ctx, func(c *conn) error { return applyMigration(c, migrations[5]) })
-	if err != nil {
-		t.Fatalf("re-applying migration 6: %v", err)
+	check("after the upgrade", want)
+	if diff := cmp.Diff(wantTuples, allTuples(t, db)); diff != "" {
+		t.Fatalf("checkpoints read after the upgrade (-want +got):\n%s", diff)
 	}
-	check("after migration 6 ran again")
-	// The upgraded file takes new rows of every kind.
+
+	// The upgraded file takes new rows of every kind, a packed write among
+	// them; running migration 6 again carries both encodings of writes.
 	cfg := putVersion(t, db, "proto", 14, []byte(`["after the upgrade"]`))
-	if err := db.PutWrites(ctx, cfg, []Write{{Channel: "messages", Value: codec.Blob{Type: "json", Data: []byte(`"w"`)}}}, "task", ""); err != nil {
+	big := bytes.Repeat([]byte(`{"type":"ai","content":"the same words again and again"},`), 40)
+	err = db.PutWrites(ctx, cfg, []Write{
+		{Channel: "messages", Value: codec.Blob{Type: "json", Data: []byte(`"w"`)}},
+		{Channel: "messages", Value: codec.Blob{Type: "json", Data: big}},
+	}, "task", "")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Events().Put(ctx, Event{ThreadID: "proto", EventType: "note", Category: CategoryMessage, Content: "after"}); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := db.Verify(ctx, VerifyOptions{}); err != nil || !rep.OK {
-		t.Fatalf("verify after new rows: %v %v", err, rep.Problems)
+	verifyOK("after new rows")
+	encs := func() map[int64]int {
+		t.Helper()
+		n := map[int64]int{}
+		err := db.read(ctx, func(c *conn) error {
+			return c.query("SELECT enc, count(*) FROM writes GROUP BY enc", nil, func(st row) error {
+				n[st.Int64(0)] = int(st.Int64(1))
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := encs()
+	if before[encPlain] == 0 || before[encPacked] != 1 {
+		t.Fatalf("writes by encoding = %v, want plain ones and one packed", before)
+	}
+	withNew := exportOf(t, db, "")
+	tuples := allTuples(t, db)
+	err = db.write(ctx, func(c *conn) error { return applyMigration(c, migrations[5]) })
+	if err != nil {
+		t.Fatalf("re-applying migration 6: %v", err)
+	}
+	check("after migration 6 ran again", withNew)
+	if diff := cmp.Diff(before, encs()); diff != "" {
+		t.Fatalf("writes by encoding after migration 6 ran again (-want +got):\n%s", diff)
+	}
+	// A second handle: its caches hold nothing, every value is read from
+	// the rebuilt tables.
+	fresh := openTest(t, old, &o)
+	if diff := cmp.Diff(tuples, allTuples(t, fresh)); diff != "" {
+		t.Fatalf("checkpoints read after migration 6 ran again (-want +got):\n%s", diff)
 	}
 }
 
-// fileAtVersion writes a file at schema version `version`, with the tables
-// migrations 1..version create, holding the rows of the file src.
-func fileAtVersion(path string, version int, src string) error {
-	ctx := context.Background()
-	b, err := openBackend(path, DefaultOptions(), sqlFuncs())
-	if err != nil {
-		return err
-	}
-	db := &DB{path: path, b: b, opts: DefaultOptions()}
-	defer db.closeConns()
-	w, err := db.dial(ctx, true)
-	if err != nil {
-		return err
-	}
-	for {
-		done, err := db.migrateStep(ctx, w, version)
+// allTuples reads every checkpoint of db, with its values and writes.
+func allTuples(t *testing.T, db *DB) []Tuple {
+	t.Helper()
+	var out []Tuple
+	for tp, err := range db.List(context.Background(), ListOptions{}) {
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		if done {
-			break
-		}
+		out = append(out, tp)
 	}
-	if err := w.exec("ATTACH ? AS src", src); err != nil {
-		return err
-	}
-	if err := w.exec("INSERT INTO main.meta SELECT * FROM src.meta WHERE true ON CONFLICT DO NOTHING"); err != nil {
-		return err
-	}
-	for _, t := range exportTables {
-		names := make([]string, len(t.cols))
-		for i, c := range t.cols {
-			names[i] = c.name
-		}
-		cols := strings.Join(names, ", ")
-		// Table and column names are the export's constants.
-		if err := w.exec("INSERT INTO main." + t.name + "(" + cols + ") SELECT " + cols + " FROM src." + t.name); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-	}
-	return w.exec("DETACH src")
+	return out
 }
 
 // rawSchemaSQL reads a table's CREATE statement through a bare

@@ -763,10 +763,11 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 // snapshots (a codec zstd envelope, which codec.Body inflates), or nil when
 // that saves less than an eighth. It is one frame, not codec's frames per
 // list chunk: the bytes are the caller's, not necessarily msgpack, and a
-// chain's whole values are too far apart to share chunks.
+// chain's whole values are too far apart to share chunks. A value shorter
+// than codec.CompressMin gets an S2 envelope instead (packSmall).
 func pack(v []byte) ([]byte, error) {
 	if len(v) < codec.CompressMin {
-		return nil, nil
+		return packSmall(v), nil
 	}
 	enc, err := packEncoder()
 	if err != nil {
@@ -777,6 +778,21 @@ func pack(v []byte) ([]byte, error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// packSmall returns a caller's bytes in an S2 envelope (codec.PackSmall),
+// or nil when that saves less than an eighth: for values stored whole that
+// are read often and are too short for zstd's frame to pay (a step's
+// input, a pending write of a message).
+func packSmall(v []byte) []byte {
+	if len(v) < codec.PackMin {
+		return nil
+	}
+	p := codec.PackSmall(append(append(make([]byte, 0, len(v)+1), codec.FormatV1), v...))
+	if p[0] != codec.FormatV1S2 {
+		return nil
+	}
+	return p
 }
 
 // packEncoder is zstd at the level codec uses for snapshots (codec.Small).

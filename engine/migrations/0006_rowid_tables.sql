@@ -1,5 +1,6 @@
--- Schema version 6: pending writes and events become rowid tables, and
--- every table that holds a caller's large value keeps it in its last column.
+-- Schema version 6: pending writes and events become rowid tables, every
+-- table that holds a caller's large value keeps it in its last column, and
+-- a pending write's value may be stored packed (writes.enc).
 --
 -- Why. A WITHOUT ROWID table is a B-tree of keys: a row longer than about a
 -- quarter of a page (1,002 bytes of 4,096) keeps ~500 bytes on its leaf and
@@ -8,7 +9,7 @@
 -- Measured on LangGraph.js's chat graph (400 turns, 547 KB of messages):
 -- writes held 745 KB of data in 541 pages (2.2 MB, 34% used). A rowid
 -- table keeps rows up to 4,061 bytes on the leaf and fills overflow pages
--- whole; the old primary key becomes an index beside it (same name,
+-- whole, and the old primary key becomes an index beside it (same name,
 -- same uniqueness, the same statements). Checkpoint rows stay WITHOUT
 -- ROWID: they are a few hundred bytes, and a second B-tree of their keys
 -- would cost more than it saves.
@@ -19,10 +20,19 @@
 -- retention, the chain of a version delta) never read it.
 --
 -- Each table is rebuilt by copying its rows, in key order, into a new table
--- that takes the old name. This runs in the migration's one transaction;
--- run again on a version 6 file it copies the rows once more and leaves the
--- same tables. The pages the old tables held go to the free list; the file
+-- that takes the old name. This runs in the migration's one transaction.
+-- Run again on a version 6 file it copies the rows once more and leaves the
+-- same tables. The pages the old tables held go to the free list, and the file
 -- gives them back at its next incremental vacuum (retain --apply, vacuum).
+
+-- A pending write's enc says how data holds its bytes, as blobs.enc does:
+--   0  the bytes as they were given (every write made before version 6)
+--   1  a codec envelope (S2) around them, kept when it saved an eighth
+-- The column is added to the old table first (a no-op when it is there
+-- already), so that the copy below carries it when this runs again.
+-- (No semicolon in these comments: a statement SQLite refuses to prepare
+-- is cut at the first one to be shown to the ALTER TABLE check.)
+ALTER TABLE writes ADD COLUMN enc INTEGER NOT NULL DEFAULT 0;
 
 CREATE TABLE IF NOT EXISTS writes_v6 (
     thread_id     TEXT NOT NULL,
@@ -35,11 +45,12 @@ CREATE TABLE IF NOT EXISTS writes_v6 (
     task_path     TEXT NOT NULL DEFAULT '',
     consumed_by   TEXT,
     run_id        TEXT,
+    enc           INTEGER NOT NULL DEFAULT 0,
     data          BLOB,
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 );
-INSERT INTO writes_v6(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, task_path, consumed_by, run_id, data)
-    SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, task_path, consumed_by, run_id, data
+INSERT INTO writes_v6(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, task_path, consumed_by, run_id, enc, data)
+    SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, task_path, consumed_by, run_id, enc, data
     FROM writes ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_id, idx;
 DROP TABLE writes;
 ALTER TABLE writes_v6 RENAME TO writes;
