@@ -103,10 +103,13 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 	}{
 		"empty":          {nil, ErrCorrupt},
 		"no envelope":    {good[1:], ErrCorrupt},
-		"newer envelope": {append([]byte{0x04}, good[1:]...), ErrUnsupported},
-		"zero envelope":  {append([]byte{0x00}, good[1:]...), ErrCorrupt},
-		"bad deflate":    {append([]byte{FormatV1Deflate}, good[1:]...), ErrCorrupt},
-		"bad zstd":       {append([]byte{FormatV1Zstd}, good[1:]...), ErrCorrupt},
+		"newer envelope": {append([]byte{FormatV1S2 + 1}, good[1:]...), ErrUnsupported},
+		"bad s2":         {append([]byte{FormatV1S2}, good[1:]...), ErrCorrupt},
+		// An S2 block whose length prefix claims 2^40 bytes.
+		"s2 bomb":       {[]byte{FormatV1S2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 0x00}, ErrCorrupt},
+		"zero envelope": {append([]byte{0x00}, good[1:]...), ErrCorrupt},
+		"bad deflate":   {append([]byte{FormatV1Deflate}, good[1:]...), ErrCorrupt},
+		"bad zstd":      {append([]byte{FormatV1Zstd}, good[1:]...), ErrCorrupt},
 		// A zstd frame header that declares 2^40 bytes of content.
 		"zstd bomb":            {[]byte{FormatV1Zstd, 0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00}, ErrCorrupt},
 		"truncated":            {good[:len(good)/2], ErrCorrupt},

@@ -187,6 +187,11 @@ func Body(data []byte) (body []byte, format byte, err error) {
 			return nil, 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
 		}
 		return body, format, nil
+	case FormatV1S2:
+		if body, err = inflateS2(body, maxInflated); err != nil {
+			return nil, 0, err
+		}
+		return body, format, nil
 	case FormatV1Deflate:
 		r := flate.NewReader(bytes.NewReader(body))
 		defer r.Close()
@@ -199,8 +204,8 @@ func Body(data []byte) (body []byte, format byte, err error) {
 		}
 		return out, format, nil
 	}
-	if format > FormatV1Zstd && format < 0x10 {
-		return nil, 0, fmt.Errorf("%w: envelope %d (this build reads up to %d)", ErrUnsupported, format, FormatV1Zstd)
+	if format > FormatV1S2 && format < 0x10 {
+		return nil, 0, fmt.Errorf("%w: envelope %d (this build reads up to %d)", ErrUnsupported, format, FormatV1S2)
 	}
 	return nil, 0, fmt.Errorf("%w: unknown envelope byte 0x%02x", ErrCorrupt, format)
 }

@@ -18,7 +18,8 @@ import (
 //
 // Format (DeltaV1), all integers little-endian or LEB128 varints:
 //
-//	byte     DeltaV1 (0xD1); 0xD2..0xDF are reserved for later formats
+//	byte     DeltaV1 (0xD1); 0xD2 is DeltaV1S2 (s2.go: the same header,
+//	         then the ops in an S2 block); 0xD3..0xDF are reserved
 //	uvarint  length of the base (the version the delta applies to)
 //	uvarint  length of the result
 //	uint32   checksum of the base   (low 32 bits of XXH64, seed 0)
@@ -195,6 +196,10 @@ func (b DeltaBase) Diff(dst, next []byte) ([]byte, DeltaBase, error) {
 // hostile delta never costs more than limit bytes; the result's checksum is
 // checked last.
 func (b DeltaBase) Patch(dst, delta []byte, limit int) (DeltaBase, error) {
+	delta, err := UnpackDelta(delta)
+	if err != nil {
+		return DeltaBase{}, err
+	}
 	h, at, err := readDeltaHeader(delta)
 	if err != nil {
 		return DeltaBase{}, err
@@ -245,9 +250,9 @@ func readDeltaHeader(delta []byte) (DeltaHeader, int, error) {
 		return DeltaHeader{}, 0, fmt.Errorf("%w: empty delta", ErrCorrupt)
 	}
 	switch v := delta[0]; {
-	case v == DeltaV1:
-	case v > DeltaV1 && v <= 0xDF:
-		return DeltaHeader{}, 0, fmt.Errorf("%w: delta format 0x%02x (this build reads 0x%02x)", ErrUnsupported, v, DeltaV1)
+	case v == DeltaV1, v == DeltaV1S2:
+	case v > DeltaV1S2 && v <= 0xDF:
+		return DeltaHeader{}, 0, fmt.Errorf("%w: delta format 0x%02x (this build reads up to 0x%02x)", ErrUnsupported, v, DeltaV1S2)
 	default:
 		return DeltaHeader{}, 0, fmt.Errorf("%w: not a delta (first byte 0x%02x)", ErrCorrupt, v)
 	}

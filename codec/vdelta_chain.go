@@ -36,6 +36,21 @@ func (b DeltaBase) PatchChain(dst []byte, deltas [][]byte, limit int) (DeltaBase
 	}
 	c := chainScratches.Get().(*chainScratch)
 	defer c.release()
+	// Packed deltas are inflated first: spans point into a delta's ops.
+	copied := false
+	for i, d := range deltas {
+		if len(d) > 0 && d[0] == DeltaV1S2 {
+			if !copied {
+				c.plain = append(c.plain[:0], deltas...)
+				deltas, copied = c.plain, true
+			}
+			p, err := UnpackDelta(d)
+			if err != nil {
+				return DeltaBase{}, fmt.Errorf("delta %d of %d: %w", i+1, len(deltas), err)
+			}
+			deltas[i] = p
+		}
+	}
 	hs := c.headers[:0]
 	for i, d := range deltas {
 		h, at, err := readDeltaHeader(d)
@@ -128,12 +143,15 @@ type chainScratch struct {
 	cur, next         []span
 	curStart, nextSta []int // result offset of each span
 	tmp               [2][]byte
+	plain             [][]byte // the deltas, packed ones inflated
 }
 
 var chainScratches = sync.Pool{New: func() any { return new(chainScratch) }}
 
 func (c *chainScratch) release() {
 	c.headers, c.ats = c.headers[:0], c.ats[:0]
+	clear(c.plain)
+	c.plain = c.plain[:0]
 	for i := range c.tmp {
 		if cap(c.tmp[i]) > 4<<20 {
 			c.tmp[i] = nil // let an outsized buffer go

@@ -32,6 +32,9 @@ func FuzzPatch(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(p[0], d, p[1])
+		if pd := PackDelta(d); pd[0] == DeltaV1S2 {
+			f.Add(p[0], pd, p[1])
+		}
 	}
 	// Scattered edits: a chain too fragmented to compose.
 	v0 := []byte(lcText(rng, 4096))
@@ -83,6 +86,9 @@ func FuzzPatch(f *testing.F) {
 		back, err := Patch(nil, base, d, limit)
 		if err != nil || !bytes.Equal(back, next) {
 			t.Fatalf("Diff then Patch: %v", err)
+		}
+		if back, err := Patch(nil, base, PackDelta(d), limit); err != nil || !bytes.Equal(back, next) {
+			t.Fatalf("Diff, PackDelta then Patch: %v", err)
 		}
 		// The hostile delta as the second link of a chain.
 		got, err = PatchChain(nil, base, [][]byte{d, delta}, limit)

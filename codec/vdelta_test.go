@@ -179,6 +179,9 @@ func TestDeltaProperty(t *testing.T) {
 			what, next := randomEdit(rng, prev.Bytes())
 			d, nb := checkStep(t, fmt.Sprintf("round %d step %d (%s)", round, step, what), prev, next)
 			versions = append(versions, next)
+			if rng.IntN(2) == 0 {
+				d = PackDelta(d) // chains mix packed and plain deltas
+			}
 			deltas = append(deltas, d)
 			prev = nb
 		}
@@ -334,7 +337,7 @@ func TestDeltaMisuse(t *testing.T) {
 	}
 	// Later formats are unsupported, other bytes are not deltas.
 	newer := bytes.Clone(d2)
-	newer[0] = DeltaV1 + 1
+	newer[0] = DeltaV1S2 + 1
 	if _, err := Patch(nil, v1a, newer, 1<<20); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("newer format: %v", err)
 	}

@@ -132,7 +132,7 @@ const (
 	// (Not RETURNING them: SQLite would hold every sealed value in its own
 	// memory before the first row; see limits.go.)
 	sqlSealWrites = `UPDATE writes SET consumed_by=? WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by IS NULL`
-	sqlSealed     = `SELECT task_id, idx, channel, type, data, task_path FROM writes
+	sqlSealed     = `SELECT task_id, idx, channel, type, enc, data, task_path FROM writes
 		WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by=?`
 )
 
@@ -236,6 +236,7 @@ func preparePut(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]s
 	if err != nil {
 		return nil, err
 	}
+	payload = packCheckpoint(payload)
 	mdBytes, err := marshalMetadata(md)
 	if err != nil {
 		return nil, err
@@ -246,6 +247,16 @@ func preparePut(cfg Config, cp Checkpoint, md Metadata, newVersions map[string]s
 	}
 	return p, nil
 }
+
+// packCheckpoint is how a checkpoint row's payload is stored: in an S2
+// envelope when that saves an eighth. LangGraph's versions
+// ("00000000000000000000000000000042.0.7316...") are most of a checkpoint
+// of a small graph, and repeat within it: on LangGraph.js's chat graph the
+// rows shrink from 400 to about 200 bytes, and a read inflates one in about
+// 0.1 us. Every reader decodes through codec.Unmarshal, which takes any
+// envelope; an export writes the value, not its envelope, and an import
+// packs it again.
+func packCheckpoint(payload []byte) []byte { return codec.PackSmall(payload) }
 
 // storedVersions is the part of a stored checkpoint a put reads from its
 // parent.
@@ -349,10 +360,14 @@ func (p *put) run(c *conn) error {
 		return err
 	}
 	return c.query(sqlSealed, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, cp.ID}, func(st row) error {
+		data, err := loadWrite(st, 4)
+		if err != nil {
+			return err
+		}
 		p.sealed = append(p.sealed, PendingWrite{
 			TaskID: st.Text(0), Idx: int(st.Int64(1)), Channel: st.Text(2),
-			Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
-			TaskPath: st.Text(5),
+			Value:    codec.Blob{Type: st.Text(3), Data: data},
+			TaskPath: st.Text(6),
 		})
 		return nil
 	})
@@ -429,9 +444,37 @@ func marshalMetadata(md Metadata) ([]byte, error) {
 }
 
 const (
-	sqlInsertWriteFirst   = `INSERT OR IGNORE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertWriteReplace = `INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertWriteFirst   = `INSERT OR IGNORE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertWriteReplace = `INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
+
+// A pending write's bytes are stored as given (enc 0) or, when that saves
+// an eighth, in a codec envelope (enc 1: S2, see packSmall), like a whole
+// channel value (migration 6). A write of a LangGraph chat is one message,
+// 0.4 to 1 KB, read back a few at a time.
+func storeWrite(data []byte) (enc int64, stored []byte) {
+	if p := packSmall(data); p != nil {
+		return encPacked, p
+	}
+	return encPlain, nonNil(data)
+}
+
+// loadWrite returns the bytes of the write in row st whose enc is column
+// i and data column i+1, as the caller's own.
+func loadWrite(st row, i int) ([]byte, error) {
+	switch enc := st.Int64(i); enc {
+	case encPlain:
+		return copyBytes(st.Blob(i + 1)), nil
+	case encPacked:
+		body, _, err := codec.Body(st.Blob(i + 1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: a pending write: %w", ErrCorrupt, err)
+		}
+		return body, nil
+	default:
+		return nil, fmt.Errorf("%w: a pending write stored with unknown encoding %d", ErrCorrupt, enc)
+	}
+}
 
 // PutWrites stores the writes of one task under the checkpoint the task was
 // planned from (cfg.CheckpointID, which must exist). A write's index is its
@@ -502,7 +545,8 @@ func putWritesTx(c *conn, cfg Config, writes []Write, taskID, taskPath string, r
 		if !ok {
 			idx = i
 		}
-		if err := c.exec(q, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, taskID, idx, w.Channel, w.Value.Type, nonNil(w.Value.Data), taskPath, runID); err != nil {
+		enc, data := storeWrite(w.Value.Data)
+		if err := c.exec(q, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, taskID, idx, w.Channel, w.Value.Type, enc, data, taskPath, runID); err != nil {
 			return err
 		}
 	}
@@ -689,7 +733,7 @@ func loadValues(c *conn, tuples []Tuple) error {
 
 // Unsorted: SQLite would sort the values too, in its own memory (see
 // limits.go); loadPendingWrites sorts each tuple's writes.
-const sqlPageWrites = `SELECT j.key, w.task_id, w.channel, w.type, w.data, w.task_path, w.idx FROM json_each(?) j
+const sqlPageWrites = `SELECT j.key, w.task_id, w.channel, w.type, w.enc, w.data, w.task_path, w.idx FROM json_each(?) j
 	CROSS JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2`
 
 func loadPendingWrites(c *conn, tuples []Tuple) error {
@@ -703,10 +747,14 @@ func loadPendingWrites(c *conn, tuples []Tuple) error {
 	}
 	err = c.query(sqlPageWrites, []any{arg}, func(st row) error {
 		i := int(st.Int64(0))
+		data, err := loadWrite(st, 4)
+		if err != nil {
+			return err
+		}
 		tuples[i].PendingWrites = append(tuples[i].PendingWrites, PendingWrite{
 			TaskID: st.Text(1), Channel: st.Text(2),
-			Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
-			TaskPath: st.Text(5), Idx: int(st.Int64(6)),
+			Value:    codec.Blob{Type: st.Text(3), Data: data},
+			TaskPath: st.Text(6), Idx: int(st.Int64(7)),
 		})
 		return nil
 	})

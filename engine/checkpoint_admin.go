@@ -180,8 +180,8 @@ const (
 		SELECT ?2, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata FROM checkpoints WHERE thread_id=?1`
 	sqlCopyBlobs = `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base)
 		SELECT ?2, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base FROM blobs WHERE thread_id=?1`
-	sqlCopyWrites = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path, run_id)
-		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path, run_id FROM writes WHERE thread_id=?1`
+	sqlCopyWrites = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, consumed_by, task_path, run_id)
+		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, consumed_by, task_path, run_id FROM writes WHERE thread_id=?1`
 )
 
 // CopyThread copies every checkpoint, channel value and write of thread src

@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var bg = context.Background()
@@ -689,5 +694,110 @@ func TestPruneKeepsWhatDeltaChannelsNeed(t *testing.T) {
 	}
 	if p := mustGet(t, db, cfgs[3]).ParentConfig; p != nil {
 		t.Fatalf("oldest kept checkpoint still points at a deleted parent: %+v", p)
+	}
+}
+
+// A pending write is stored packed when that saves an eighth (writes.enc
+// 1) and read back as the caller's bytes, whatever they are: too short to
+// pack, compressible, incompressible, empty. An export writes each value
+// unpacked, an import packs it again, and a packed write whose bytes are
+// damaged is ErrCorrupt to a read and a problem to verify.
+func TestPendingWritesStoredPacked(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "w.db")
+	db := openTest(t, path, nil)
+	cfg := putVersion(t, db, "t", 0, []byte(`["first"]`))
+
+	rnd := rand.New(rand.NewPCG(7, 12))
+	noise := make([]byte, 3000)
+	for i := range noise {
+		noise[i] = byte(rnd.Uint32())
+	}
+	msg := []byte(`{"lc":1,"type":"constructor","id":["langchain_core","messages","AIMessage"],"kwargs":{"content":"` +
+		strings.Repeat("the weather in the notes of the agent ", 20) + `","tool_calls":[],"response_metadata":{}}}`)
+	values := [][]byte{{}, []byte(`"short"`), msg, noise, bytes.Repeat([]byte{0}, codec.PackMin), append([]byte{codec.FormatV1S2}, msg...)}
+	var writes []Write
+	for _, v := range values {
+		writes = append(writes, Write{Channel: "messages", Value: codec.Blob{Type: "json", Data: v}})
+	}
+	if err := db.PutWrites(ctx, cfg, writes, "task", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := func(db *DB) [][]byte {
+		t.Helper()
+		tp, err := db.GetTuple(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([][]byte, len(tp.PendingWrites))
+		for _, w := range tp.PendingWrites {
+			out[w.Idx] = w.Value.Data
+		}
+		return out
+	}
+	if diff := cmp.Diff(values, got(db), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("pending writes read back (-put +got):\n%s", diff)
+	}
+	encs := func(db *DB) []int64 {
+		t.Helper()
+		var out []int64
+		err := db.read(ctx, func(c *conn) error {
+			return c.query("SELECT enc FROM writes ORDER BY idx", nil, func(st row) error {
+				out = append(out, st.Int64(0))
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// Only the message and the zeros save an eighth; the value that starts
+	// like an envelope is the caller's and is packed like any other.
+	want := []int64{encPlain, encPlain, encPacked, encPlain, encPacked, encPacked}
+	if diff := cmp.Diff(want, encs(db)); diff != "" {
+		t.Fatalf("writes.enc (-want +got):\n%s", diff)
+	}
+
+	dump := exportOf(t, db, "")
+	if !bytes.Contains(dump, []byte(base64.StdEncoding.EncodeToString(msg))) {
+		t.Fatal("the export does not hold the message's own bytes")
+	}
+	for _, line := range bytes.Split(dump, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte(`{"table":"writes"`)) && bytes.Contains(line, []byte(`"enc"`)) {
+			t.Fatalf("the export names a write's storage encoding: %s", line)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	if _, err := ImportFile(ctx, dst, bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cp := openRW(t, dst)
+	if diff := cmp.Diff(values, got(cp), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("pending writes after export and import (-put +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, encs(cp)); diff != "" {
+		t.Fatalf("writes.enc after import (-want +got):\n%s", diff)
+	}
+	if !bytes.Equal(dump, exportOf(t, cp, "")) {
+		t.Fatal("the import's export differs from the source's")
+	}
+
+	// Damage the packed message.
+	err := cp.write(ctx, func(c *conn) error {
+		return c.exec("UPDATE writes SET data = substr(data, 1, 20) WHERE idx = 2")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.GetTuple(ctx, cfg); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("GetTuple of a damaged packed write: err = %v, want ErrCorrupt", err)
+	}
+	rep, err := cp.Verify(ctx, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK || len(rep.Problems) == 0 || !strings.Contains(fmt.Sprint(rep.Problems), "do not read") {
+		t.Fatalf("verify of a damaged packed write: %+v", rep.Problems)
 	}
 }

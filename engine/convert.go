@@ -152,9 +152,13 @@ func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, 
 		return false, nil
 	}
 	found := false
-	err := c.query(`SELECT data FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by = ? AND channel = ?`,
+	err := c.query(`SELECT enc, data FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by = ? AND channel = ?`,
 		[]any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID, child, name}, func(st row) error {
-			u, err := ch.DecodeUpdate(st.Blob(0))
+			data, err := loadWrite(st, 0)
+			if err != nil {
+				return err
+			}
+			u, err := ch.DecodeUpdate(data)
 			if err != nil {
 				return fmt.Errorf("%w: write to %q: %w", ErrCorrupt, name, err)
 			}

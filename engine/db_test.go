@@ -2,16 +2,19 @@ package engine
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/codec"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -136,6 +139,191 @@ func TestUpgradeFromV1Fixture(t *testing.T) {
 			t.Errorf("verify after upgrade: %v", p)
 		}
 	}
+}
+
+// v5Fixture is a file written by the last build at schema version 5 (the
+// build before migration 6): engine/testdata/export_schema_v5.jsonl
+// imported with that build's `agentstate import`, then `agentstate vacuum`;
+// gzipped.
+const v5Fixture = "../testdata/schema_v5.db.gz"
+
+// A file written at schema version 5 (before writes, events and blobs were
+// rebuilt as rowid tables with their values last, and before pending writes
+// could be stored packed) upgrades in place: the same rows, every checkpoint
+// read the same, the schema of a file created at this version, every check
+// of verify; applying migration 6 again, to rows of both encodings, changes
+// nothing.
+func TestUpgradeFromV5File(t *testing.T) {
+	ctx := context.Background()
+	dump, err := os.ReadFile("testdata/export_schema_v5.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.db")
+	if _, err := ImportFile(ctx, ref, bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refDB := openRW(t, ref)
+	want := exportOf(t, refDB, "")
+	wantTuples := allTuples(t, refDB)
+	if len(wantTuples) == 0 {
+		t.Fatal("the fixture holds no checkpoints")
+	}
+
+	old := filepath.Join(dir, "v5.db")
+	gz, err := os.Open(v5Fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gz.Close()
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sql := rawSchemaSQL(t, old, "writes"); !strings.Contains(sql, "WITHOUT ROWID") || strings.Contains(sql, "enc") {
+		t.Fatalf("the version 5 file's writes table is %s", sql)
+	}
+
+	o := DefaultOptions()
+	o.Mode = ModeAuto
+	db := openTest(t, old, &o)
+	if got := history(t, db); len(got) != SchemaVersion {
+		t.Fatalf("history after upgrade = %v", got)
+	}
+	verifyOK := func(when string) {
+		t.Helper()
+		rep, err := db.Verify(ctx, VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK {
+			t.Fatalf("verify %s: %v", when, rep.Problems)
+		}
+	}
+	check := func(when string, want []byte) {
+		t.Helper()
+		verifyOK(when)
+		if got := exportOf(t, db, ""); !bytes.Equal(want, got) {
+			t.Fatalf("export %s differs:\n%s", when, firstDiff(want, got))
+		}
+		// Rowid tables, whose value is their last column.
+		for table, last := range map[string]string{"writes": "data", "events": "content", "blobs": "data"} {
+			var sql string
+			var cols []string
+			err := db.read(ctx, func(c *conn) error {
+				if _, err := c.queryRow("SELECT sql FROM sqlite_master WHERE name = ?", []any{table}, func(st row) error { sql = st.Text(0); return nil }); err != nil {
+					return err
+				}
+				return c.query("SELECT name FROM pragma_table_info(?)", []any{table}, func(st row) error {
+					cols = append(cols, st.Text(0))
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(sql, "WITHOUT ROWID") || len(cols) == 0 || cols[len(cols)-1] != last {
+				t.Errorf("%s: table %s has columns %v: %s", when, table, cols, sql)
+			}
+		}
+	}
+	check("after the upgrade", want)
+	if diff := cmp.Diff(wantTuples, allTuples(t, db)); diff != "" {
+		t.Fatalf("checkpoints read after the upgrade (-want +got):\n%s", diff)
+	}
+
+	// The upgraded file takes new rows of every kind, a packed write among
+	// them; running migration 6 again carries both encodings of writes.
+	cfg := putVersion(t, db, "proto", 14, []byte(`["after the upgrade"]`))
+	big := bytes.Repeat([]byte(`{"type":"ai","content":"the same words again and again"},`), 40)
+	err = db.PutWrites(ctx, cfg, []Write{
+		{Channel: "messages", Value: codec.Blob{Type: "json", Data: []byte(`"w"`)}},
+		{Channel: "messages", Value: codec.Blob{Type: "json", Data: big}},
+	}, "task", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Events().Put(ctx, Event{ThreadID: "proto", EventType: "note", Category: CategoryMessage, Content: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	verifyOK("after new rows")
+	encs := func() map[int64]int {
+		t.Helper()
+		n := map[int64]int{}
+		err := db.read(ctx, func(c *conn) error {
+			return c.query("SELECT enc, count(*) FROM writes GROUP BY enc", nil, func(st row) error {
+				n[st.Int64(0)] = int(st.Int64(1))
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := encs()
+	if before[encPlain] == 0 || before[encPacked] != 1 {
+		t.Fatalf("writes by encoding = %v, want plain ones and one packed", before)
+	}
+	withNew := exportOf(t, db, "")
+	tuples := allTuples(t, db)
+	err = db.write(ctx, func(c *conn) error { return applyMigration(c, migrations[5]) })
+	if err != nil {
+		t.Fatalf("re-applying migration 6: %v", err)
+	}
+	check("after migration 6 ran again", withNew)
+	if diff := cmp.Diff(before, encs()); diff != "" {
+		t.Fatalf("writes by encoding after migration 6 ran again (-want +got):\n%s", diff)
+	}
+	// A second handle: its caches hold nothing, every value is read from
+	// the rebuilt tables.
+	fresh := openTest(t, old, &o)
+	if diff := cmp.Diff(tuples, allTuples(t, fresh)); diff != "" {
+		t.Fatalf("checkpoints read after migration 6 ran again (-want +got):\n%s", diff)
+	}
+}
+
+// allTuples reads every checkpoint of db, with its values and writes.
+func allTuples(t *testing.T, db *DB) []Tuple {
+	t.Helper()
+	var out []Tuple
+	for tp, err := range db.List(context.Background(), ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tp)
+	}
+	return out
+}
+
+// rawSchemaSQL reads a table's CREATE statement through a bare
+// connection, without opening (and so upgrading) the file.
+func rawSchemaSQL(t *testing.T, path, table string) string {
+	t.Helper()
+	b, err := openBackend(path, DefaultOptions(), sqlFuncs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &DB{path: path, b: b, opts: DefaultOptions()}
+	defer db.closeConns()
+	c, err := db.dial(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql := ""
+	found, err := c.queryRow("SELECT sql FROM sqlite_master WHERE name = ?", []any{table}, func(st row) error { sql = st.Text(0); return nil })
+	if err != nil || !found {
+		t.Fatalf("no table %s: %v", table, err)
+	}
+	return sql
 }
 
 // makeV1Fixture rewrites testdata/schema_v1.db (go test ./engine -update):

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,10 @@ const (
 	colMsgpack                 // BLOB of codec's envelope, may be NULL
 	colTyped                   // BLOB whose type tag is the row's "type" column
 	colEnc                     // INTEGER NOT NULL DEFAULT 0: left out when 0, so a whole value's line is as before it existed
+	// colPack is a pending write's enc: how the engine stored its value
+	// (packed in a codec envelope when that saved). Never exported: the
+	// value is written unpacked, and an import packs it again.
+	colPack
 )
 
 type exportCol struct {
@@ -79,7 +84,7 @@ var exportTables = buildExportTables([]exportTable{
 			{"checkpoint_id", colText}, {"type", colText}, {"enc", colEnc}, {"base", colTextNull}, {"data", colTyped}}},
 	{name: "writes", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
 		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"checkpoint_id", colText}, {"task_id", colText},
-			{"idx", colInt}, {"channel", colText}, {"type", colText}, {"data", colTyped}, {"consumed_by", colTextNull},
+			{"idx", colInt}, {"channel", colText}, {"type", colText}, {"enc", colPack}, {"data", colTyped}, {"consumed_by", colTextNull},
 			{"task_path", colText}, {"run_id", colTextNull}}},
 	{name: "threads", threadCol: "thread_id", orderBy: "thread_id",
 		cols: []exportCol{{"thread_id", colText}, {"assistant_id", colText}, {"user_id", colText}, {"display_name", colText},
@@ -228,7 +233,9 @@ func writeJSONLine(w io.Writer, v any) error {
 }
 
 // compressionKeys name, in a row line, the lists of columns that were
-// stored compressed, by envelope format.
+// stored compressed, by envelope format. A checkpoint row's S2 envelope
+// (packCheckpoint) is not among them: it is how every checkpoint row is
+// stored when it saves, so an import applies it again.
 var compressionKeys = []struct {
 	key    string
 	format byte
@@ -242,7 +249,12 @@ func exportRow(ctx context.Context, dst *bytes.Buffer, t *exportTable, st row) e
 	compressed := map[byte][]string{}
 	typ := ""
 	enc := int64(encPlain)
+	packed := false
 	for i, col := range t.cols {
+		if col.kind == colPack {
+			packed = st.Int64(i) == encPacked
+			continue
+		}
 		if st.Null(i) || col.kind == colEnc && st.Int64(i) == encPlain {
 			continue
 		}
@@ -272,6 +284,13 @@ func exportRow(ctx context.Context, dst *bytes.Buffer, t *exportTable, st row) e
 			dst.WriteString(strconv.FormatInt(enc, 10))
 		case colMsgpack, colTyped:
 			data := st.Blob(i)
+			if packed {
+				body, _, err := codec.Body(data)
+				if err != nil {
+					return fmt.Errorf("%w: %s row %s: column %s: %w", ErrCorrupt, t.name, rowKey(t, st), col.name, err)
+				}
+				data = body
+			}
 			if col.kind == colTyped && !decoded {
 				dst.WriteByte('"')
 				dst.WriteString(base64.StdEncoding.EncodeToString(data))
@@ -637,6 +656,9 @@ func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, st
 	typ, thread := "", ""
 	enc := int64(encPlain)
 	for i, col := range t.cols {
+		if col.kind == colPack {
+			continue // set below, from the value
+		}
 		decoded := typ == codec.TypeMsgpack && enc == encPlain
 		key := col.name
 		if col.kind == colTyped {
@@ -727,12 +749,22 @@ func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, st
 					return nil, "", fmt.Errorf("column %s: %w", col.name, err)
 				}
 			}
+			if t.name == "checkpoints" && col.name == "checkpoint" && formatOf(col.name) == codec.FormatV1 {
+				b = packCheckpoint(b)
+			}
 			args[i] = b
 		}
 	}
 	for k := range fields {
 		if !known[k] {
 			return nil, "", fmt.Errorf("unknown column %q", k)
+		}
+	}
+	// A pending write is packed as PutWrites packs it.
+	if p := slices.IndexFunc(t.cols, func(c exportCol) bool { return c.kind == colPack }); p >= 0 {
+		args[p] = int64(encPlain)
+		if data, ok := args[p+1].([]byte); ok {
+			args[p], args[p+1] = storeWrite(data)
 		}
 	}
 	return args, thread, nil

@@ -39,7 +39,7 @@ FROM chain JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b
 // The writes each on-path child consumed from its parent, for one channel.
 // CROSS JOIN keeps json_each as the outer loop: one index search per pair.
 // Unsorted, for the reason above: walk sorts them.
-const sqlWalkWrites = `SELECT j.key, w.task_id, w.idx, w.type, w.data, w.task_path FROM json_each(:pairs) j
+const sqlWalkWrites = `SELECT j.key, w.task_id, w.idx, w.type, w.enc, w.data, w.task_path FROM json_each(:pairs) j
 	CROSS JOIN writes w ON w.thread_id = :thread AND w.checkpoint_ns = :ns AND w.checkpoint_id = j.value->>0
 	  AND w.consumed_by = j.value->>1 AND w.channel = :ch`
 
@@ -174,11 +174,15 @@ func walk(c *conn, k cpKey, ch string) (*histEntry, error) {
 		}
 		var at []int // each write's pair: oldest ancestor first
 		err = c.query(sqlWalkWrites, []any{arg, k.thread, k.ns, ch}, func(st row) error {
+			data, err := loadWrite(st, 4)
+			if err != nil {
+				return err
+			}
 			at = append(at, int(st.Int64(0)))
 			e.hist.Writes = append(e.hist.Writes, PendingWrite{
 				TaskID: st.Text(1), Idx: int(st.Int64(2)), Channel: ch,
-				Value:    codec.Blob{Type: st.Text(3), Data: copyBytes(st.Blob(4))},
-				TaskPath: st.Text(5),
+				Value:    codec.Blob{Type: st.Text(3), Data: data},
+				TaskPath: st.Text(6),
 			})
 			return nil
 		})

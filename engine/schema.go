@@ -34,7 +34,7 @@ var migrations = mustLoadMigrations()
 
 // SchemaVersion is the schema version this build writes and reads: the
 // number of files in migrations/ (TestSchemaVersionCountsMigrations).
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 func mustLoadMigrations() []migration {
 	entries, err := fs.ReadDir(migrationFS, "migrations")

@@ -310,7 +310,7 @@ func (db *DB) putChild(c *conn, parent Config, cp Checkpoint, md Metadata, nv ma
 
 // No ORDER BY: SQLite would sort the rows, values included, in its own
 // memory (see limits.go); they are sorted here.
-const sqlUnconsumed = `SELECT task_id, idx, channel, data, task_path FROM writes
+const sqlUnconsumed = `SELECT task_id, idx, channel, enc, data, task_path FROM writes
 	WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by IS NULL`
 
 // commitChild writes the child of parent that applies the parent's
@@ -336,11 +336,15 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 			if !ok {
 				return nil // not state: special channels and LangGraph bookkeeping
 			}
-			v, err := ch.DecodeUpdate(st.Blob(3))
+			data, err := loadWrite(st, 3)
+			if err != nil {
+				return err
+			}
+			v, err := ch.DecodeUpdate(data)
 			if err != nil {
 				return fmt.Errorf("%w: write of task %q to %q: %w", ErrCorrupt, st.Text(0), name, err)
 			}
-			ws = append(ws, unconsumed{channels.TaskWrite{TaskID: st.Text(0), Idx: int(st.Int64(1)), Value: v}, st.Text(4), name})
+			ws = append(ws, unconsumed{channels.TaskWrite{TaskID: st.Text(0), Idx: int(st.Int64(1)), Value: v}, st.Text(5), name})
 			return nil
 		})
 		if err != nil {
@@ -730,8 +734,8 @@ func (db *DB) copyOf(ctx context.Context, cfg Config, extra Metadata, rollbackRu
 const (
 	sqlFirstOfRun = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
 		WHERE thread_id = ? AND checkpoint_ns = '' AND run_id = ? ORDER BY checkpoint_id LIMIT 1`
-	sqlReattach = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path, run_id)
-		SELECT thread_id, checkpoint_ns, ?1, task_id, idx, channel, type, data, task_path, run_id FROM writes
+	sqlReattach = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id)
+		SELECT thread_id, checkpoint_ns, ?1, task_id, idx, channel, type, enc, data, task_path, run_id FROM writes
 		WHERE thread_id = ?2 AND checkpoint_ns = '' AND checkpoint_id = ?3 AND consumed_by = ?4 AND (run_id IS NULL OR run_id != ?5)`
 )
 

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/klauspost/compress/zstd"
@@ -351,27 +352,36 @@ func readValues(c *conn, reads []*valueRead) error {
 	return nil
 }
 
-// The links of a chain from some versions back to the nearest whole value
-// (or to ?5, a version the caller has already), with every row's bytes.
-// Deltas are small and the one whole value is needed, so one query brings
-// all of it. CROSS JOIN keeps the links as the outer loop: one index search
-// per link (the planner cannot know the CTE holds a few rows).
+// The rows of a chain, newest first: one range of the channel's versions
+// from ?4 down. Where versions sort in the order they were made (LangGraph's
+// zero-padded ones, ids that grow with time) and the thread did not branch
+// there, a chain is a run of consecutive rows, and reading it is one index
+// seek and a step per row. The caller follows the bases and stops reading
+// at the whole value, or at the first row that is not the next link.
+const sqlChainRange = `SELECT version, enc, base, data FROM blobs
+WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND channel = ?3 AND version <= ?4
+ORDER BY version DESC`
+
+// The links of a chain from some versions ?4 back to the nearest whole value
+// (or to a version of ?5, which the caller has already), with every row's
+// bytes: what the range above did not reach. One index search per link to
+// follow it and one to read it; UNION ends a walk that loops. CROSS JOIN
+// keeps the links as the outer loop (the planner cannot know the CTE holds
+// a few rows).
 const sqlChainLinks = `WITH RECURSIVE link(version) AS (
 	SELECT value FROM json_each(?4)
 	UNION
 	SELECT b.base FROM link CROSS JOIN blobs b
 	  ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = ?3 AND b.version = link.version
-	WHERE b.enc = 2 AND link.version IS NOT ?5
+	WHERE b.enc = 2 AND b.base NOT IN (SELECT value FROM json_each(?5))
 )
 SELECT link.version, b.enc, b.base, b.data FROM link
-CROSS JOIN blobs b ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = ?3 AND b.version = link.version
-WHERE link.version IS NOT ?5`
+CROSS JOIN blobs b ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = ?3 AND b.version = link.version`
 
 // readChain rebuilds delta values of one chain, starting from the cached
 // value where the chain passes through it (if cached).
 func readChain(c *conn, k valueKey, rs []*valueRead, cached bool) error {
 	known := map[string]chainValue{}
-	var stop any
 	var e *baseEntry
 	if cached {
 		e = c.base(k)
@@ -383,7 +393,6 @@ func readChain(c *conn, k valueKey, rs []*valueRead, cached bool) error {
 	}
 	if e != nil {
 		known[e.version] = e.cv
-		stop = e.version
 	}
 	var todo []*valueRead
 	for _, r := range rs {
@@ -398,24 +407,10 @@ func readChain(c *conn, k valueKey, rs []*valueRead, cached bool) error {
 		return nil
 	}
 	links := map[string]storedVal{}
-	var versions []string
 	for _, r := range todo {
-		if _, ok := links[r.version]; !ok {
-			versions = append(versions, r.version)
-		}
 		links[r.version] = r.stored
 	}
-	scan := func(st row) error {
-		// A link needs its bytes and where it points; the owner and type
-		// of the values asked for came with them.
-		links[st.Text(0)] = storedVal{enc: st.Int64(1), base: st.Text(2), data: copyBytes(st.Blob(3))}
-		return nil
-	}
-	arg, err := jsonArg(versions)
-	if err == nil {
-		err = c.query(sqlChainLinks, []any{k.thread, k.ns, k.ch, arg, stop}, scan)
-	}
-	if err != nil {
+	if err := readLinks(c, k, links, known); err != nil {
 		return err
 	}
 	ch := chainReader{k: k, known: known, links: links}
@@ -453,6 +448,78 @@ func readChain(c *conn, k valueKey, rs []*valueRead, cached bool) error {
 	}
 	c.remember(newBaseEntry(k, first.version, first.stored, known[first.version]))
 	return nil
+}
+
+// chainWalks counts the reads that needed sqlChainLinks (tests check which
+// path a read took).
+var chainWalks atomic.Int64
+
+// readLinks adds to links the rows of the chains behind them, back to their
+// whole values or to a version known already: first the range of versions
+// below the newest missing base, for as long as each row read is the next
+// link (one seek, then a step per row); then, for the bases that range did
+// not bring (a branch, versions that do not sort as they were made), the
+// walk of sqlChainLinks. Each row is checked as it is followed, so the order
+// of versions decides only how many statements a read takes, never what
+// it reads.
+func readLinks(c *conn, k valueKey, links map[string]storedVal, known map[string]chainValue) error {
+	need := map[string]bool{}
+	want := func(v string) {
+		_, have := links[v]
+		_, cached := known[v]
+		if !have && !cached {
+			need[v] = true
+		}
+	}
+	for _, l := range links {
+		if l.enc == encDelta {
+			want(l.base)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	var hi string
+	for v := range need {
+		hi = max(hi, v)
+	}
+	err := c.query(sqlChainRange, []any{k.thread, k.ns, k.ch, hi}, func(st row) error {
+		v := st.Text(0)
+		if _, have := links[v]; have {
+			return nil // a version asked for, whose row came with the request
+		}
+		if !need[v] {
+			return errStop // not the next link: the walk takes over
+		}
+		l := storedVal{enc: st.Int64(1), base: st.Text(2), data: copyBytes(st.Blob(3))}
+		links[v] = l
+		delete(need, v)
+		if l.enc == encDelta {
+			want(l.base)
+		}
+		if len(need) == 0 {
+			return errStop
+		}
+		return nil
+	})
+	if err = ignoreStop(err); err != nil || len(need) == 0 {
+		return err
+	}
+	chainWalks.Add(1)
+	seeds := slices.Sorted(maps.Keys(need))
+	stops := slices.Concat(slices.Collect(maps.Keys(links)), slices.Collect(maps.Keys(known)))
+	seedArg, err := jsonArg(seeds)
+	if err != nil {
+		return err
+	}
+	stopArg, err := jsonArg(stops)
+	if err != nil {
+		return err
+	}
+	return c.query(sqlChainLinks, []any{k.thread, k.ns, k.ch, seedArg, stopArg}, func(st row) error {
+		links[st.Text(0)] = storedVal{enc: st.Int64(1), base: st.Text(2), data: copyBytes(st.Blob(3))}
+		return nil
+	})
 }
 
 // chainReader rebuilds versions of one chain from its links.
@@ -661,6 +728,7 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 			newWhole = true
 			d, n, err := base.val.Diff(nil, next)
 			if err == nil {
+				d = codec.PackDelta(d)
 				nb = n
 				cv = chainValue{val: n, depth: base.depth + 1, since: base.since + int64(len(d)), whole: base.whole}
 				if len(d) < len(next) && cv.depth <= deltaPolicy.maxChain && float64(cv.since) <= deltaPolicy.share*float64(base.whole) {
@@ -695,10 +763,11 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 // snapshots (a codec zstd envelope, which codec.Body inflates), or nil when
 // that saves less than an eighth. It is one frame, not codec's frames per
 // list chunk: the bytes are the caller's, not necessarily msgpack, and a
-// chain's whole values are too far apart to share chunks.
+// chain's whole values are too far apart to share chunks. A value shorter
+// than codec.CompressMin gets an S2 envelope instead (packSmall).
 func pack(v []byte) ([]byte, error) {
 	if len(v) < codec.CompressMin {
-		return nil, nil
+		return packSmall(v), nil
 	}
 	enc, err := packEncoder()
 	if err != nil {
@@ -709,6 +778,21 @@ func pack(v []byte) ([]byte, error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// packSmall returns a caller's bytes in an S2 envelope (codec.PackSmall),
+// or nil when that saves less than an eighth: for values stored whole that
+// are read often and are too short for zstd's frame to pay (a step's
+// input, a pending write of a message).
+func packSmall(v []byte) []byte {
+	if len(v) < codec.PackMin {
+		return nil
+	}
+	p := codec.PackSmall(append(append(make([]byte, 0, len(v)+1), codec.FormatV1), v...))
+	if p[0] != codec.FormatV1S2 {
+		return nil
+	}
+	return p
 }
 
 // packEncoder is zstd at the level codec uses for snapshots (codec.Small).
@@ -814,7 +898,7 @@ func rebase(c *conn, k valueKey, v, base string, hasBase bool) error {
 			return err
 		}
 		if d, _, err := b.val.Diff(nil, val.Data); err == nil && len(d) < len(val.Data) {
-			return c.exec(sqlRewriteValue, encDelta, base, d, k.thread, k.ns, k.ch, v)
+			return c.exec(sqlRewriteValue, encDelta, base, codec.PackDelta(d), k.thread, k.ns, k.ch, v)
 		}
 	}
 	enc, data := int64(encPlain), nonNil(val.Data)
@@ -1041,7 +1125,10 @@ func thinValues(c *conn, thread, ns string, skip func(ch string) bool) (n int, f
 				return 0, 0, err
 			}
 			d, _, err := base.val.Diff(nil, val.Data)
-			if err != nil || int64(len(d)) >= vi.size {
+			if err != nil {
+				continue
+			}
+			if d = codec.PackDelta(d); int64(len(d)) >= vi.size {
 				continue
 			}
 			if err := c.exec(sqlRewriteValue, encDelta, pred, d, thread, ns, ch, v); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,15 @@ func runValueRound(t *testing.T, rng *rand.Rand, round int, label string) {
 	runs := []string{"run-a", "run-b", "run-c"}
 	next := 0
 	newID := func() string { next++; return fmt.Sprintf("%06d", next) }
+	version := func(id, ch string) string { return id + "." + ch }
+	if round%3 == 2 {
+		// Versions that sort against the order they were made in: a
+		// chain's read cannot take the range of versions below it.
+		version = func(id, ch string) string {
+			n, _ := strconv.Atoi(id)
+			return fmt.Sprintf("%d.%s", 1_000_000-n, ch)
+		}
+	}
 	heads := func(th, ns string) []cpKey {
 		var ks []cpKey
 		for k := range m.cps {
@@ -226,7 +236,7 @@ func runValueRound(t *testing.T, rng *rand.Rand, round int, label string) {
 				if rng.IntN(4) == 0 {
 					continue // unchanged
 				}
-				v := c.ID + "." + ch
+				v := version(c.ID, ch)
 				c.ChannelVersions[ch] = v
 				nv[ch] = v
 				if rng.IntN(6) == 0 {
@@ -422,6 +432,94 @@ func storedRows(t *testing.T, db *DB, thread, ch string) map[string]storedRow {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A chain is read with one range of versions when its versions sort in the
+// order they were made and the thread did not branch there, and by the walk
+// otherwise (versions that sort another way, a fork, a range that stops
+// half way): every read exact either way, on a handle without caches.
+func TestValueChainReadPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version func(i int) string
+		fork    bool // a second branch from version 10, read after the first
+		walks   bool // whether a read takes the walk
+	}{
+		{"sorted", func(i int) string { return fmt.Sprintf("%08d", i) }, false, false},
+		// LangGraph.js numbers versions 1, 2, ... 10: "10" sorts before "9".
+		{"integers", strconv.Itoa, false, true},
+		{"descending", func(i int) string { return fmt.Sprintf("%08d", 1000-i) }, false, true},
+		{"fork", func(i int) string { return fmt.Sprintf("%08d", i) }, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "v.db")
+			db := openTest(t, path, nil)
+			g := newGrowingList(5, 40, false)
+			want := map[string][]byte{}
+			put := func(parent, id, version string, v []byte) {
+				t.Helper()
+				c := Checkpoint{V: 4, ID: id, ChannelVersions: map[string]string{"messages": version},
+					ChannelValues: map[string]codec.Blob{"messages": {Type: "json", Data: v}}}
+				mustPut(t, db, Config{ThreadID: "t", CheckpointID: parent}, c, nil, map[string]string{"messages": version})
+				want[id] = bytes.Clone(v)
+			}
+			for i := 1; i <= 30; i++ {
+				parent := ""
+				if i > 1 {
+					parent = fmt.Sprintf("%04d", i-1)
+				}
+				put(parent, fmt.Sprintf("%04d", i), tc.version(i), g.version(i-1))
+			}
+			if tc.fork {
+				// Versions of the fork sort between the first branch's.
+				for i := 11; i <= 20; i++ {
+					parent := fmt.Sprintf("%04d", i-1)
+					if i > 11 {
+						parent = fmt.Sprintf("f%03d", i-1)
+					}
+					put(parent, fmt.Sprintf("f%03d", i), tc.version(i)+"f", g.version(i+15))
+				}
+			}
+			rows := storedRows(t, db, "t", "messages")
+			deltas := 0
+			for _, r := range rows {
+				if r.enc == encDelta {
+					deltas++
+				}
+			}
+			if deltas < 20 {
+				t.Fatalf("only %d of %d values are deltas", deltas, len(rows))
+			}
+			db.Close()
+			o := DefaultOptions()
+			o.HistoryCacheBytes = 0
+			db = openTest(t, path, &o)
+			before := chainWalks.Load()
+			for _, id := range slices.Sorted(maps.Keys(want)) {
+				got := mustGet(t, db, Config{ThreadID: "t", CheckpointID: id})
+				if !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, want[id]) {
+					t.Fatalf("checkpoint %s reads back different bytes", id)
+				}
+			}
+			// A page of List: versions of one chain together.
+			n := 0
+			for tup, err := range db.List(bg, ListOptions{ThreadID: "t"}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(tup.Checkpoint.ChannelValues["messages"].Data, want[tup.Config.CheckpointID]) {
+					t.Fatalf("List: checkpoint %s reads back different bytes", tup.Config.CheckpointID)
+				}
+				n++
+			}
+			if n != len(want) {
+				t.Fatalf("List gave %d checkpoints, want %d", n, len(want))
+			}
+			if walked := chainWalks.Load() > before; walked != tc.walks {
+				t.Fatalf("reads took the walk: %v, want %v", walked, tc.walks)
+			}
+		})
+	}
 }
 
 func TestValueDeltasChainShape(t *testing.T) {
@@ -631,49 +729,72 @@ func TestValueDeltasExportImport(t *testing.T) {
 	}
 }
 
-// Exports made before version deltas (schema version 4: no enc, no base)
-// still import, and read as they did.
-func TestImportDumpFromSchemaV4(t *testing.T) {
-	dump, err := os.ReadFile("testdata/export_schema_v4.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(dump, []byte(`"schema_version":4`)) || bytes.Contains(dump, []byte(`"enc"`)) {
-		t.Fatal("the fixture is not a schema 4 export")
-	}
-	dst := filepath.Join(t.TempDir(), "v4.db")
-	rep, err := ImportFile(bg, dst, bytes.NewReader(dump), nil, ImportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Rows["blobs"] == 0 {
-		t.Fatalf("import report %+v", rep)
-	}
-	if v := verifyPath(t, dst); !v.OK {
-		t.Fatalf("imported file: %v", v.Problems)
-	}
-	db := openRW(t, dst)
-	again := exportOf(t, db, "")
-	// The same rows; only the header's schema version moved on.
-	old := bytes.Replace(dump, []byte(`"schema_version":4`), []byte(fmt.Sprintf(`"schema_version":%d`, SchemaVersion)), 1)
-	if !bytes.Equal(old, again) {
-		t.Fatalf("re-export differs:\n%s", firstDiff(old, again))
-	}
-	// Its protocol thread goes on with deltas.
-	tup := mustGet(t, db, Config{ThreadID: "proto"})
-	var list []byte
-	if err := json.Unmarshal(tup.Checkpoint.ChannelValues["messages"].Data, new(any)); err != nil {
-		t.Fatalf("the imported value is not JSON: %v", err)
-	}
-	list = append(bytes.TrimSuffix(tup.Checkpoint.ChannelValues["messages"].Data, []byte("]")), []byte(`,{"more":"`+strings.Repeat("x", 300)+`"}]`)...)
-	id := tup.Checkpoint.ID + "z"
-	next := Checkpoint{V: 4, ID: id, ChannelVersions: map[string]string{"messages": id}, ChannelValues: map[string]codec.Blob{"messages": {Type: "json", Data: list}}}
-	mustPut(t, db, tup.Config, next, nil, map[string]string{"messages": id})
-	if r := storedRows(t, db, "proto", "messages")[id]; r.enc != encDelta {
-		t.Fatalf("the next value is stored as %+v, want a delta", r)
-	}
-	if got := mustGet(t, db, Config{ThreadID: "proto"}); !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, list) {
-		t.Fatal("the new head reads back different bytes")
+// Exports of older schemas still import, and read as they did: schema 4
+// (before version deltas: no enc, no base) and schema 5 (deltas, before the
+// tables were rebuilt as rowid tables; every table, every encoding).
+func TestImportOldDumps(t *testing.T) {
+	for _, tc := range []struct {
+		version int
+		has     []string // what makes the fixture what it claims to be
+		hasNot  []string
+	}{
+		{4, nil, []string{`"enc"`}},
+		{5, []string{`"enc":1,"data":"`, `"enc":2,"base":"`, `"table":"events"`, `"table":"runs"`, `"table":"store_items"`}, nil},
+	} {
+		t.Run(fmt.Sprint(tc.version), func(t *testing.T) {
+			dump, err := os.ReadFile(fmt.Sprintf("testdata/export_schema_v%d.jsonl", tc.version))
+			if err != nil {
+				t.Fatal(err)
+			}
+			header := fmt.Sprintf(`"schema_version":%d`, tc.version)
+			if !bytes.Contains(dump, []byte(header)) {
+				t.Fatalf("the fixture is not a schema %d export", tc.version)
+			}
+			for _, s := range tc.has {
+				if !bytes.Contains(dump, []byte(s)) {
+					t.Fatalf("the fixture holds no %s", s)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if bytes.Contains(dump, []byte(s)) {
+					t.Fatalf("the fixture holds %s", s)
+				}
+			}
+			dst := filepath.Join(t.TempDir(), "old.db")
+			rep, err := ImportFile(bg, dst, bytes.NewReader(dump), nil, ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Rows["blobs"] == 0 {
+				t.Fatalf("import report %+v", rep)
+			}
+			if v := verifyPath(t, dst); !v.OK {
+				t.Fatalf("imported file: %v", v.Problems)
+			}
+			db := openRW(t, dst)
+			again := exportOf(t, db, "")
+			// The same rows; only the header's schema version moved on.
+			old := bytes.Replace(dump, []byte(header), []byte(fmt.Sprintf(`"schema_version":%d`, SchemaVersion)), 1)
+			if !bytes.Equal(old, again) {
+				t.Fatalf("re-export differs:\n%s", firstDiff(old, again))
+			}
+			// Its protocol thread goes on with deltas.
+			tup := mustGet(t, db, Config{ThreadID: "proto"})
+			var list []byte
+			if err := json.Unmarshal(tup.Checkpoint.ChannelValues["messages"].Data, new(any)); err != nil {
+				t.Fatalf("the imported value is not JSON: %v", err)
+			}
+			list = append(bytes.TrimSuffix(tup.Checkpoint.ChannelValues["messages"].Data, []byte("]")), []byte(`,{"more":"`+strings.Repeat("x", 300)+`"}]`)...)
+			id := tup.Checkpoint.ID + "z"
+			next := Checkpoint{V: 4, ID: id, ChannelVersions: map[string]string{"messages": id}, ChannelValues: map[string]codec.Blob{"messages": {Type: "json", Data: list}}}
+			mustPut(t, db, tup.Config, next, nil, map[string]string{"messages": id})
+			if r := storedRows(t, db, "proto", "messages")[id]; r.enc != encDelta {
+				t.Fatalf("the next value is stored as %+v, want a delta", r)
+			}
+			if got := mustGet(t, db, Config{ThreadID: "proto"}); !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, list) {
+				t.Fatal("the new head reads back different bytes")
+			}
+		})
 	}
 }
 

@@ -343,6 +343,7 @@ type vwrite struct {
 	ns, cp, task, channel, typ, consumedBy, taskPath string
 	idx                                              int
 	data                                             []byte
+	loadErr                                          error
 	sealed                                           bool
 }
 
@@ -392,11 +393,11 @@ func (v *verifier) thread(th string) error {
 
 	// Writes: each belongs to a checkpoint, each seal names a child of it.
 	var writes []*vwrite
-	err = c.query(`SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by, task_path FROM writes WHERE thread_id = ?`, []any{th},
+	err = c.query(`SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, consumed_by, task_path, enc, data FROM writes WHERE thread_id = ?`, []any{th},
 		func(st row) error {
 			w := &vwrite{ns: st.Text(0), cp: st.Text(1), task: st.Text(2), idx: int(st.Int64(3)), channel: st.Text(4),
-				typ: st.Text(5), data: copyBytes(st.Blob(6)), sealed: !st.Null(7), consumedBy: st.Text(7),
-				taskPath: st.Text(8)}
+				typ: st.Text(5), sealed: !st.Null(6), consumedBy: st.Text(6), taskPath: st.Text(7)}
+			w.data, w.loadErr = loadWrite(st, 8)
 			writes = append(writes, w)
 			return nil
 		})
@@ -406,6 +407,9 @@ func (v *verifier) thread(th string) error {
 	v.rep.Writes += len(writes)
 	for _, w := range writes {
 		where := fmt.Sprintf("write of task %q idx %d to %q", w.task, w.idx, w.channel)
+		if w.loadErr != nil {
+			v.addf("write", th, w.ns, w.cp, "%s: its stored bytes do not read: %v", where, w.loadErr)
+		}
 		if _, ok := cps[nsKey{w.ns, w.cp}]; !ok {
 			v.addf("write", th, w.ns, w.cp, "%s belongs to no checkpoint (orphan write)", where)
 		}
@@ -421,7 +425,7 @@ func (v *verifier) thread(th string) error {
 		switch {
 		case w.typ == "":
 			v.addf("write", th, w.ns, w.cp, "%s has no type tag", where)
-		case w.typ == codec.TypeMsgpack:
+		case w.typ == codec.TypeMsgpack && w.loadErr == nil:
 			var x any
 			if err := codec.Unmarshal(w.data, &x); err != nil {
 				v.addf("write", th, w.ns, w.cp, "%s does not decode: %v", where, err)
