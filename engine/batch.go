@@ -34,7 +34,9 @@ type Batch struct {
 //
 // fn holds the file's only writer connection: other write calls of db
 // made inside fn wait for the batch to end (and so would wait for their
-// context), and reads inside fn do not see the batch's writes.
+// context), and reads inside fn do not see the batch's writes. In a GOOS=js
+// build a handle has one connection for reads and writes alike, so there
+// reads made inside fn wait for the batch too.
 func (db *DB) Batch(ctx context.Context, fn func(b *Batch) error) error {
 	b := &Batch{db: db, ctx: ctx, threads: map[string]bool{}}
 	err := db.write(ctx, func(c *conn) error {
