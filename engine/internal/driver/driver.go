@@ -80,6 +80,10 @@ var (
 	// ErrReplaced: the database file was deleted, or another file was
 	// moved over its name, since the connection opened it.
 	ErrReplaced = errors.New("database file was deleted or replaced")
+	// ErrValue: a value the database cannot store as given (PostgreSQL
+	// text holds no NUL byte and only valid UTF-8, where SQLite text holds
+	// any bytes). The engine reports it as a refused argument.
+	ErrValue = errors.New("value cannot be stored")
 )
 
 // Error is a driver error: a kind and the driver's own error.
