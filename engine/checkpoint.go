@@ -280,6 +280,9 @@ func (p *put) diffs() bool {
 
 func (p *put) run(c *conn) error {
 	cfg, cp := p.cfg, p.cp
+	if err := c.lock(cfg.ThreadID); err != nil {
+		return err
+	}
 	var parent any
 	if cfg.CheckpointID != "" {
 		parent = cfg.CheckpointID
@@ -521,6 +524,9 @@ func validateWrites(cfg Config, writes []Write, taskID string) error {
 // API made (nil for LangGraph's writes), which rollback uses; known says the
 // caller has just read the checkpoint in this transaction.
 func putWritesTx(c *conn, cfg Config, writes []Write, taskID, taskPath string, runID any, known bool) error {
+	if err := c.lock(cfg.ThreadID); err != nil {
+		return err
+	}
 	allSpecial := len(writes) > 0
 	for _, w := range writes {
 		if _, ok := specialIdx[w.Channel]; !ok {
