@@ -142,9 +142,9 @@ var pgStatements = map[string]*pgStmt{
 ) s LEFT JOIN thread_modes m ON m.thread_id = s.thread_id
 GROUP BY s.thread_id, m.mode ORDER BY 4 DESC, 1 LIMIT $1`},
 	// SQLite file maintenance that has no meaning on a server.
-	"PRAGMA incremental_vacuum":        {sql: ""},
-	"PRAGMA wal_checkpoint(TRUNCATE)":  {sql: ""},
-	"VACUUM":                           {sql: `VACUUM (FULL, ANALYZE) ` + strings.Join(pgTables, ", ")},
+	"PRAGMA incremental_vacuum":       {sql: ""},
+	"PRAGMA wal_checkpoint(TRUNCATE)": {sql: ""},
+	"VACUUM":                          {sql: `VACUUM (FULL, ANALYZE) ` + strings.Join(pgTables, ", ")},
 	// What the SQLite header and catalogue say, from agentstate_header and
 	// PostgreSQL's catalogue of the current schema (Info, Verify).
 	"PRAGMA application_id":              {sql: `SELECT application_id FROM agentstate_header`},

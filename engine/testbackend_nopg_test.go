@@ -21,4 +21,6 @@ func pgHoldLock(t testing.TB, _, _ string) func() {
 	return nil
 }
 
-func testRefusesSchemasItCannotOwn(t *testing.T) { t.Fatal("no PostgreSQL driver in WebAssembly builds") }
+func testRefusesSchemasItCannotOwn(t *testing.T) {
+	t.Fatal("no PostgreSQL driver in WebAssembly builds")
+}
