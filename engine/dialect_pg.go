@@ -487,8 +487,8 @@ type pgCond struct {
 	Op     string          `json:"o"` // eq ne gt ge lt le map
 	Kind   string          `json:"k"` // of the operand: null bool str int float cont other
 	Value  json.RawMessage `json:"v,omitempty"`
-	Hex    string          `json:"h,omitempty"` // str: the bytes
-	Float  string          `json:"f,omitempty"` // float: the value as float8 text
+	Hex    string          `json:"h"` // str: the bytes
+	Float  string          `json:"f"` // float: the value as float8 text
 	Strict bool            `json:"s"`           // an integer never equals a float
 }
 

@@ -3,7 +3,14 @@
 package engine
 
 import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/agentstate/agentstate/codec"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -41,4 +48,149 @@ func TestPGRewrite(t *testing.T) {
 	if err != nil || !cmp.Equal(args, []any{"a", 6, 7}) {
 		t.Fatalf("args %v %v", args, err)
 	}
+}
+
+// The filters evaluated in PostgreSQL (agentstate_match over typed JSON)
+// agree with the Go filters (recFilter.match over msgpack) on random values
+// and filters built from them: equal and nearby numbers of both kinds,
+// large unsigned integers, NaN and infinities, strings that jsonb cannot
+// hold, lists, nested and "$" keys, missing fields, every operator, strict
+// and loose equality.
+// filterRounds is the number of comparisons (ten times more with
+// AGENTSTATE_SOAK).
+var filterRounds = relScale(4000, 2000, 40000)
+
+func TestPGFiltersMatchGo(t *testing.T) {
+	if !onPG() {
+		t.Skip("compares PostgreSQL's filter functions with Go's; runs in the postgres half")
+	}
+	db := openTest(t, Memory, nil)
+	ctx := context.Background()
+	seed := relSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	scalars := []any{nil, true, false, int64(0), int64(1), int64(-1), int64(3), int64(1 << 53), int64(1<<53 + 1),
+		uint64(math.MaxUint64), uint64(1 << 63), 0.0, math.Copysign(0, -1), 1.0, 3.0, 2.5, -1.5, float64(1 << 53), 1e300, 5e-324,
+		math.Inf(1), math.Inf(-1), math.NaN(), "", "a", "b", "ab", "é", "\x00", "a\x00b", "\xff", "1", "true", "null"}
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		switch n := rng.IntN(10); {
+		case depth < 3 && n == 0:
+			l := make([]any, rng.IntN(3))
+			for i := range l {
+				l[i] = gen(depth + 1)
+			}
+			return l
+		case depth < 3 && n < 3:
+			m := map[string]any{}
+			for range rng.IntN(4) {
+				m[[]string{"a", "b", "c", "$f", "$s", "$a", "x\x00", "1"}[rng.IntN(8)]] = gen(depth + 1)
+			}
+			return m
+		}
+		return scalars[rng.IntN(len(scalars))]
+	}
+	paths := []string{"a", "b", "c", "a.a", "a.b", "b.c", "c.a.b", "1", "a.1"}
+	ops := []string{opEq, opNe, opGt, opGte, opLt, opLte, ""}
+	var rows, matched int
+	err := db.read(ctx, func(c *conn) error {
+		for range filterRounds {
+			value := map[string]any{}
+			for _, k := range []string{"a", "b", "c", "1"} {
+				if rng.IntN(3) > 0 {
+					value[k] = gen(0)
+				}
+			}
+			stored, err := codec.Marshal(value)
+			if err != nil {
+				return err
+			}
+			filter := map[string]any{}
+			for range 1 + rng.IntN(2) {
+				path := paths[rng.IntN(len(paths))]
+				operand := gen(1)
+				if rng.IntN(3) > 0 { // often the value the item holds there
+					if v, ok := lookupPath(value, strings.Split(path, ".")); ok {
+						operand = v
+					}
+				}
+				switch op := ops[rng.IntN(len(ops))]; op {
+				case "":
+					filter[path] = operand
+				default:
+					filter[path] = map[string]any{op: operand}
+				}
+			}
+			plain := map[string]any{}
+			for k, v := range filter {
+				if m, ok := v.(map[string]any); ok {
+					for _, x := range m {
+						v = x
+					}
+				}
+				plain[k] = v
+			}
+			// The three filters: thread metadata (strict), store (operators,
+			// loose), List's checkpoint metadata (equality, loose).
+			kind := rng.IntN(3)
+			var want bool
+			var conds []byte
+			switch kind {
+			case 0, 1:
+				var rf *recFilter
+				if kind == 0 {
+					rf, err = compileMetadataFilter(plain)
+				} else {
+					rf, err = compileStoreFilter(filter)
+				}
+				if err != nil {
+					continue // refused in Go before any SQL: nothing to compare
+				}
+				want = rf.match(stored)
+				if conds, err = pgConds(rf); err != nil {
+					return err
+				}
+			case 2:
+				enc, err := encodeFilter(plain)
+				if err != nil {
+					continue
+				}
+				var terms []filterTerm
+				if err := codec.Unmarshal(enc, &terms); err != nil {
+					return err
+				}
+				var md map[string]any
+				if err := codec.Unmarshal(stored, &md); err != nil {
+					return err
+				}
+				want = matchTerms(md, terms)
+				if conds, err = pgListFilter(enc); err != nil {
+					return err
+				}
+			}
+			var got bool
+			doc := pgTypedJSON(stored)
+			err = c.d.Query(`SELECT agentstate_match($1::jsonb, $2::jsonb)`, []any{doc, conds}, func(r row) error {
+				got = r.Int64(0) != 0
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("value %v filter %v: %w", value, filter, err)
+			}
+			rows++
+			if want {
+				matched++
+			}
+			if got != want {
+				return fmt.Errorf("value %#v\nfilter %#v (kind %d)\nGo %v, PostgreSQL %v\ntyped JSON %v\nconds %s", value, filter, kind, want, got, doc, conds)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows < 1000 || matched < rows/20 || matched > rows-rows/20 {
+		t.Fatalf("%d comparisons, %d matches: too few of one kind to prove anything", rows, matched)
+	}
+	t.Logf("%d filters compared, %d matched", rows, matched)
 }

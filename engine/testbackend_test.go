@@ -84,7 +84,7 @@ func runBackends(m *testing.M) int {
 // The schema is dropped when t ends (t may be nil in child processes and
 // fuzz targets' shared databases: then at the end of the run).
 func testPath(t testing.TB, path string) string {
-	if testBackend != "postgres" {
+	if testBackend != "postgres" || isServerURL(path) {
 		return path
 	}
 	if t != nil {
