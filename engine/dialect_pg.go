@@ -489,7 +489,7 @@ type pgCond struct {
 	Value  json.RawMessage `json:"v,omitempty"`
 	Hex    string          `json:"h"` // str: the bytes
 	Float  string          `json:"f"` // float: the value as float8 text
-	Strict bool            `json:"s"`           // an integer never equals a float
+	Strict bool            `json:"s"` // an integer never equals a float
 }
 
 var pgOps = map[string]string{opEq: "eq", opNe: "ne", opGt: "gt", opGte: "ge", opLt: "lt", opLte: "le", opIsMap: "map"}
