@@ -6,9 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/jackc/pgx/v5"
 )
 
 // Tests of what only a server backend has; they run in the postgres half.
@@ -137,5 +141,141 @@ func TestPGRefusesTextItCannotHold(t *testing.T) {
 	}
 	if in, err := db.Info(ctx); err != nil || in.Rows["checkpoints"] != 0 {
 		t.Fatalf("refused puts wrote %d checkpoints (%v)", in.Rows["checkpoints"], err)
+	}
+}
+
+// benchStepRawPG is BenchmarkStepRawSQL on PostgreSQL: the same rows as
+// BenchmarkStep (with the columns the engine derives, precomputed), inserted
+// with pgx's own API, prepared statements and one transaction per step,
+// over a connection with the engine's session settings.
+func benchStepRawPG(b *testing.B) {
+	ctx := context.Background()
+	u := testPath(b, Memory)
+	db, err := Open(ctx, u, nil) // the schema
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.Close()
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.RuntimeParams["synchronous_commit"] = "off"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	cpBytes, _ := codec.Marshal(storedCheckpoint{V: 4, TS: "2026-11-29T00:00:00Z", ChannelVersions: map[string]string{"messages": "1", "title": "1", "__start__": "1"},
+		VersionsSeen: map[string]map[string]string{"agent": {"messages": "1"}, "__input__": {}}})
+	md, _ := marshalMetadata(benchMetadata(0))
+	versions, _ := pgVersionsJSON(cpBytes)
+	mdJSON := pgTypedJSON(md)
+	parent := ""
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("%012d", i+1)
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var p any
+		if parent != "" {
+			p = parent
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
+				VALUES ($1, '', $2, $3, 'run-1', $4, $5, $6, $7)`, []any{"bench", id, p, cpBytes, md, versions, mdJSON}},
+			{`INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data) VALUES ($1, '', 'messages', $2, $3, 'json', $4)`,
+				[]any{"bench", fmt.Sprintf("%08d", i+1), id, cpBenchValue.Data}},
+			{`INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path) VALUES ($1, '', $2, $3, 0, 'messages', 'json', $4, $5)`,
+				[]any{"bench", id, "agent", cpBenchWrite.Data, "~agent"}},
+			{`INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path) VALUES ($1, '', $2, $3, 0, 'messages', 'json', $4, $5)`,
+				[]any{"bench", id, "tools", cpBenchWrite.Data, "~tools"}},
+		} {
+			if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		parent = id
+	}
+}
+
+// manyRaw is a raw writer of the many-process benchmark: each step inserts
+// the rows a step of the workload writes (a checkpoint, a snapshot every
+// fourth step, the two tasks' writes, the event counter and two events)
+// with pgx, in one transaction, over a connection with the engine's
+// session settings.
+func manyRaw(ctx context.Context, url string, w relWork, thread string, say func(...any)) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	cfg.RuntimeParams["synchronous_commit"] = "off"
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	parent := ""
+	for n := 1; ; n++ {
+		human, _ := codec.Marshal(w.human(thread, n))
+		agent, _ := codec.Marshal(w.agentUpdate(thread, n))
+		id := fmt.Sprintf("%s-%08d", thread, n)
+		cp, _ := codec.Marshal(storedCheckpoint{V: 4, TS: "2026-11-29T00:00:00Z", ChannelVersions: map[string]string{"messages": id}})
+		md, _ := marshalMetadata(Metadata{"source": "loop", "step": int64(n), "parents": map[string]any{}, "n": int64(n)})
+		versions, _ := pgVersionsJSON(cp)
+		ev, _ := codec.Marshal(fmt.Sprintf("answer %d", n))
+		evmd, _ := codec.Marshal(map[string]any{"n": int64(n)})
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var p any
+			if parent != "" {
+				p = parent
+			}
+			qs := []struct {
+				sql  string
+				args []any
+			}{
+				{`INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
+					VALUES ($1, '', $2, $3, 'run', $4, $5, $6, $7)`, []any{thread, id, p, cp, md, versions, pgTypedJSON(md)}},
+				{`INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by)
+					VALUES ($1, '', $2, 'user', 0, 'messages', 'msgpack', $3, $4)`, []any{thread, id, human, id}},
+				{`INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, consumed_by)
+					VALUES ($1, '', $2, 'agent', 0, 'messages', 'msgpack', $3, $4)`, []any{thread, id, agent, id}},
+				{`INSERT INTO event_seqs(thread_id, last_seq) VALUES ($1, 2) ON CONFLICT (thread_id) DO UPDATE SET last_seq = event_seqs.last_seq + 2`, []any{thread}},
+				{`INSERT INTO events(thread_id, seq, run_id, event_type, category, content, metadata, created_at) VALUES ($1, $2, 'run', 'llm.ai.response', 'message', $3, $4, 0)`,
+					[]any{thread, 2*n - 1, ev, evmd}},
+				{`INSERT INTO events(thread_id, seq, run_id, event_type, category, content, metadata, created_at) VALUES ($1, $2, 'run', 'llm.trace', 'trace', $3, $4, 0)`,
+					[]any{thread, 2 * n, ev, evmd}},
+			}
+			if n%4 == 1 {
+				qs = append(qs, struct {
+					sql  string
+					args []any
+				}{`INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data) VALUES ($1, '', 'messages', $2, $2, 'msgpack', $3)`,
+					[]any{thread, id, append(human, agent...)}})
+			}
+			for _, q := range qs {
+				if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		say("C", thread, n, id)
+		say("E", thread, n)
+		parent = id
 	}
 }

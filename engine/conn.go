@@ -75,6 +75,19 @@ func (c *conn) query(q string, args []any, fn func(r row) error) error {
 	return schemaErr(c.d.Query(q, args, fn))
 }
 
+// queue runs a statement of the current write transaction whose failure
+// fails the transaction whatever its kind (driver.Conn.Queue): on a server
+// it travels with the next statement, saving a round trip.
+func (c *conn) queue(q string, args ...any) error {
+	if c.tr != nil {
+		var err error
+		if q, args, err = c.tr(q, args); err != nil {
+			return err
+		}
+	}
+	return schemaErr(c.d.Queue(q, args...))
+}
+
 // lock serialises the rest of the current write transaction with every
 // other write transaction that locks key (a thread id): the guarantee of
 // driver.Conn.Lock, which SQLite's single writer gives for free.

@@ -24,8 +24,8 @@ type DB struct {
 	b    backend
 	opts Options
 
-	writer  chan *conn
-	readers chan *conn
+	writer  *connPool
+	readers *connPool
 	cache   *historyCache
 	states  *stateCache
 	flight  singleflight.Group // concurrent cold rebuilds of one checkpoint's state
@@ -104,8 +104,8 @@ func (db *DB) open(ctx context.Context) error {
 	if sb := db.server(); sb != nil {
 		writers = sb.writers()
 	}
-	db.writer = make(chan *conn, writers)
-	db.writer <- w
+	db.writer = newConnPool(writers)
+	db.writer.put(w)
 	if err := db.prepareSchema(ctx, w); err != nil {
 		return err
 	}
@@ -117,19 +117,19 @@ func (db *DB) open(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
 		}
-		db.writer <- w
+		db.writer.put(w)
 	}
 	if one, ok := db.b.(oneConn); ok && one.oneConn() {
 		db.readers = db.writer
 		return nil
 	}
-	db.readers = make(chan *conn, db.opts.ReadConns)
+	db.readers = newConnPool(db.opts.ReadConns)
 	for range db.opts.ReadConns {
 		r, err := db.dial(ctx, false)
 		if err != nil {
 			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
 		}
-		db.readers <- r
+		db.readers.put(r)
 	}
 	return nil
 }
@@ -211,7 +211,7 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Options() Options { return db.opts }
 
 // acquire takes a connection from pool, honouring ctx and Close.
-func (db *DB) acquire(ctx context.Context, pool chan *conn) (*conn, func(), error) {
+func (db *DB) acquire(ctx context.Context, pool *connPool) (*conn, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -221,11 +221,12 @@ func (db *DB) acquire(ctx context.Context, pool chan *conn) (*conn, func(), erro
 		return nil, nil, ErrClosed
 	}
 	select {
-	case c := <-pool:
+	case <-pool.tokens:
+		c := pool.take()
 		restore := c.withCtx(ctx)
 		return c, func() {
 			restore()
-			pool <- c
+			pool.put(c)
 			db.closeMu.RUnlock()
 		}, nil
 	case <-ctx.Done():

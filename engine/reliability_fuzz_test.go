@@ -27,12 +27,13 @@ import (
 
 // fuzzDB is one database per fuzz process, replaced when it grows.
 type fuzzDB struct {
-	db    *DB
-	calls int
+	db      *DB
+	calls   int
+	backend string // testBackend when db was opened
 }
 
 func (f *fuzzDB) get(t testing.TB) *DB {
-	if f.db == nil || f.calls > 300 {
+	if f.db == nil || f.calls > 300 || f.backend != testBackend {
 		if f.db != nil {
 			f.db.Close()
 		}
@@ -47,7 +48,7 @@ func (f *fuzzDB) get(t testing.TB) *DB {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.db, f.calls = db, 0
+		f.db, f.calls, f.backend = db, 0, testBackend
 	}
 	f.calls++
 	return f.db

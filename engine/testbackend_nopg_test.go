@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"testing"
 )
@@ -24,3 +25,9 @@ func pgHoldLock(t testing.TB, _, _ string) func() {
 func testRefusesSchemasItCannotOwn(t *testing.T) {
 	t.Fatal("no PostgreSQL driver in WebAssembly builds")
 }
+
+func manyRaw(context.Context, string, relWork, string, func(...any)) error {
+	return errors.New("no PostgreSQL driver in WebAssembly builds")
+}
+
+func benchStepRawPG(b *testing.B) { b.Fatal("no PostgreSQL driver in WebAssembly builds") }

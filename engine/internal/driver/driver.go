@@ -118,6 +118,12 @@ type Conn interface {
 	// Exec runs one statement that returns no rows and reports how many
 	// rows it inserted, updated or deleted.
 	Exec(query string, args ...any) (changed int64, err error)
+	// Queue runs a statement of the current transaction whose outcome the
+	// caller needs only as the transaction's: a driver may send it with the
+	// transaction's next statement or its commit, and its error (an error
+	// of the bound values is reported at once) then comes from that call.
+	// A driver without a network round trip to save runs it at once.
+	Queue(query string, args ...any) error
 	// Query runs one statement and calls fn for each row, in order, until
 	// fn returns an error (which Query returns). fn must not keep a byte
 	// slice of a row past its return.

@@ -117,6 +117,14 @@ type Conn struct {
 	kind    driver.TxKind
 	pending []int64 // lock keys to take before the next statement
 	locked  map[int64]bool
+	queued  []queued // statements to send with the next one
+}
+
+// queued is a statement of Queue, bound and waiting for the next round trip.
+type queued struct {
+	st   *stmt
+	vals [][]byte
+	fmts []int16
 }
 
 var _ driver.Conn = (*Conn)(nil)
@@ -227,7 +235,7 @@ func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	if c.tx != txPending && len(c.pending) == 0 {
+	if c.tx != txPending && len(c.pending) == 0 && len(c.queued) == 0 {
 		rr := c.pc.ExecStatement(c.ctx, st.sd, vals, fmts, st.resultFormats)
 		n, ferr := readRows(rr, fn)
 		tag, err := rr.Close()
@@ -242,31 +250,13 @@ func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, erro
 		}
 		return n, nil
 	}
-	// BEGIN and pending locks go with the statement, in one round trip.
-	b := &pgconn.Batch{}
-	pre := 0
-	if c.tx == txPending {
-		b.ExecParams(beginSQL(c.kind), nil, nil, nil, nil)
-		pre++
-	}
-	if len(c.pending) > 0 {
-		if c.lockSt == nil {
-			if c.lockSt, err = c.prepare("SELECT pg_advisory_xact_lock($1)"); err != nil {
-				return 0, err
-			}
-		}
-		for _, k := range c.pending {
-			var kb [8]byte
-			binary.BigEndian.PutUint64(kb[:], uint64(k))
-			b.ExecStatement(c.lockSt.sd, [][]byte{kb[:]}, []int16{1}, nil)
-			pre++
-		}
-		c.pending = c.pending[:0]
+	// BEGIN, pending locks and queued statements go with this one, in one
+	// round trip.
+	b, pre, err := c.batch()
+	if err != nil {
+		return 0, err
 	}
 	b.ExecStatement(st.sd, vals, fmts, st.resultFormats)
-	if c.tx == txPending {
-		c.tx = txOpen
-	}
 	mrr := c.pc.ExecBatch(c.ctx, b)
 	var n int64
 	var ferr, rerr error
@@ -294,6 +284,64 @@ func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, erro
 		return 0, classify(c.ctx, rerr)
 	}
 	return n, ferr
+}
+
+// batch starts a batch with what must precede the next statement: BEGIN,
+// the pending locks, the queued statements; pre counts them.
+func (c *Conn) batch() (b *pgconn.Batch, pre int, err error) {
+	b = &pgconn.Batch{}
+	if c.tx == txPending {
+		// Prepared, like every statement: BEGIN runs once per transaction.
+		begin, err := c.prepare(beginSQL(c.kind))
+		if err != nil {
+			return nil, 0, err
+		}
+		b.ExecStatement(begin.sd, nil, nil, nil)
+		pre++
+		c.tx = txOpen
+	}
+	if len(c.pending) > 0 {
+		if c.lockSt == nil {
+			if c.lockSt, err = c.prepare("SELECT pg_advisory_xact_lock($1)"); err != nil {
+				return nil, 0, err
+			}
+		}
+		for _, k := range c.pending {
+			var kb [8]byte
+			binary.BigEndian.PutUint64(kb[:], uint64(k))
+			b.ExecStatement(c.lockSt.sd, [][]byte{kb[:]}, []int16{1}, nil)
+			pre++
+		}
+		c.pending = c.pending[:0]
+	}
+	for _, q := range c.queued {
+		b.ExecStatement(q.st.sd, q.vals, q.fmts, q.st.resultFormats)
+		pre++
+	}
+	c.queued = c.queued[:0]
+	return b, pre, nil
+}
+
+// Queue implements driver.Conn: inside a transaction the statement waits
+// for the next one (or the commit) and travels with it.
+func (c *Conn) Queue(q string, args ...any) error {
+	if c.tx == txNone || strings.TrimSpace(q) == "" {
+		_, err := c.run(q, args, nil)
+		return err
+	}
+	if err := c.ensure(); err != nil {
+		return err
+	}
+	st, err := c.prepare(q)
+	if err != nil {
+		return err
+	}
+	vals, fmts, err := encodeArgs(st.sd.ParamOIDs, args)
+	if err != nil {
+		return err
+	}
+	c.queued = append(c.queued, queued{st: st, vals: vals, fmts: fmts})
+	return nil
 }
 
 // readRows calls fn for each row; n is the number of rows seen when fn is
@@ -351,8 +399,8 @@ func (c *Conn) simple(q string) error {
 		q = beginSQL(c.kind) + "; " + q
 		c.tx = txOpen
 	}
-	if len(c.pending) > 0 {
-		return errors.New("agentstate: internal: a script cannot follow Lock")
+	if len(c.pending) > 0 || len(c.queued) > 0 {
+		return errors.New("agentstate: internal: a script cannot follow Lock or Queue")
 	}
 	_, err := c.pc.Exec(c.ctx, q).ReadAll()
 	return classify(c.ctx, err)
@@ -439,13 +487,14 @@ func (c *Conn) Begin(kind driver.TxKind) error {
 func (c *Conn) endTx() {
 	c.tx = txNone
 	c.pending = c.pending[:0]
+	c.queued = c.queued[:0]
 	clear(c.locked)
 }
 
-// Commit implements driver.Conn.
+// Commit implements driver.Conn; queued statements travel with the COMMIT.
 func (c *Conn) Commit() error {
 	defer c.endTx()
-	if c.tx != txOpen {
+	if c.tx == txNone || c.tx == txPending && len(c.queued) == 0 {
 		return nil // nothing reached the server
 	}
 	if c.pc == nil || c.pc.IsClosed() {
@@ -455,7 +504,26 @@ func (c *Conn) Commit() error {
 		c.rollback()
 		return errors.New("agentstate: internal: COMMIT of a failed transaction")
 	}
-	_, err := c.pc.Exec(c.ctx, "COMMIT").ReadAll()
+	var err error
+	if len(c.queued) > 0 {
+		b, _, berr := c.batch()
+		if berr != nil {
+			c.rollback()
+			return berr
+		}
+		commit, perr := c.prepare("COMMIT")
+		if perr != nil {
+			c.rollback()
+			return perr
+		}
+		b.ExecStatement(commit.sd, nil, nil, nil)
+		_, err = c.pc.ExecBatch(c.ctx, b).ReadAll()
+		if err == nil && c.pc.TxStatus() != 'I' {
+			err = errors.New("agentstate: internal: the transaction did not commit")
+		}
+	} else {
+		_, err = c.pc.Exec(c.ctx, "COMMIT").ReadAll()
+	}
 	if err != nil {
 		err = classify(c.ctx, err)
 		if c.pc != nil && !c.pc.IsClosed() && c.pc.TxStatus() != 'I' {

@@ -309,3 +309,46 @@ CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $body$ BEGIN RETURN 1; END $
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
 }
+
+// Queued statements run in order with the next statement or the commit;
+// one that fails fails the transaction, which then changes nothing.
+func TestQueue(t *testing.T) {
+	d := testSchema(t, Options{BusyTimeout: time.Second})
+	c := dial(t, d)
+	if _, err := c.Exec(`CREATE TABLE t (n BIGINT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n int64) {
+		c.Query(`SELECT count(*) FROM t`, nil, func(r driver.Row) error { n = r.Int64(0); return nil })
+		return n
+	}
+	c.Begin(driver.TxWrite)
+	for i := range 3 {
+		if err := c.Queue(`INSERT INTO t VALUES ($1)`, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := count(); got != 3 {
+		t.Fatalf("queued inserts before the next statement: %d rows, want 3", got)
+	}
+	c.Queue(`INSERT INTO t VALUES ($1)`, 3)
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 4 {
+		t.Fatalf("after commit: %d rows, want 4", got)
+	}
+	c.Begin(driver.TxWrite)
+	c.Queue(`INSERT INTO t VALUES ($1)`, 10)
+	c.Queue(`INSERT INTO t VALUES ($1)`, 0) // a duplicate
+	err := c.Commit()
+	if !errors.Is(err, driver.ErrUnique) {
+		t.Fatalf("commit after a failing queued insert: %v, want ErrUnique", err)
+	}
+	if c.InTx() {
+		t.Fatal("still in a transaction")
+	}
+	if got := count(); got != 4 {
+		t.Fatalf("a failed transaction changed the table: %d rows", got)
+	}
+}
