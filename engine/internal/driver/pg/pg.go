@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -221,6 +222,36 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 }
 
 func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, error) {
+	// The first statement of a transaction (sent with its BEGIN) may find
+	// the connection closed by the server since its last use (a restart, a
+	// terminated session): nothing of the transaction ran, so it runs again
+	// once on a new connection.
+	first := c.tx == txPending && len(c.queued) == 0
+	locks := slices.Clone(c.pending)
+	rows := false
+	var wrapped func(driver.Row) error
+	if fn != nil {
+		wrapped = func(r driver.Row) error { rows = true; return fn(r) }
+	}
+	n, err := c.run1(q, args, wrapped)
+	if err != nil && first && !rows && c.pc != nil && c.pc.IsClosed() && c.ctx.Err() == nil && connectionLost(err) {
+		c.tx, c.pending, c.pc = txPending, locks, nil
+		return c.run1(q, args, fn)
+	}
+	return n, err
+}
+
+// connectionLost reports an error that says the connection is gone, not
+// that a statement failed.
+func connectionLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
+	}
+	return true
+}
+
+func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, error) {
 	if strings.TrimSpace(q) == "" {
 		return 0, nil
 	}

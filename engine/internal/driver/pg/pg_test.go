@@ -352,3 +352,31 @@ func TestQueue(t *testing.T) {
 		t.Fatalf("a failed transaction changed the table: %d rows", got)
 	}
 }
+
+// A connection the server closed between transactions (a restart, a
+// terminated session) is replaced: the next transaction runs on a new one.
+func TestReconnectsBetweenTransactions(t *testing.T) {
+	d := testSchema(t, Options{BusyTimeout: time.Second})
+	c, admin := dial(t, d), dial(t, d)
+	var pid int64
+	if err := c.Query(`SELECT pg_backend_pid()`, nil, func(r driver.Row) error { pid = r.Int64(0); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(`SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := c.Begin(driver.TxRead); err != nil {
+		t.Fatal(err)
+	}
+	var again int64
+	if err := c.Query(`SELECT pg_backend_pid()`, nil, func(r driver.Row) error { again = r.Int64(0); return nil }); err != nil {
+		t.Fatalf("first statement after the server closed the connection: %v", err)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if again == pid || again == 0 {
+		t.Fatalf("still on backend %d", again)
+	}
+}
