@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/jackc/pgx/v5"
@@ -277,5 +278,150 @@ func manyRaw(ctx context.Context, url string, w relWork, thread string, say func
 		say("C", thread, n, id)
 		say("E", thread, n)
 		parent = id
+	}
+}
+
+// BenchmarkStepVsRawPG measures, in one loop under the same load, a step
+// through the API (Put + two PutWrites, three transactions) against the
+// same rows inserted with pgx: in one transaction per step (as
+// BenchmarkStepRawSQL) and in three, one per call (the API's shape).
+func BenchmarkStepVsRawPG(b *testing.B) {
+	if !onPG() {
+		b.Skip("PostgreSQL only")
+	}
+	ctx := context.Background()
+	u := testPath(b, Memory)
+	db, err := Open(ctx, u, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.RuntimeParams["synchronous_commit"] = "off"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	cpBytes, _ := codec.Marshal(storedCheckpoint{V: 4, TS: "2026-11-29T00:00:00Z", ChannelVersions: map[string]string{"messages": "1", "title": "1", "__start__": "1"},
+		VersionsSeen: map[string]map[string]string{"agent": {"messages": "1"}, "__input__": {}}})
+	md, _ := marshalMetadata(benchMetadata(0))
+	versions, _ := pgVersionsJSON(cpBytes)
+	mdJSON := pgTypedJSON(md)
+	const (
+		insCP    = `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j) VALUES ($1, '', $2, $3, 'run-1', $4, $5, $6, $7)`
+		insBlob  = `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data) VALUES ($1, '', 'messages', $2, $3, 'json', $4)`
+		insWrite = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path) VALUES ($1, '', $2, $3, 0, 'messages', 'json', $4, $5)`
+	)
+	raw := func(thread string, i int, parent string, txs int) {
+		id := fmt.Sprintf("%012d", i)
+		var p any
+		if parent != "" {
+			p = parent
+		}
+		type q struct {
+			sql  string
+			args []any
+		}
+		groups := [][]q{{{insCP, []any{thread, id, p, cpBytes, md, versions, mdJSON}}, {insBlob, []any{thread, fmt.Sprintf("%08d", i), id, cpBenchValue.Data}}},
+			{{insWrite, []any{thread, id, "agent", cpBenchWrite.Data, "~agent"}}}, {{insWrite, []any{thread, id, "tools", cpBenchWrite.Data, "~tools"}}}}
+		if txs == 1 {
+			groups = [][]q{append(append(groups[0], groups[1]...), groups[2]...)}
+		}
+		for _, g := range groups {
+			err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+				for _, x := range g {
+					if _, err := tx.Exec(ctx, x.sql, x.args...); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	parent := Config{ThreadID: "bench"}
+	var tAPI, t1, t3 time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		c, nv := benchCheckpoint(i + 1)
+		s := time.Now()
+		if parent, err = db.Put(ctx, parent, c, benchMetadata(i), nv); err != nil {
+			b.Fatal(err)
+		}
+		for _, task := range []string{"agent", "tools"} {
+			if err := db.PutWrites(ctx, parent, []Write{{Channel: "messages", Value: cpBenchWrite}}, task, "~"+task); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tAPI += time.Since(s)
+		prev := ""
+		if i > 0 {
+			prev = fmt.Sprintf("%012d", i)
+		}
+		s = time.Now()
+		raw("raw1", i+1, prev, 1)
+		t1 += time.Since(s)
+		s = time.Now()
+		raw("raw3", i+1, prev, 3)
+		t3 += time.Since(s)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(tAPI.Microseconds())/n, "api-µs/step")
+	b.ReportMetric(float64(t1.Microseconds())/n, "raw1tx-µs/step")
+	b.ReportMetric(float64(t3.Microseconds())/n, "raw3tx-µs/step")
+	b.ReportMetric(float64(tAPI)/float64(t1), "api/raw1tx")
+	b.ReportMetric(float64(tAPI)/float64(t3), "api/raw3tx")
+}
+
+// BenchmarkHeadStateVsSQLite reads the head of the same delta thread from
+// an SQLite file and from PostgreSQL in turn, in one loop, so that both
+// see the same load: warm (state cache) and cold (no caches: the history
+// walk, its writes and the fold on every read).
+func BenchmarkHeadStateVsSQLite(b *testing.B) {
+	if !onPG() {
+		b.Skip("PostgreSQL only")
+	}
+	for _, n := range []int{100, 1000} {
+		for _, cache := range []int64{64 << 20, 0} {
+			b.Run(fmt.Sprintf("messages=%d/cache=%v", n, cache > 0), func(b *testing.B) {
+				o := DefaultOptions()
+				o.Mode, o.HistoryCacheBytes = ModeDelta, cache
+				var dbs [2]*DB
+				for i, path := range []string{filepath.Join(b.TempDir(), "h.db"), testPath(b, Memory)} {
+					db, err := Open(bg, path, &o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer db.Close()
+					for i := range n {
+						m := codec.Message{ID: fmt.Sprintf("m%07d", i), Type: codec.AI, Content: "some words of text"}
+						if _, err := db.Commit(bg, "t", Step{Tasks: []TaskWrites{{TaskID: "x", Writes: []ChannelWrite{{Channel: MessagesChannel, Value: m}}}}}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					dbs[i] = db
+				}
+				var spent [2]time.Duration
+				b.ResetTimer()
+				for range b.N {
+					for i, db := range dbs {
+						s := time.Now()
+						if _, err := db.State(bg, Config{ThreadID: "t"}); err != nil {
+							b.Fatal(err)
+						}
+						spent[i] += time.Since(s)
+					}
+				}
+				b.ReportMetric(float64(spent[0].Microseconds())/float64(b.N), "sqlite-µs/read")
+				b.ReportMetric(float64(spent[1].Microseconds())/float64(b.N), "pg-µs/read")
+				b.ReportMetric(float64(spent[1])/float64(spent[0]), "pg/sqlite")
+			})
+		}
 	}
 }

@@ -133,6 +133,19 @@ var pgStatements = map[string]*pgStmt{
 	// single writer would.
 	sqlRunStatus: {sql: `SELECT status FROM runs WHERE run_id = $1 FOR UPDATE`},
 	sqlRunActive: {sql: `SELECT run_id, status FROM runs WHERE thread_id = $1 AND status IN ('pending', 'running') FOR UPDATE`},
+	// The history walk: every step is a lookup by primary key, whatever the
+	// planner's statistics say (OFFSET 0 keeps each lateral lookup from
+	// being flattened into a join that scans the thread).
+	sqlWalk: {sql: pgWalkChain + `SELECT chain.id, chain.child, b.type, b.data, b.type IS NOT NULL
+FROM chain LEFT JOIN LATERAL (SELECT type, data FROM blobs b
+	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b ON true
+ORDER BY chain.depth DESC`},
+	sqlWalkSeed: {sql: pgWalkChain + `SELECT b.version FROM chain CROSS JOIN LATERAL (SELECT version FROM blobs b
+	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`},
+	sqlHolds: {sql: `SELECT v.ver, b.type, b.data FROM (SELECT versions ->> $1 AS ver FROM checkpoints
+	WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4) v
+	LEFT JOIN LATERAL (SELECT type, data FROM blobs b
+		WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = v.ver OFFSET 0) b ON true`},
 	// SQLite takes a bare column of a group; PostgreSQL wants it named.
 	sqlLargestThreads: {sql: `SELECT s.thread_id, coalesce(m.mode, ''), sum(s.cps), sum(s.n) FROM (
 	SELECT thread_id, 1 AS cps, octet_length(checkpoint) + octet_length(metadata) AS n FROM checkpoints
@@ -158,6 +171,20 @@ GROUP BY s.thread_id, m.mode ORDER BY 4 DESC, 1 LIMIT $1`},
 		sql: `SELECT relname::text FROM pg_catalog.pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r' ORDER BY 1`},
 }
 
+// pgWalkChain is walkChain with each step a lookup by primary key.
+const pgWalkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
+	SELECT p.checkpoint_id, t.checkpoint_id, 1, p.versions ->> $1, p.parent_id
+	FROM checkpoints t CROSS JOIN LATERAL (SELECT checkpoint_id, versions, parent_id FROM checkpoints p
+		WHERE p.thread_id = $2 AND p.checkpoint_ns = $3 AND p.checkpoint_id = t.parent_id OFFSET 0) p
+	WHERE t.thread_id = $2 AND t.checkpoint_ns = $3 AND t.checkpoint_id = $4
+	UNION ALL
+	SELECT p.checkpoint_id, chain.id, chain.depth + 1, p.versions ->> $1, p.parent_id
+	FROM chain CROSS JOIN LATERAL (SELECT checkpoint_id, versions, parent_id FROM checkpoints p
+		WHERE p.thread_id = $2 AND p.checkpoint_ns = $3 AND p.checkpoint_id = chain.parent OFFSET 0) p
+	WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver)
+)
+`
+
 // pgTables are the tables migrations_pg creates.
 var pgTables = []string{"agentstate_header", "schema_history", "meta", "checkpoints", "blobs", "writes",
 	"store_items", "runs", "event_seqs", "events", "threads", "thread_modes"}
@@ -169,6 +196,7 @@ var (
 	pgMatchFn    = regexp.MustCompile(`agentstate_(meta|store|thread)_match\((\w+), \$(\d+)\)`)
 	pgIsNot      = regexp.MustCompile(`\bIS NOT ('[^']*'|\$\d+)`)
 	pgJSONEachAs = regexp.MustCompile(`json_each\((\$\d+)\) (\w+)\b`)
+	pgCrossJoin  = regexp.MustCompile(`(?s)CROSS JOIN (\w+) (\w+) ON (.*?)(\s+ORDER BY|\z)`)
 	pgJSONEach   = regexp.MustCompile(`json_each\((\$\d+)\)`)
 	pgWhere1     = regexp.MustCompile(`\bWHERE 1\b`)
 	pgLimit      = regexp.MustCompile(`\bLIMIT (\$\d+)`)
@@ -209,7 +237,11 @@ func pgRewrite(q string) *pgStmt {
 		q = "INSERT INTO" + strings.TrimPrefix(q, "INSERT OR IGNORE INTO") + " ON CONFLICT DO NOTHING"
 	}
 	q = pgIndexedBy.ReplaceAllString(q, "")
-	q = strings.ReplaceAll(q, "CROSS JOIN", "JOIN")
+	// SQLite's CROSS JOIN ... ON keeps the left side as the outer loop (one
+	// index search per key of a list); PostgreSQL's planner may prefer to
+	// scan the right side whole. A lateral subquery, fenced by OFFSET 0,
+	// keeps the search per key.
+	q = pgCrossJoin.ReplaceAllString(q, "CROSS JOIN LATERAL (SELECT * FROM $1 $2 WHERE $3 OFFSET 0) $2$4")
 	q = pgVersionFn.ReplaceAllString(q, "${1}versions ->> $2")
 	q = pgMatchFn.ReplaceAllStringFunc(q, func(m string) string {
 		sm := pgMatchFn.FindStringSubmatch(m)
