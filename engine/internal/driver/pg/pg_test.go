@@ -380,3 +380,26 @@ func TestReconnectsBetweenTransactions(t *testing.T) {
 		t.Fatalf("still on backend %d", again)
 	}
 }
+
+// BenchmarkRoundTrip is one statement and its answer (SELECT 1 outside a
+// transaction): the floor under every call of the engine on a server.
+func BenchmarkRoundTrip(b *testing.B) {
+	u := os.Getenv("AGENTSTATE_TEST_PG")
+	if u == "" {
+		b.Skip("set AGENTSTATE_TEST_PG")
+	}
+	d, err := NewDialer(u, Options{BusyTimeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for b.Loop() {
+		if _, err := c.Exec(`SELECT 1`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
