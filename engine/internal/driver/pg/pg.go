@@ -13,10 +13,11 @@
 // What the driver guarantees (see package driver):
 //
 //   - Write transactions run at READ COMMITTED and are serialised per lock
-//     key by pg_advisory_xact_lock on a 64-bit hash of the key (salted with
-//     the schema, so two schemas of one database do not contend): each
-//     statement after the lock sees every transaction that held the lock
-//     before as committed.
+//     key by pg_advisory_xact_lock on a 64-bit hash of the schema's name and
+//     the key, computed by the server (so that every process locks the same
+//     number for the same schema, however its URL names it, and two schemas
+//     of one database do not contend): each statement after the lock sees
+//     every transaction that held the lock before as committed.
 //   - Read transactions run at REPEATABLE READ, READ ONLY: one snapshot.
 //   - A statement whose context ends is cancelled on the server (a cancel
 //     request, not a closed connection) and fails with ErrInterrupted.
@@ -28,7 +29,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
@@ -59,7 +59,6 @@ type Options struct {
 // Dialer opens connections to one database with one set of options.
 type Dialer struct {
 	cfg  *pgconn.Config
-	salt uint64
 }
 
 // NewDialer parses a postgres:// or postgresql:// URL (or key=value
@@ -88,9 +87,7 @@ func NewDialer(url string, o Options) (*Dialer, error) {
 	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 5 * time.Second}
 	}
-	h := fnv.New64a()
-	h.Write([]byte(cfg.Database + "\x00" + cfg.RuntimeParams["search_path"]))
-	return &Dialer{cfg: cfg, salt: h.Sum64()}, nil
+	return &Dialer{cfg: cfg}, nil
 }
 
 // SearchPath is the search_path the URL sets, or "".
@@ -98,7 +95,7 @@ func (d *Dialer) SearchPath() string { return d.cfg.RuntimeParams["search_path"]
 
 // Dial opens one connection.
 func (d *Dialer) Dial(ctx context.Context) (*Conn, error) {
-	c := &Conn{d: d, ctx: context.Background(), locked: map[int64]bool{}}
+	c := &Conn{d: d, ctx: context.Background(), locked: map[string]bool{}}
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -116,8 +113,8 @@ type Conn struct {
 
 	tx      txState
 	kind    driver.TxKind
-	pending []int64 // lock keys to take before the next statement
-	locked  map[int64]bool
+	pending []string // lock keys to take before the next statement
+	locked  map[string]bool
 	queued  []queued // statements to send with the next one
 }
 
@@ -333,14 +330,12 @@ func (c *Conn) batch() (b *pgconn.Batch, pre int, err error) {
 	}
 	if len(c.pending) > 0 {
 		if c.lockSt == nil {
-			if c.lockSt, err = c.prepare("SELECT pg_advisory_xact_lock($1)"); err != nil {
+			if c.lockSt, err = c.prepare(lockSQL); err != nil {
 				return nil, 0, err
 			}
 		}
 		for _, k := range c.pending {
-			var kb [8]byte
-			binary.BigEndian.PutUint64(kb[:], uint64(k))
-			b.ExecStatement(c.lockSt.sd, [][]byte{kb[:]}, []int16{1}, nil)
+			b.ExecStatement(c.lockSt.sd, [][]byte{[]byte(k)}, []int16{1}, nil)
 			pre++
 		}
 		c.pending = c.pending[:0]
@@ -586,23 +581,23 @@ func (c *Conn) InTx() bool {
 	return c.tx != txNone || (c.pc != nil && !c.pc.IsClosed() && c.pc.TxStatus() != 'I')
 }
 
+// lockSQL takes the advisory lock of a key for the rest of the transaction.
+const lockSQL = `SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '/' || $1::text, 0))`
+
 // Lock implements driver.Conn: the advisory lock of key, held until the
 // transaction ends, taken before the transaction's next statement.
 func (c *Conn) Lock(key string) error {
 	if c.tx == txNone {
 		return errors.New("agentstate: internal: Lock outside a transaction")
 	}
-	h := fnv.New64a()
-	var s [8]byte
-	binary.LittleEndian.PutUint64(s[:], c.d.salt)
-	h.Write(s[:])
-	h.Write([]byte(key))
-	k := int64(h.Sum64())
-	if c.locked[k] {
+	if err := CheckText([]byte(key)); err != nil {
+		return err
+	}
+	if c.locked[key] {
 		return nil
 	}
-	c.locked[k] = true
-	c.pending = append(c.pending, k)
+	c.locked[key] = true
+	c.pending = append(c.pending, key)
 	return nil
 }
 

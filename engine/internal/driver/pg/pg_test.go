@@ -403,3 +403,35 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// Two processes whose URLs name one schema differently (search_path "s"
+// and "s, public") lock the same thing: the key is the schema's name, as
+// the server knows it, and the lock key.
+func TestLockIsTheSchemasWhateverTheURL(t *testing.T) {
+	d := testSchema(t, Options{BusyTimeout: 100 * time.Millisecond})
+	sp := d.SearchPath()
+	u := serverURL(t)
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	other, err := NewDialer(u+sep+"search_path="+sp+",public", Options{BusyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := dial(t, d), dial(t, other)
+	for _, c := range []*Conn{a, b} {
+		if err := c.Begin(driver.TxWrite); err != nil {
+			t.Fatal(err)
+		}
+		c.Lock("thread-1")
+	}
+	if _, err := a.Exec(`SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Exec(`SELECT 1`); !errors.Is(err, driver.ErrBusy) {
+		t.Fatalf("the same key through another spelling of the schema: %v, want ErrBusy", err)
+	}
+	b.Rollback()
+	a.Commit()
+}
