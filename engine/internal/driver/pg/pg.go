@@ -58,7 +58,7 @@ type Options struct {
 
 // Dialer opens connections to one database with one set of options.
 type Dialer struct {
-	cfg  *pgconn.Config
+	cfg *pgconn.Config
 }
 
 // NewDialer parses a postgres:// or postgresql:// URL (or key=value
