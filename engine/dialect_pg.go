@@ -123,11 +123,15 @@ var pgStatements = map[string]*pgStmt{
 		WHERE thread_id = $1 AND ($2 OR user_id = $3)`,
 		args: deriveTyped(3),
 	},
-	// The counter's own column must be named by table in the update.
+	// The counter's own column must be named by table in the update, and
+	// SQLite's two-argument max is GREATEST.
 	sqlEventSeq: {sql: `INSERT INTO event_seqs(thread_id, last_seq)
 		VALUES ($1, coalesce((SELECT max(seq) FROM events WHERE thread_id = $1), 0) + $2)
-		ON CONFLICT (thread_id) DO UPDATE SET last_seq = event_seqs.last_seq + $2
+		ON CONFLICT (thread_id) DO UPDATE SET last_seq = GREATEST(event_seqs.last_seq + $2, EXCLUDED.last_seq)
 		RETURNING last_seq`},
+	sqlEventSeqPastMax: {sql: `INSERT INTO event_seqs(thread_id, last_seq)
+		SELECT $1, max(seq) FROM events WHERE thread_id = $1
+		ON CONFLICT (thread_id) DO UPDATE SET last_seq = GREATEST(event_seqs.last_seq, EXCLUDED.last_seq)`},
 	// Run status changes read the row they change: the row lock makes a
 	// second writer wait and then see the first one's status, as SQLite's
 	// single writer would.
@@ -136,8 +140,8 @@ var pgStatements = map[string]*pgStmt{
 	// The history walk: every step is a lookup by primary key, whatever the
 	// planner's statistics say (OFFSET 0 keeps each lateral lookup from
 	// being flattened into a join that scans the thread).
-	sqlWalk: {sql: pgWalkChain + `SELECT chain.id, chain.child, b.type, b.data, b.type IS NOT NULL
-FROM chain LEFT JOIN LATERAL (SELECT type, data FROM blobs b
+	sqlWalk: {sql: pgWalkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS NOT NULL
+FROM chain LEFT JOIN LATERAL (SELECT type FROM blobs b
 	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b ON true
 ORDER BY chain.depth DESC`},
 	sqlWalkSeed: {sql: pgWalkChain + `SELECT b.version FROM chain CROSS JOIN LATERAL (SELECT version FROM blobs b

@@ -4,9 +4,12 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,4 +196,67 @@ func TestPGFiltersMatchGo(t *testing.T) {
 		t.Fatalf("%d comparisons, %d matches: too few of one kind to prove anything", rows, matched)
 	}
 	t.Logf("%d filters compared, %d matched", rows, matched)
+}
+
+// pgWrittenFor pins each statement written out for PostgreSQL to the
+// SQLite text it translates (a hash of it): when the engine's statement
+// changes, its translation must be reviewed, or PostgreSQL would keep the
+// old behaviour. Update the hash once the translation matches again.
+var pgWrittenFor = map[string]string{
+	"0609cc993a99": "INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, chec",
+	"0957a2b6c5ab": "INSERT INTO threads(thread_id, assistant_id, user_id, displa",
+	"0a4540e8c33c": "VACUUM",
+	"14e2b350e173": "SELECT name FROM sqlite_master WHERE type='table' AND name N",
+	"1554e979625c": "SELECT count(*) FROM sqlite_master",
+	"2e644a5eb792": "PRAGMA incremental_vacuum",
+	"35ab85b2ac00": "INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint",
+	"3c9269960144": "INSERT INTO event_seqs(thread_id, last_seq)",
+	"3f8c1957616c": "PRAGMA wal_checkpoint(TRUNCATE)",
+	"4121070653ee": "INSERT OR REPLACE INTO checkpoints(thread_id, checkpoint_ns,",
+	"47b0519fab28": "INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint",
+	"4c4a5282a0ab": "PRAGMA page_size",
+	"4d1dbdf36fab": "INSERT INTO store_items(namespace, key, value, created_at, u",
+	"5ba0cff1d719": "UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND ",
+	"66053cc7fa5f": "SELECT status FROM runs WHERE run_id=?",
+	"6944eaa14dfc": "SELECT s.thread_id, coalesce(m.mode, ''), sum(s.cps), sum(s.",
+	"72bdc9808e4d": "PRAGMA freelist_count",
+	"80b42ff05db7": "PRAGMA user_version",
+	"86fdcd8fddce": "INSERT INTO threads(thread_id, assistant_id, user_id, displa",
+	"8bcb1d15f8b8": "SELECT v.ver, b.type, b.data FROM (SELECT agentstate_version",
+	"8c5ff49b85d8": "INSERT INTO event_seqs(thread_id, last_seq)",
+	"8e78ac954e3c": "UPDATE threads SET metadata=?4, pinned=?5, updated_at=coales",
+	"949ba86d92f0": "SELECT run_id, status FROM runs WHERE thread_id=? AND status",
+	"b46820995588": "WITH RECURSIVE chain(id, child, depth, ver, parent) AS (",
+	"b927f8d57ca1": "INSERT INTO store_items(namespace, key, value, created_at, u",
+	"cbba8d9fe340": "PRAGMA application_id",
+	"e2ba7c9f86d7": "PRAGMA page_count",
+	"f1364da2cc37": "WITH RECURSIVE chain(id, child, depth, ver, parent) AS (",
+}
+
+func TestPGStatementsMatchTheirSQLite(t *testing.T) {
+	var stale []string
+	for q := range pgStatements {
+		h := sha256.Sum256([]byte(q))
+		got := hex.EncodeToString(h[:6])
+		if want, ok := pgWrittenFor[got]; !ok {
+			stale = append(stale, fmt.Sprintf("%s (%q...)", got, firstLine(q)))
+		} else if want != firstLine(q) {
+			t.Errorf("hash %s names %q, the statement starts %q", got, want, firstLine(q))
+		}
+	}
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		t.Fatalf("%d statements written out for PostgreSQL translate SQLite text this test has not seen: review each translation in dialect_pg.go, then record its hash in pgWrittenFor:\n%s", len(stale), strings.Join(stale, "\n"))
+	}
+	if len(pgWrittenFor) != len(pgStatements) {
+		t.Fatalf("pgWrittenFor has %d entries for %d statements: remove the stale ones", len(pgWrittenFor), len(pgStatements))
+	}
+}
+
+func firstLine(q string) string {
+	l, _, _ := strings.Cut(q, "\n")
+	if len(l) > 60 {
+		l = l[:60]
+	}
+	return l
 }

@@ -231,7 +231,7 @@ func TestImportBoundsEachLine(t *testing.T) {
 				// Spaces cost no memory: the line bound ends them.
 				d.n = MaxImportLineBytes + 4<<20
 			}
-			path := filepath.Join(t.TempDir(), "i.db")
+			path := testPath(t, filepath.Join(t.TempDir(), "i.db"))
 			runtime.GC()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
