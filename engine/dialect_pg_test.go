@@ -222,7 +222,7 @@ var pgWrittenFor = map[string]string{
 	"72bdc9808e4d": "PRAGMA freelist_count",
 	"80b42ff05db7": "PRAGMA user_version",
 	"86fdcd8fddce": "INSERT INTO threads(thread_id, assistant_id, user_id, displa",
-	"8bcb1d15f8b8": "SELECT v.ver, b.type, b.data FROM (SELECT agentstate_version",
+	"5dc9c1abfabe": "SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id",
 	"8c5ff49b85d8": "INSERT INTO event_seqs(thread_id, last_seq)",
 	"8e78ac954e3c": "UPDATE threads SET metadata=?4, pinned=?5, updated_at=coales",
 	"949ba86d92f0": "SELECT run_id, status FROM runs WHERE thread_id=? AND status",
