@@ -200,7 +200,7 @@ var (
 	pgMatchFn    = regexp.MustCompile(`agentstate_(meta|store|thread)_match\((\w+), \$(\d+)\)`)
 	pgIsNot      = regexp.MustCompile(`\bIS NOT ('[^']*'|\$\d+)`)
 	pgJSONEachAs = regexp.MustCompile(`json_each\((\$\d+)\) (\w+)\b`)
-	pgCrossJoin  = regexp.MustCompile(`(?s)CROSS JOIN (\w+) (\w+) ON (.*?)(\s+ORDER BY|\z)`)
+	pgCrossJoin  = regexp.MustCompile(`(?s)CROSS JOIN (\w+) (\w+)\s+ON (.*?)(\s+(?:ORDER BY|WHERE|GROUP BY)\b|\z)`)
 	pgJSONEach   = regexp.MustCompile(`json_each\((\$\d+)\)`)
 	pgWhere1     = regexp.MustCompile(`\bWHERE 1\b`)
 	pgLimit      = regexp.MustCompile(`\bLIMIT (\$\d+)`)
@@ -275,7 +275,8 @@ func pgRewrite(q string) *pgStmt {
 		sm := pgJSONEachAs.FindStringSubmatch(m)
 		return "(SELECT value, ordinality - 1 AS key FROM jsonb_array_elements(" + sm[1] + "::jsonb) WITH ORDINALITY) " + sm[2]
 	})
-	q = pgJSONEach.ReplaceAllString(q, "jsonb_array_elements_text($1::jsonb) AS value")
+	// Text of the list compares byte by byte, as every text column does.
+	q = pgJSONEach.ReplaceAllString(q, `(SELECT v COLLATE "C" AS value FROM jsonb_array_elements_text($1::jsonb) v) AS json_each`)
 	q = pgWhere1.ReplaceAllString(q, "WHERE true")
 	// SQLite reads a negative LIMIT as none.
 	q = pgLimit.ReplaceAllString(q, "LIMIT nullif($1::bigint, -1)")

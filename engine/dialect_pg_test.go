@@ -30,7 +30,7 @@ func TestPGRewrite(t *testing.T) {
 		{`SELECT j.key FROM json_each(?) j CROSS JOIN blobs b ON b.x = j.value->>0 ORDER BY j.key`,
 			`SELECT j.key FROM (SELECT value, ordinality - 1 AS key FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY) j CROSS JOIN LATERAL (SELECT * FROM blobs b WHERE b.x = j.value->>0 OFFSET 0) b ORDER BY j.key`},
 		{`SELECT 1 FROM t WHERE (?1 IS NULL OR x IN (SELECT value FROM json_each(?1)))`,
-			`SELECT 1 FROM t WHERE ($1::jsonb IS NULL OR x IN (SELECT value FROM jsonb_array_elements_text($1::jsonb) AS value))`},
+			`SELECT 1 FROM t WHERE ($1::jsonb IS NULL OR x IN (SELECT value FROM (SELECT v COLLATE "C" AS value FROM jsonb_array_elements_text($1::jsonb) v) AS json_each))`},
 		{`SELECT 1 FROM t WHERE (?1 IS NULL OR s=?1) AND ?2 IS NULL`, `SELECT 1 FROM t WHERE ($1::text IS NULL OR s=$1) AND $2::text IS NULL`},
 		{`SELECT 1 FROM t WHERE 1 AND a = :a LIMIT :n`, `SELECT 1 FROM t WHERE true AND a = $1 LIMIT nullif($2::bigint, -1)`},
 		{`SELECT count(*) FROM (SELECT a FROM t)`, `SELECT count(*) FROM (SELECT a FROM t) AS counted`},
@@ -41,6 +41,12 @@ func TestPGRewrite(t *testing.T) {
 		if got.sql != tc.want {
 			t.Errorf("%s\n got %s\nwant %s", tc.in, got.sql, tc.want)
 		}
+	}
+	// Two joins, each ending at its WHERE.
+	got := pgRewrite("WITH RECURSIVE link(v) AS (SELECT 1 UNION SELECT b.base FROM link CROSS JOIN blobs b\n  ON b.version = link.v\n\tWHERE b.enc = 2)\nSELECT b.data FROM link\nCROSS JOIN blobs b ON b.version = link.v\nWHERE link.v IS NOT ?1").sql
+	want := "WITH RECURSIVE link(v) AS (SELECT 1 UNION SELECT b.base FROM link CROSS JOIN LATERAL (SELECT * FROM blobs b WHERE b.version = link.v OFFSET 0) b\n\tWHERE b.enc = 2)\nSELECT b.data FROM link\nCROSS JOIN LATERAL (SELECT * FROM blobs b WHERE b.version = link.v OFFSET 0) b\nWHERE link.v IS DISTINCT FROM $1"
+	if got != want {
+		t.Errorf("two joins:\n got %s\nwant %s", got, want)
 	}
 	// Numbers the text never names are dropped, the rest renumbered.
 	st := pgRewrite(`SELECT 1 FROM t WHERE a = ?1 LIMIT ?6 OFFSET ?7`)
