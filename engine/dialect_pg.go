@@ -91,10 +91,10 @@ var pgStatements = map[string]*pgStmt{
 		args: deriveTyped(0),
 	},
 	// SQLite's REPLACE deletes the old row: consumed_by goes back to NULL.
-	sqlInsertWriteReplace: {sql: `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data, task_path, run_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	sqlInsertWriteReplace: {sql: `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,
-			data = EXCLUDED.data, task_path = EXCLUDED.task_path, run_id = EXCLUDED.run_id, consumed_by = NULL`},
+			enc = EXCLUDED.enc, data = EXCLUDED.data, task_path = EXCLUDED.task_path, run_id = EXCLUDED.run_id, consumed_by = NULL`},
 	sqlStorePut: {
 		sql: `INSERT INTO store_items(namespace, key, value, created_at, updated_at, ttl_us, expires_at, value_j)
 		VALUES ($1, $2, $3, $4, $4, $5, $6, $7)

@@ -209,7 +209,6 @@ func TestPGFiltersMatchGo(t *testing.T) {
 // changes, its translation must be reviewed, or PostgreSQL would keep the
 // old behaviour. Update the hash once the translation matches again.
 var pgWrittenFor = map[string]string{
-	"0609cc993a99": "INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, chec",
 	"0957a2b6c5ab": "INSERT INTO threads(thread_id, assistant_id, user_id, displa",
 	"0a4540e8c33c": "VACUUM",
 	"14e2b350e173": "SELECT name FROM sqlite_master WHERE type='table' AND name N",
@@ -223,18 +222,19 @@ var pgWrittenFor = map[string]string{
 	"4c4a5282a0ab": "PRAGMA page_size",
 	"4d1dbdf36fab": "INSERT INTO store_items(namespace, key, value, created_at, u",
 	"5ba0cff1d719": "UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND ",
+	"5dc9c1abfabe": "SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id",
 	"66053cc7fa5f": "SELECT status FROM runs WHERE run_id=?",
 	"6944eaa14dfc": "SELECT s.thread_id, coalesce(m.mode, ''), sum(s.cps), sum(s.",
 	"72bdc9808e4d": "PRAGMA freelist_count",
 	"80b42ff05db7": "PRAGMA user_version",
 	"86fdcd8fddce": "INSERT INTO threads(thread_id, assistant_id, user_id, displa",
-	"5dc9c1abfabe": "SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id",
 	"8c5ff49b85d8": "INSERT INTO event_seqs(thread_id, last_seq)",
 	"8e78ac954e3c": "UPDATE threads SET metadata=?4, pinned=?5, updated_at=coales",
 	"949ba86d92f0": "SELECT run_id, status FROM runs WHERE thread_id=? AND status",
 	"b46820995588": "WITH RECURSIVE chain(id, child, depth, ver, parent) AS (",
 	"b927f8d57ca1": "INSERT INTO store_items(namespace, key, value, created_at, u",
 	"cbba8d9fe340": "PRAGMA application_id",
+	"ce2cfadfb24b": "INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, chec",
 	"e2ba7c9f86d7": "PRAGMA page_count",
 	"f1364da2cc37": "WITH RECURSIVE chain(id, child, depth, ver, parent) AS (",
 }
