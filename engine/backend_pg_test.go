@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -104,6 +107,80 @@ func TestPGVerifyFindsServerDamage(t *testing.T) {
 			tamperSource(t, path, tc.sql)
 			wantProblem(t, verifyPath(t, path), tc.kind, tc.text)
 		})
+	}
+}
+
+// A schema written by a version 5 build (no writes.enc: all that
+// migrations_pg/0006 adds) upgrades at Open: history 1..6, the pending
+// writes it held read back the same, it verifies, and new writes go in.
+func TestPGUpgradeFromV5Schema(t *testing.T) {
+	pgOnly(t)
+	path, _ := opsFixture(t, ModeDelta)
+	db := openRW(t, path)
+	// A version 5 build stored every write as given: unpack the packed ones.
+	err := db.write(bg, func(c *conn) error {
+		type key struct {
+			thread, ns, cp, task string
+			idx                  int64
+		}
+		plain := map[key][]byte{}
+		err := c.query(`SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, enc, data FROM writes WHERE enc <> 0`, nil, func(st row) error {
+			b, err := loadWrite(st, 5)
+			plain[key{st.Text(0), st.Text(1), st.Text(2), st.Text(3), st.Int64(4)}] = b
+			return err
+		})
+		if err != nil || len(plain) == 0 {
+			return fmt.Errorf("%d packed writes in the fixture (%v)", len(plain), err)
+		}
+		for k, b := range plain {
+			if err := c.exec(`UPDATE writes SET enc = 0, data = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? AND idx = ?`, b, k.thread, k.ns, k.cp, k.task, k.idx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := allTuples(t, db)
+	db.Close()
+	if len(before) == 0 || !slices.ContainsFunc(before, func(tp Tuple) bool { return len(tp.PendingWrites) > 0 }) {
+		t.Fatal("the fixture holds no pending writes")
+	}
+	tamperSource(t, path, `ALTER TABLE writes DROP COLUMN enc; DELETE FROM schema_history WHERE version = 6; UPDATE agentstate_header SET schema_version = 5`)
+	db = openRW(t, path)
+	want := make([]int64, SchemaVersion)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	if diff := cmp.Diff(want, history(t, db)); diff != "" {
+		t.Fatalf("schema_history after the upgrade (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, allTuples(t, db), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("checkpoints after the upgrade (-before +after):\n%s", diff)
+	}
+	if rep, err := db.Verify(bg, VerifyOptions{}); err != nil || !rep.OK {
+		t.Fatalf("verify after the upgrade: %v %v", err, rep.Problems)
+	}
+	cfg := before[0].Config
+	v := []byte(`"` + strings.Repeat("after the upgrade ", 50) + `"`)
+	if err := db.PutWrites(bg, cfg, []Write{{Channel: "messages", Value: codec.Blob{Type: "json", Data: v}}}, "upgraded", ""); err != nil {
+		t.Fatal(err)
+	}
+	var enc int64
+	err = db.read(bg, func(c *conn) (err error) {
+		enc, err = c.queryInt64(`SELECT enc FROM writes WHERE task_id = 'upgraded'`)
+		return err
+	})
+	if err != nil || enc != encPacked {
+		t.Fatalf("a repetitive write after the upgrade is stored with enc %d (%v), want %d", enc, err, encPacked)
+	}
+	tp, err := db.GetTuple(bg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(tp.PendingWrites, func(w PendingWrite) bool { return w.TaskID == "upgraded" && bytes.Equal(w.Value.Data, v) }) {
+		t.Fatal("the write made after the upgrade does not read back")
 	}
 }
 
