@@ -43,7 +43,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 		return &o
 	}
 	writeFile := func(t *testing.T, o *Options) string {
-		path := filepath.Join(t.TempDir(), "a file.db") // a space: the path must be quoted
+		path := testPath(t, filepath.Join(t.TempDir(), "a file.db")) // a space: the path must be quoted
 		db := openTest(t, path, o)
 		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h1", "hi"))}})
 		db.Close()
@@ -89,7 +89,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		dst := filepath.Join(t.TempDir(), "dst.db")
+		dst := testPath(t, filepath.Join(t.TempDir(), "dst.db"))
 		openTest(t, dst, delta(10)).Close()
 		_, err := ImportFile(bg, dst, bytes.NewReader(dump.Bytes()), nil, ImportOptions{})
 		var mm *ModeMismatchError
@@ -146,6 +146,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 }
 
 func TestReadOnlyUpgradeAdvice(t *testing.T) {
+	sqliteOnly(t, "opens an SQLite file of schema version 1 and an empty file")
 	ro := DefaultOptions()
 	ro.ReadOnly, ro.Mode = true, ModeAuto
 	t.Run("schema v1", func(t *testing.T) {

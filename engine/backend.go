@@ -1,6 +1,12 @@
 package engine
 
-import "github.com/agentstate/agentstate/engine/internal/driver"
+import (
+	"context"
+	"net/url"
+	"strings"
+
+	"github.com/agentstate/agentstate/engine/internal/driver"
+)
 
 // backend is where a handle's connections come from: one database of one
 // driver. Everything above it (the surfaces, the schema, the caches) talks
@@ -24,3 +30,52 @@ type backend interface {
 // thread runs everything and an in-memory database or an image belongs to
 // its connection). Calls then take turns on it.
 type oneConn interface{ oneConn() bool }
+
+// serverBackend is a backend whose database is a server (PostgreSQL):
+// several writers at once, SQL translated from the engine's SQLite text,
+// and its own schema management. The engine asks for it where a file and a
+// server differ; SQLite's backend does not implement it.
+type serverBackend interface {
+	backend
+	// writers is the number of writer connections.
+	writers() int
+	// translate maps a statement of the engine and its arguments to the
+	// server's dialect.
+	translate(q string, args []any) (string, []any, error)
+	// prepareSchema checks and migrates the schema (Open).
+	prepareSchema(ctx context.Context, db *DB, w *conn) error
+	// verify adds the server's own checks to a Verify (the catalogue, the
+	// columns derived from stored bytes) in place of SQLite's.
+	verify(v *verifier) error
+}
+
+// server returns the handle's server backend, or nil for SQLite.
+func (db *DB) server() serverBackend {
+	sb, _ := db.b.(serverBackend)
+	return sb
+}
+
+// isServerURL reports whether Open's path names a PostgreSQL server.
+func isServerURL(path string) bool {
+	return strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://")
+}
+
+// displayPath is the path as messages show it: a URL without its password.
+func displayPath(path string) string {
+	if !isServerURL(path) {
+		return path
+	}
+	u, err := url.Parse(path)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}

@@ -29,6 +29,12 @@ type sqliteBackend struct {
 type HeldError = sqlite.HeldError
 
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
+	if isServerURL(path) {
+		return openPGBackend(path, o)
+	}
+	if o.WriteConns > 1 {
+		return nil, fmt.Errorf("%w: WriteConns %d: an SQLite file has one writer", ErrInvalidOption, o.WriteConns)
+	}
 	b := &sqliteBackend{name: path, o: o, funcs: funcs}
 	if path == Memory {
 		b.memID, b.name = sqlite.NewMemory()

@@ -17,6 +17,7 @@ import (
 // once the owner is gone the file opens, and closing withdraws this
 // process's registration.
 func TestOpenRefusesFileOwnedByJavaScript(t *testing.T) {
+	sqliteOnly(t, "a JavaScript process's claim on an SQLite file")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "x.db")
 	host, _ := os.Hostname()

@@ -122,12 +122,15 @@ func validateChannel(name string) error {
 
 const (
 	sqlCheckpointExists = `SELECT parent_id IS NOT NULL FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
+	// A put's parent (?3: its stored checkpoint, NULL when missing) and
+	// whether the checkpoint itself (?4) exists, in one query.
+	sqlPutTargets = `SELECT (SELECT checkpoint FROM checkpoints WHERE thread_id=?1 AND checkpoint_ns=?2 AND checkpoint_id=?3),
+		EXISTS (SELECT 1 FROM checkpoints WHERE thread_id=?1 AND checkpoint_ns=?2 AND checkpoint_id=?4)`
 	sqlInsertCheckpoint = `INSERT OR REPLACE INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertBlob = `INSERT OR IGNORE INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlParentCheckpoint = `SELECT checkpoint FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
-	sqlBlobData         = `SELECT type, data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
+	sqlBlobData = `SELECT type, data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
 	// Sealing: the new child consumes the parent's writes not yet consumed.
 	// (Not RETURNING them: SQLite would hold every sealed value in its own
 	// memory before the first row; see limits.go.)
@@ -280,6 +283,9 @@ func (p *put) diffs() bool {
 
 func (p *put) run(c *conn) error {
 	cfg, cp := p.cfg, p.cp
+	if err := c.lock(cfg.ThreadID); err != nil {
+		return err
+	}
 	var parent any
 	if cfg.CheckpointID != "" {
 		parent = cfg.CheckpointID
@@ -287,34 +293,32 @@ func (p *put) run(c *conn) error {
 	// The parent's versions name the values new ones diff against.
 	var parentVersions map[string]string
 	if !p.trusted {
-		if cfg.CheckpointID != "" {
-			var payload []byte
-			found, err := c.queryRow(sqlParentCheckpoint, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}, func(st row) error {
-				if p.diffs() {
-					payload = copyBytes(st.Blob(0))
-				}
-				return nil
-			})
-			if err != nil {
-				return err
+		// The parent (its versions, which new values diff against) and
+		// whether this id exists already, in one query.
+		var parentFound bool
+		var payload []byte
+		_, err := c.queryRow(sqlPutTargets, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, cp.ID}, func(st row) error {
+			parentFound, p.replaced = !st.Null(0), st.Int64(1) != 0
+			if parentFound && p.diffs() {
+				payload = copyBytes(st.Blob(0))
 			}
-			if !found {
-				return fmt.Errorf("%w: parent checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
-			}
-			if payload != nil {
-				var sv storedVersions
-				if err := codec.Unmarshal(payload, &sv); err != nil {
-					return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, cfg.CheckpointID, cfg.ThreadID, err)
-				}
-				parentVersions = sv.ChannelVersions
-			}
-		}
-		var err error
-		if p.replaced, err = c.queryRow(sqlCheckpointExists, []any{cfg.ThreadID, cfg.CheckpointNS, cp.ID}, nil); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
+		if cfg.CheckpointID != "" && !parentFound {
+			return fmt.Errorf("%w: parent checkpoint %q of thread %q (namespace %q)", ErrNotFound, cfg.CheckpointID, cfg.ThreadID, cfg.CheckpointNS)
+		}
+		if payload != nil {
+			var sv storedVersions
+			if err := codec.Unmarshal(payload, &sv); err != nil {
+				return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, cfg.CheckpointID, cfg.ThreadID, err)
+			}
+			parentVersions = sv.ChannelVersions
+		}
 	}
-	if err := c.exec(sqlInsertCheckpoint, cfg.ThreadID, cfg.CheckpointNS, cp.ID, parent, p.runID, p.payload, p.md); err != nil {
+	if err := c.queue(sqlInsertCheckpoint, cfg.ThreadID, cfg.CheckpointNS, cp.ID, parent, p.runID, p.payload, p.md); err != nil {
 		return err
 	}
 	var thin []string
@@ -356,7 +360,10 @@ func (p *put) run(c *conn) error {
 	if cfg.CheckpointID == "" || p.noSeal {
 		return nil
 	}
-	if err := c.exec(sqlSealWrites, cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID); err != nil || !p.wantSealed {
+	if !p.wantSealed {
+		return c.queue(sqlSealWrites, cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
+	}
+	if err := c.exec(sqlSealWrites, cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID); err != nil {
 		return err
 	}
 	return c.query(sqlSealed, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, cp.ID}, func(st row) error {
@@ -521,6 +528,9 @@ func validateWrites(cfg Config, writes []Write, taskID string) error {
 // API made (nil for LangGraph's writes), which rollback uses; known says the
 // caller has just read the checkpoint in this transaction.
 func putWritesTx(c *conn, cfg Config, writes []Write, taskID, taskPath string, runID any, known bool) error {
+	if err := c.lock(cfg.ThreadID); err != nil {
+		return err
+	}
 	allSpecial := len(writes) > 0
 	for _, w := range writes {
 		if _, ok := specialIdx[w.Channel]; !ok {
@@ -546,7 +556,7 @@ func putWritesTx(c *conn, cfg Config, writes []Write, taskID, taskPath string, r
 			idx = i
 		}
 		enc, data := storeWrite(w.Value.Data)
-		if err := c.exec(q, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, taskID, idx, w.Channel, w.Value.Type, enc, data, taskPath, runID); err != nil {
+		if err := c.queue(q, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, taskID, idx, w.Channel, w.Value.Type, enc, data, taskPath, runID); err != nil {
 			return err
 		}
 	}

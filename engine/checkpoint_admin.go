@@ -27,6 +27,9 @@ func (db *DB) DeleteThread(ctx context.Context, threadID string) error {
 }
 
 func deleteThread(c *conn, threadID string) error {
+	if err := c.lock(threadID); err != nil {
+		return err
+	}
 	for _, q := range []string{sqlDeleteThreadWrites, sqlDeleteThreadBlobs, sqlDeleteThreadCheckpoints} {
 		if err := c.exec(q, threadID); err != nil {
 			return err
@@ -139,6 +142,9 @@ func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string) error {
 		}
 		touched = sortedKeys(threads)
 		for _, th := range touched {
+			if err := c.lock(th); err != nil {
+				return err
+			}
 			rows, err := threadRows(c, th)
 			if err != nil {
 				return err
@@ -196,6 +202,11 @@ func (db *DB) CopyThread(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("%w: cannot copy thread %q onto itself", ErrInvalidArgument, src)
 	}
 	err := db.write(ctx, func(c *conn) error {
+		for _, th := range sortedKeys(map[string]bool{src: true, dst: true}) {
+			if err := c.lock(th); err != nil {
+				return err
+			}
+		}
 		if ok, err := c.queryRow(sqlThreadExists, []any{src}, nil); err != nil {
 			return err
 		} else if !ok {
@@ -257,6 +268,17 @@ func (db *DB) Prune(ctx context.Context, threadIDs []string, strategy PruneStrat
 	var rep PruneReport
 	err := db.write(ctx, func(c *conn) error {
 		rep = PruneReport{}
+		for _, th := range sortedKeys(func() map[string]bool {
+			m := map[string]bool{}
+			for _, th := range threadIDs {
+				m[th] = true
+			}
+			return m
+		}()) {
+			if err := c.lock(th); err != nil {
+				return err
+			}
+		}
 		for _, th := range threadIDs {
 			rows, err := threadRows(c, th)
 			if err != nil {

@@ -17,6 +17,10 @@ import (
 // ncruces statements in one transaction per step: the floor the API's cost
 // is measured against.
 func BenchmarkStepRawSQL(b *testing.B) {
+	if onPG() {
+		benchStepRawPG(b)
+		return
+	}
 	db := benchDB(b, nil)
 	c, _ := db.acquireRaw()
 	cpBytes, _ := codec.Marshal(storedCheckpoint{V: 4, TS: "2026-11-29T00:00:00Z", ChannelVersions: map[string]string{"messages": "1", "title": "1", "__start__": "1"},
@@ -81,7 +85,8 @@ func BenchmarkStepRawSQL(b *testing.B) {
 
 // acquireRaw hands the writer connection to a benchmark for direct use.
 func (db *DB) acquireRaw() (*sqlite3.Conn, error) {
-	c := <-db.writer
-	db.onClose(func() { db.writer <- c })
+	<-db.writer.tokens
+	c := db.writer.take()
+	db.onClose(func() { db.writer.put(c) })
 	return c.d.(*sqlite.Conn).Raw(), nil
 }

@@ -31,7 +31,7 @@ func benchMetadata(i int) Metadata {
 }
 
 func benchDB(b *testing.B, opts *Options) *DB {
-	db, err := Open(bg, filepath.Join(b.TempDir(), "bench.db"), opts)
+	db, err := Open(bg, testPath(b, filepath.Join(b.TempDir(), "bench.db")), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -769,7 +769,7 @@ func TestPendingWritesStoredPacked(t *testing.T) {
 		}
 	}
 	dst := filepath.Join(t.TempDir(), "copy.db")
-	if _, err := ImportFile(ctx, dst, bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
+	if _, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cp := openRW(t, dst)

@@ -162,7 +162,7 @@ func checkConcurrency(t *testing.T, path string, w relWork, lines []string) erro
 	ctx := context.Background()
 	o := concOptions()
 	o.ReconcileOnOpen = false
-	db, err := Open(ctx, path, o)
+	db, err := Open(ctx, testPath(t, path), o)
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ func concChild(arg string) error {
 	seed, _ := strconv.ParseUint(parts[2], 10, 64)
 	ms, _ := strconv.Atoi(parts[3])
 	at, _ := strconv.ParseInt(parts[4], 10, 64)
-	db, err := Open(context.Background(), path, concOptions())
+	db, err := Open(context.Background(), testPath(nil, path), concOptions())
 	if err != nil {
 		return err
 	}
@@ -418,7 +418,7 @@ func concChild(arg string) error {
 		for ctx.Err() == nil {
 			o := concOptions()
 			o.ReadConns = 1
-			h, err := Open(ctx, path, o)
+			h, err := Open(ctx, testPath(nil, path), o)
 			if err != nil {
 				fail("open a second handle", err)
 				continue
@@ -463,19 +463,24 @@ func concChild(arg string) error {
 func TestLockWaitCutByContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "busy.db")
 	db := openTest(t, path, nil)
-	holder, err := sqlite3.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	if onPG() {
+		// Another session holds the thread's write lock.
+		defer pgHoldLock(t, testPath(t, path), "t")()
+	} else {
+		holder, err := sqlite3.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		if err := holder.Exec("BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Exec("ROLLBACK")
 	}
-	defer holder.Close()
-	if err := holder.Exec("BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Exec("ROLLBACK")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = db.Events().Put(ctx, Event{ThreadID: "t", EventType: "x", Category: CategoryTrace})
+	_, err := db.Events().Put(ctx, Event{ThreadID: "t", EventType: "x", Category: CategoryTrace})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("write blocked by a lock until its deadline: %v (BUSY: %v), want context.DeadlineExceeded", err, errors.Is(err, sqlite3.BUSY))
 	}

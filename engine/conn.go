@@ -26,6 +26,9 @@ type conn struct {
 	// pending holds the values this write transaction stored, for the
 	// cache once it commits.
 	pending map[valueKey]*baseEntry
+	// tr translates the engine's SQL (SQLite's dialect) for a server
+	// backend; nil for SQLite, which pays nothing for it.
+	tr func(q string, args []any) (string, []any, error)
 }
 
 func (c *conn) close() error { return c.d.Close() }
@@ -43,13 +46,19 @@ func schemaErr(err error) error {
 
 // exec runs a statement that returns no rows.
 func (c *conn) exec(q string, args ...any) error {
-	_, err := c.d.Exec(q, args...)
-	return schemaErr(err)
+	_, err := c.execN(q, args...)
+	return err
 }
 
 // execN runs a statement that returns no rows and reports how many rows it
 // changed.
 func (c *conn) execN(q string, args ...any) (int64, error) {
+	if c.tr != nil {
+		var err error
+		if q, args, err = c.tr(q, args); err != nil {
+			return 0, err
+		}
+	}
 	n, err := c.d.Exec(q, args...)
 	return n, schemaErr(err)
 }
@@ -57,8 +66,32 @@ func (c *conn) execN(q string, args ...any) (int64, error) {
 // query runs q and calls fn for each row. fn must not keep byte slices of
 // the row (Blob) past its return.
 func (c *conn) query(q string, args []any, fn func(r row) error) error {
+	if c.tr != nil {
+		var err error
+		if q, args, err = c.tr(q, args); err != nil {
+			return err
+		}
+	}
 	return schemaErr(c.d.Query(q, args, fn))
 }
+
+// queue runs a statement of the current write transaction whose failure
+// fails the transaction whatever its kind (driver.Conn.Queue): on a server
+// it travels with the next statement, saving a round trip.
+func (c *conn) queue(q string, args ...any) error {
+	if c.tr != nil {
+		var err error
+		if q, args, err = c.tr(q, args); err != nil {
+			return err
+		}
+	}
+	return schemaErr(c.d.Queue(q, args...))
+}
+
+// lock serialises the rest of the current write transaction with every
+// other write transaction that locks key (a thread id): the guarantee of
+// driver.Conn.Lock, which SQLite's single writer gives for free.
+func (c *conn) lock(key string) error { return c.d.Lock(key) }
 
 // queryRow runs q and calls fn for the first row; found reports whether there was one.
 func (c *conn) queryRow(q string, args []any, fn func(r row) error) (found bool, err error) {

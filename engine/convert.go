@@ -45,6 +45,9 @@ func (db *DB) ConvertThread(ctx context.Context, thread, mode string) (ConvertRe
 
 func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertReport, error) {
 	rep := ConvertReport{Threads: 1}
+	if err := c.lock(thread); err != nil {
+		return rep, err
+	}
 	if _, _, found, err := threadMode(c, thread); err != nil {
 		return rep, err
 	} else if !found {
@@ -132,7 +135,7 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 		if err != nil {
 			return rep, err
 		}
-		if err := c.exec(`UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`, b, thread, ns, t.Config.CheckpointID); err != nil {
+		if err := c.exec(sqlConvertMetadata, b, thread, ns, t.Config.CheckpointID); err != nil {
 			return rep, err
 		}
 	}
@@ -144,6 +147,8 @@ func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertRep
 	}
 	return rep, c.exec(sqlSetThreadMod, thread, mode, every)
 }
+
+const sqlConvertMetadata = `UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`
 
 // stepOverwrites reports whether the step that made checkpoint child wrote
 // an Overwrite to the channel (which the cadence snapshots after).

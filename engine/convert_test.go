@@ -23,7 +23,7 @@ func TestConvertFileBothWays(t *testing.T) {
 		mode string
 		k    int
 	}{{ModeDelta, 3}, {ModeFull, 3}, {ModeDelta, 1}} {
-		rep, err := ConvertFile(bg, path, &o, step.mode, step.k)
+		rep, err := ConvertFile(bg, testPath(t, path), &o, step.mode, step.k)
 		if err != nil {
 			t.Fatalf("convert to %s: %v", step.mode, err)
 		}
@@ -34,7 +34,7 @@ func TestConvertFileBothWays(t *testing.T) {
 		// The file now opens in the new mode only.
 		o2 := o
 		o2.Mode, o2.SnapshotEvery = step.mode, step.k
-		db, err := Open(bg, path, &o2)
+		db, err := Open(bg, testPath(t, path), &o2)
 		if err != nil {
 			t.Fatalf("open after converting to %s: %v", step.mode, err)
 		}
@@ -44,7 +44,7 @@ func TestConvertFileBothWays(t *testing.T) {
 		}
 	}
 	o.Mode = ModeFull
-	if _, err := Open(bg, path, &o); !errors.Is(err, ErrModeMismatch) {
+	if _, err := Open(bg, testPath(t, path), &o); !errors.Is(err, ErrModeMismatch) {
 		t.Fatalf("opening a delta file in full mode: %v", err)
 	}
 }

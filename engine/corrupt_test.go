@@ -390,6 +390,7 @@ func (c *corpus) probe(path string) (out outcome, err error) {
 }
 
 func testCorruption(t *testing.T, checksums bool) {
+	sqliteOnly(t, "damages the bytes of an SQLite file")
 	seed := relSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 4))
 	c := buildCorpus(t, checksums)

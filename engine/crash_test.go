@@ -294,7 +294,7 @@ func (l *crashLog) verify(w relWork, full bool) error {
 	}
 	o := crashOptions(l.mode)
 	o.ReconcileOnOpen = false // keep the run records as the child left them
-	db, err := Open(ctx, path, o)
+	db, err := Open(ctx, testPath(nil, path), o)
 	if err != nil {
 		return fmt.Errorf("open after the crash: %w", err)
 	}
@@ -364,7 +364,7 @@ func crashChild(arg string) error {
 	seed, _ := strconv.ParseUint(parts[2], 10, 64)
 	maxSteps, _ := strconv.Atoi(parts[3])
 	ctx := context.Background()
-	db, err := Open(ctx, path, crashOptions(mode))
+	db, err := Open(ctx, testPath(nil, path), crashOptions(mode))
 	if err != nil {
 		return err
 	}

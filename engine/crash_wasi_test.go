@@ -40,6 +40,7 @@ process.exitCode = wasi.start(instance);
 // directory); no process holds them, so they are removed before the next
 // open, as wasm/wasi/run.mjs does for the CLI.
 func TestCrashKillWASI(t *testing.T) {
+	sqliteOnly(t, "the children are the wasip1 build, which has SQLite only")
 	bin := os.Getenv("AGENTSTATE_WASI_ENGINE_TEST")
 	if bin == "" {
 		t.Fatal("set AGENTSTATE_WASI_ENGINE_TEST to a GOOS=wasip1 build of this package's tests (.ci/run does)")

@@ -13,17 +13,19 @@ import (
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
-// DB is one open agentstate file: every surface (checkpoints, store, runs,
-// events, threads) lives in it. A DB is safe for concurrent use by many
-// goroutines; writes are serialised on one connection, reads run in parallel
-// on a small pool. Close releases it.
+// DB is one open agentstate file (or PostgreSQL database): every surface
+// (checkpoints, store, runs, events, threads) lives in it. A DB is safe for
+// concurrent use by many goroutines; on SQLite writes are serialised on one
+// connection, on PostgreSQL they run on Options.WriteConns connections,
+// serialised per thread; reads run in parallel on a small pool. Close
+// releases it.
 type DB struct {
 	path string
 	b    backend
 	opts Options
 
-	writer  chan *conn
-	readers chan *conn
+	writer  *connPool
+	readers *connPool
 	cache   *historyCache
 	states  *stateCache
 	flight  singleflight.Group // concurrent cold rebuilds of one checkpoint's state
@@ -48,6 +50,13 @@ func (db *DB) onClose(fn func()) { db.stopHooks = append(db.stopHooks, fn) }
 // version. opts may be nil for DefaultOptions. A bad option, a file written by
 // something else, or a schema newer than this build fails Open with a typed
 // error and leaves the file as it was.
+//
+// A path starting with postgres:// or postgresql:// opens a PostgreSQL
+// database instead (native builds; see the README for what it promises):
+// the engine's tables live in the first schema of the URL's search_path
+// (search_path=NAME in the query string; it must exist), which must hold
+// nothing else. The same API and semantics apply; SQLite file maintenance
+// (integrity check, VACUUM of a file, WAL checkpoints) does not.
 func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	o := DefaultOptions()
 	if opts != nil {
@@ -71,7 +80,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 
 // openWith opens a handle on the backend b, which has just been made.
 func openWith(ctx context.Context, path string, b backend, o Options) (*DB, error) {
-	db := &DB{path: path, b: b, opts: o, cache: newHistoryCache(o.HistoryCacheBytes), states: newStateCache(stateCacheSize(o))}
+	db := &DB{path: displayPath(path), b: b, opts: o, cache: newHistoryCache(o.HistoryCacheBytes), states: newStateCache(stateCacheSize(o))}
 	if err := db.open(ctx); err != nil {
 		db.closeConns()
 		b.close()
@@ -80,7 +89,7 @@ func openWith(ctx context.Context, path string, b backend, o Options) (*DB, erro
 	if !o.ReadOnly {
 		if err := db.startRecords(ctx); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("agentstate: open %s: %w", path, err)
+			return nil, fmt.Errorf("agentstate: open %s: %w", db.path, err)
 		}
 	}
 	return db, nil
@@ -91,25 +100,36 @@ func (db *DB) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
 	}
-	db.writer = make(chan *conn, 1)
-	db.writer <- w
+	writers := 1
+	if sb := db.server(); sb != nil {
+		writers = sb.writers()
+	}
+	db.writer = newConnPool(writers)
+	db.writer.put(w)
 	if err := db.prepareSchema(ctx, w); err != nil {
 		return err
 	}
 	if err := db.checkFileMode(ctx, w); err != nil {
 		return err
 	}
+	for range writers - 1 {
+		w, err := db.dial(ctx, true)
+		if err != nil {
+			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+		}
+		db.writer.put(w)
+	}
 	if one, ok := db.b.(oneConn); ok && one.oneConn() {
 		db.readers = db.writer
 		return nil
 	}
-	db.readers = make(chan *conn, db.opts.ReadConns)
+	db.readers = newConnPool(db.opts.ReadConns)
 	for range db.opts.ReadConns {
 		r, err := db.dial(ctx, false)
 		if err != nil {
 			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
 		}
-		db.readers <- r
+		db.readers.put(r)
 	}
 	return nil
 }
@@ -125,6 +145,9 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 		return nil, err
 	}
 	c := &conn{d: d, hc: db.cache, writer: write}
+	if sb := db.server(); sb != nil {
+		c.tr = sb.translate
+	}
 	db.all = append(db.all, c)
 	return c, nil
 }
@@ -180,14 +203,15 @@ func (db *DB) closeConns() error {
 	return errors.Join(errs...)
 }
 
-// Path returns the path the DB was opened with.
+// Path returns the path the DB was opened with (a server URL without its
+// password).
 func (db *DB) Path() string { return db.path }
 
 // Options returns the options in force for this handle.
 func (db *DB) Options() Options { return db.opts }
 
 // acquire takes a connection from pool, honouring ctx and Close.
-func (db *DB) acquire(ctx context.Context, pool chan *conn) (*conn, func(), error) {
+func (db *DB) acquire(ctx context.Context, pool *connPool) (*conn, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -197,11 +221,12 @@ func (db *DB) acquire(ctx context.Context, pool chan *conn) (*conn, func(), erro
 		return nil, nil, ErrClosed
 	}
 	select {
-	case c := <-pool:
+	case <-pool.tokens:
+		c := pool.take()
 		restore := c.withCtx(ctx)
 		return c, func() {
 			restore()
-			pool <- c
+			pool.put(c)
 			db.closeMu.RUnlock()
 		}, nil
 	case <-ctx.Done():

@@ -175,5 +175,8 @@ func wrapErr(ctx context.Context, err error) error {
 	if errors.Is(err, driver.ErrBusy) && !errors.Is(err, ErrBusy) {
 		return fmt.Errorf("%w: another connection held the lock past the busy timeout: %w", ErrBusy, err)
 	}
+	if errors.Is(err, driver.ErrValue) && !errors.Is(err, ErrInvalidArgument) {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
 	return err
 }

@@ -165,6 +165,9 @@ func (e Events) PutIfAbsent(ctx context.Context, ev Event) (Event, bool, error) 
 	var existing Event
 	var found bool
 	err = e.db.write(ctx, func(c *conn) error {
+		if err := c.lock(ev.ThreadID); err != nil {
+			return err
+		}
 		found, err = c.queryRow(sqlEventFind, []any{ev.ThreadID, ev.RunID, ev.EventType}, func(st row) error {
 			existing, err = scanEvent(st)
 			return err
@@ -305,6 +308,11 @@ func withCut(md map[string]any, original int) map[string]any {
 // insert gives rows consecutive seqs after the thread's last and stores them.
 func (e Events) insert(c *conn, rows []eventRow) error {
 	thread := rows[0].ev.ThreadID
+	// Serial per thread, so that seqs commit in order: a reader paging
+	// after a seq never misses one that commits later.
+	if err := c.lock(thread); err != nil {
+		return err
+	}
 	var last int64
 	if _, err := c.queryRow(sqlEventSeq, []any{thread, len(rows)}, func(st row) error {
 		last = st.Int64(0)
@@ -442,6 +450,9 @@ func (e Events) DeleteThread(ctx context.Context, threadID string) (int64, error
 	}
 	var n int64
 	err := e.db.write(ctx, func(c *conn) error {
+		if err := c.lock(threadID); err != nil {
+			return err
+		}
 		changed, err := c.execN(sqlEventsDeleteThread, threadID)
 		if err != nil {
 			return err
@@ -463,6 +474,9 @@ func (e Events) DeleteRun(ctx context.Context, threadID, runID string) (int64, e
 	}
 	var n int64
 	err := e.db.write(ctx, func(c *conn) error {
+		if err := c.lock(threadID); err != nil {
+			return err
+		}
 		changed, err := c.execN(sqlEventsDeleteRun, threadID, runID)
 		if err != nil {
 			return err

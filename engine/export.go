@@ -537,7 +537,10 @@ func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHe
 				}
 				return fmt.Errorf("line %d (%s): %w", lineNo, table, err)
 			}
-			if thread != "" {
+			if thread != "" && !threads[thread] {
+				if err := c.lock(thread); err != nil {
+					return err
+				}
 				threads[thread] = true
 			}
 			rep.Rows[table]++

@@ -36,7 +36,7 @@ func TestExportImportRoundTripIsByteIdentical(t *testing.T) {
 				}
 			}
 			dst := filepath.Join(t.TempDir(), "copy.db")
-			rep, err := ImportFile(ctx, dst, bytes.NewReader(first), nil, ImportOptions{})
+			rep, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(first), nil, ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestImportRefusesBadInput(t *testing.T) {
 	t.Run("truncated", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "t.db")
 		cut := strings.Join(lines[:len(lines)/2], "")
-		_, err := ImportFile(ctx, dst, strings.NewReader(cut), nil, ImportOptions{})
+		_, err := ImportFile(ctx, testPath(t, dst), strings.NewReader(cut), nil, ImportOptions{})
 		if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "truncated") {
 			t.Fatalf("truncated dump: %v", err)
 		}
@@ -104,10 +104,10 @@ func TestImportRefusesBadInput(t *testing.T) {
 	})
 	t.Run("twice", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "t.db")
-		if _, err := ImportFile(ctx, dst, bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
+		if _, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := ImportFile(ctx, dst, bytes.NewReader(dump), nil, ImportOptions{})
+		_, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{})
 		if !errors.Is(err, ErrConflict) {
 			t.Fatalf("second import: %v", err)
 		}
@@ -115,12 +115,12 @@ func TestImportRefusesBadInput(t *testing.T) {
 	t.Run("mode", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "t.db")
 		o := DefaultOptions()
-		db, err := Open(ctx, dst, &o) // full mode
+		db, err := Open(ctx, testPath(t, dst), &o) // full mode
 		if err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
-		_, err = ImportFile(ctx, dst, bytes.NewReader(dump), nil, ImportOptions{})
+		_, err = ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{})
 		if !errors.Is(err, ErrModeMismatch) {
 			t.Fatalf("delta dump into a full file: %v", err)
 		}
@@ -135,7 +135,7 @@ func TestImportRefusesBadInput(t *testing.T) {
 		"wrong count":    lines[0] + `{"table":"end","rows":3}` + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ImportFile(ctx, filepath.Join(t.TempDir(), "t.db"), strings.NewReader(input), nil, ImportOptions{})
+			_, err := ImportFile(ctx, testPath(t, filepath.Join(t.TempDir(), "t.db")), strings.NewReader(input), nil, ImportOptions{})
 			if !errors.Is(err, ErrBadExport) {
 				t.Fatalf("got %v, want ErrBadExport", err)
 			}
@@ -231,7 +231,7 @@ func TestImportBoundsEachLine(t *testing.T) {
 				// Spaces cost no memory: the line bound ends them.
 				d.n = MaxImportLineBytes + 4<<20
 			}
-			path := filepath.Join(t.TempDir(), "i.db")
+			path := testPath(t, filepath.Join(t.TempDir(), "i.db"))
 			runtime.GC()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)

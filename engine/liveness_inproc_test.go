@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
 // TestReconcileBusyIsTyped: a reconcile that cannot get the write lock
@@ -30,9 +32,18 @@ func TestReconcileBusyIsTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	unblock := func() { once.Do(func() { c.exec("ROLLBACK"); release() }) }
+	unblock := func() { once.Do(func() { c.d.Rollback(); release() }) }
 	t.Cleanup(unblock)
-	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
+	if onPG() {
+		// PostgreSQL's writers run at once: the run's row is what a
+		// reconcile must wait for.
+		if err := c.d.Begin(driver.TxWrite); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.d.Exec(`SELECT 1 FROM runs FOR UPDATE`); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := c.exec("BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
 	short := o
@@ -52,6 +63,7 @@ func TestReconcileBusyIsTyped(t *testing.T) {
 // began at least a full lease from its commit, so handles that rely on
 // leases alone do not take its neighbours' runs for orphans.
 func TestLongWriteExtendsLeases(t *testing.T) {
+	sqliteOnly(t, "on PostgreSQL a long write does not stop other handles from renewing their leases")
 	path := filepath.Join(t.TempDir(), "extend.db")
 	clk := newRecClock()
 	o := DefaultOptions()

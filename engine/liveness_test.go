@@ -315,6 +315,10 @@ func maintainChild(arg string) error {
 	holdMS, _ := strconv.Atoi(f[1])
 	vfs.Register("agentstate-slow", &slowVFS{VFS: vfs.Find(""), delay: time.Duration(holdMS) * time.Millisecond})
 	uri := "file:" + path + "?vfs=agentstate-slow"
+	if onPG() { // no VFS to slow down: the server's own pace
+		path = testPath(nil, path)
+		uri = path
+	}
 	// What the CLI's maintenance commands do: the default lease, no
 	// reconcile at open; every commit synced, so each is slow.
 	o := DefaultOptions()
@@ -548,6 +552,7 @@ func (s liveScenario) run(t *testing.T, path string) {
 // process reconciles every 20 ms. No live run may be reconciled: with
 // liveness locks (the default here) and with leases alone.
 func TestLiveRunsSurviveMaintenance(t *testing.T) {
+	sqliteOnly(t, "holders, reconcilers and maintenance on an SQLite file through a slow VFS; lock files beside it")
 	if testing.Short() {
 		t.Skip("runs child processes for half a minute; skipped with -short")
 	}
@@ -597,6 +602,7 @@ func TestLiveRunsSurviveMaintenance(t *testing.T) {
 // starvation: a paused VM, a debugger, a laptop lid) for three leases.
 // None of their runs may be reconciled.
 func TestLiveRunsSurviveStarvation(t *testing.T) {
+	sqliteOnly(t, "lock files beside an SQLite file; TestLiveOwnerIsNotReconciled covers both backends")
 	if testing.Short() {
 		t.Skip("runs child processes for several seconds; skipped with -short")
 	}

@@ -44,6 +44,9 @@ func (db *DB) RetainMeasured(ctx context.Context, o RetainOptions, progress func
 			return err
 		}
 		for i, th := range threads {
+			if err := c.lock(th); err != nil {
+				return err
+			}
 			r, err := db.retainThread(c, th, o)
 			if err != nil {
 				return fmt.Errorf("thread %q: %w", th, err)

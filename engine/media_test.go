@@ -44,6 +44,7 @@ func copyFile(t *testing.T, src, dst string) {
 // read must be refused with ErrReadOnly saying why, and a read-write
 // handle too, before touching anything.
 func TestReadOnlyMedia(t *testing.T) {
+	sqliteOnly(t, "an SQLite file on a read-only medium")
 	src := t.TempDir()
 	w := relWork{seed: 11}
 	make := func(name string) *DB {
@@ -154,6 +155,7 @@ func listDir(t *testing.T, dir string) string {
 // error; what was committed before stays readable and the file verifies;
 // once space is freed, writes work again.
 func TestDiskFull(t *testing.T) {
+	sqliteOnly(t, "fills the disk under an SQLite file")
 	dir := testmedia.FullDisk(t, "1m")
 	path := filepath.Join(dir, "full.db")
 	db := openTest(t, path, nil)
@@ -224,6 +226,7 @@ func TestDiskFull(t *testing.T) {
 // (Truncated false, fewer pages copied than logged) instead of reporting
 // success, and succeed once the reader is done.
 func TestCheckpointWALStatusWithReader(t *testing.T) {
+	sqliteOnly(t, "SQLite's WAL checkpoint")
 	path := filepath.Join(t.TempDir(), "wal.db")
 	o := DefaultOptions()
 	o.BusyTimeout = 200 * time.Millisecond

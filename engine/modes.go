@@ -72,6 +72,10 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 		if err := w.d.Begin(driver.TxWrite); err != nil {
 			return err
 		}
+		if err := w.lock(fileModeLock); err != nil {
+			w.d.Rollback()
+			return err
+		}
 		// Another process may have recorded a mode since we looked.
 		mode, every, found, err := fileMode(w)
 		if err == nil && found && (mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery)) {
@@ -106,6 +110,10 @@ func (db *DB) checkFileModeNow(c *conn) error {
 	}
 	return nil
 }
+
+// fileModeLock is the lock key of the file's mode record; no thread id is
+// empty.
+const fileModeLock = ""
 
 func setFileMode(c *conn, mode string, every int) error {
 	if err := c.exec(sqlMetaSet, metaMode, mode); err != nil {

@@ -46,9 +46,14 @@ type Options struct {
 	// BusyTimeout is how long a call waits for another process's lock before
 	// failing with SQLite's BUSY error. Default 30s; must be >= 0.
 	BusyTimeout time.Duration
-	// ReadConns is the number of reader connections in the pool (one writer
-	// connection always exists besides). Default 4; must be 1..64.
+	// ReadConns is the number of reader connections in the pool (writer
+	// connections exist besides). Default 4; must be 1..64.
 	ReadConns int
+	// WriteConns is the number of writer connections. 0 (default) means the
+	// backend's choice: 1 for SQLite, whose writers are serial anyway (it
+	// takes no other value), and 4 for PostgreSQL, where transactions that
+	// write different threads run at once. Must be 0..64.
+	WriteConns int
 	// ReadOnly opens the file without ever writing to it: no schema upgrade,
 	// no reconciliation, and every write call fails with ErrReadOnly. The file
 	// must already hold the current schema. It works on media this process
@@ -146,6 +151,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: BusyTimeout %v is negative", ErrInvalidOption, o.BusyTimeout)
 	case o.ReadConns < 1 || o.ReadConns > 64:
 		return fmt.Errorf("%w: ReadConns %d is outside 1..64", ErrInvalidOption, o.ReadConns)
+	case o.WriteConns < 0 || o.WriteConns > 64:
+		return fmt.Errorf("%w: WriteConns %d is outside 0..64", ErrInvalidOption, o.WriteConns)
 	case o.Mode != ModeFull && o.Mode != ModeDelta && o.Mode != ModeAuto:
 		return fmt.Errorf("%w: Mode %q is not %q, %q or %q", ErrInvalidOption, o.Mode, ModeFull, ModeDelta, ModeAuto)
 	case o.SnapshotEvery < 1:

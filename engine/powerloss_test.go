@@ -105,6 +105,7 @@ func (p *powerTrial) epoch(fs *faultvfs.VFS, w relWork, crashAt int64, maxSteps 
 }
 
 func TestPowerLoss(t *testing.T) {
+	sqliteOnly(t, "drops an SQLite file's unsynced writes through a faulting VFS")
 	fs := powerVFSFor(t)
 	seed := relSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -188,6 +189,7 @@ func (p *powerTrial) check(w relWork) error {
 // steps made before the last WAL checkpoint, FULL keeps every step that
 // returned.
 func TestSynchronousPromises(t *testing.T) {
+	sqliteOnly(t, "cuts power under an SQLite file through a faulting VFS")
 	fs := powerVFSFor(t)
 	w := relWork{seed: 7}
 	for _, tc := range []struct {
@@ -236,7 +238,7 @@ func TestSynchronousPromises(t *testing.T) {
 func TestSynchronousValidated(t *testing.T) {
 	o := DefaultOptions()
 	o.Synchronous = "extra; DROP TABLE x"
-	_, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), &o)
+	_, err := Open(context.Background(), testPath(t, filepath.Join(t.TempDir(), "x.db")), &o)
 	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "Synchronous") {
 		t.Fatalf("err = %v, want ErrInvalidOption naming Synchronous", err)
 	}

@@ -87,7 +87,7 @@ func openChild(arg string) error {
 		return fmt.Errorf("bad %s %q", openChildEnv, arg)
 	}
 	time.Sleep(time.Until(time.Unix(0, at)))
-	db, err := Open(context.Background(), path, nil)
+	db, err := Open(context.Background(), testPath(nil, path), nil)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func eventsChild(arg string) error {
 	var proc, at int64
 	fmt.Sscan(parts[1], &proc)
 	fmt.Sscan(parts[2], &at)
-	db, err := Open(rctx, parts[0], nil)
+	db, err := Open(rctx, testPath(nil, parts[0]), nil)
 	if err != nil {
 		return err
 	}

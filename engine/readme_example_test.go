@@ -181,3 +181,13 @@ func TestREADMEGoBlocksAreCompiled(t *testing.T) {
 		t.Fatalf("found %d go blocks in README.md", n)
 	}
 }
+
+// readmePostgres is the README's PostgreSQL block: compiled here, never run
+// (it names a server that does not exist; the postgres half of the tests
+// opens real ones).
+func readmePostgres(ctx context.Context, opts engine.Options) (*engine.DB, error) {
+	db, err := engine.Open(ctx, "postgres://agent:secret@db.internal:5432/app?search_path=agentstate&sslmode=require", &opts)
+	return db, err
+}
+
+var _ = readmePostgres

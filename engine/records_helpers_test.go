@@ -57,7 +57,12 @@ func dumpRecords(t testing.TB, db *DB) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	err := db.read(context.Background(), func(c *conn) error {
-		for _, table := range []string{"store_items", "runs", "events", "event_seqs", "threads", "sqlite_master"} {
+		cat, err := testCatalog(c)
+		if err != nil {
+			return err
+		}
+		out["catalog"] = cat
+		for _, table := range []string{"store_items", "runs", "events", "event_seqs", "threads"} {
 			rows := []string{}
 			// Table names are constants of this test.
 			err := c.query("SELECT * FROM "+table, nil, func(st row) error {
@@ -102,7 +107,7 @@ func TestStoreAndRunOptionsAreValidated(t *testing.T) {
 		o := DefaultOptions()
 		tc.mod(&o)
 		path := filepath.Join(t.TempDir(), "x.db")
-		_, err := Open(context.Background(), path, &o)
+		_, err := Open(context.Background(), testPath(t, path), &o)
 		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: err = %v, want ErrInvalidOption naming the field", tc.field, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,12 +27,13 @@ import (
 
 // fuzzDB is one database per fuzz process, replaced when it grows.
 type fuzzDB struct {
-	db    *DB
-	calls int
+	db      *DB
+	calls   int
+	backend string // testBackend when db was opened
 }
 
 func (f *fuzzDB) get(t testing.TB) *DB {
-	if f.db == nil || f.calls > 300 {
+	if f.db == nil || f.calls > 300 || f.backend != testBackend {
 		if f.db != nil {
 			f.db.Close()
 		}
@@ -42,11 +44,11 @@ func (f *fuzzDB) get(t testing.TB) *DB {
 		// refused's two fingerprints and read as a refused call that
 		// changed the file.
 		o.RunLease = 24 * time.Hour
-		db, err := Open(context.Background(), Memory, &o)
+		db, err := Open(context.Background(), testPath(nil, Memory), &o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.db, f.calls = db, 0
+		f.db, f.calls, f.backend = db, 0, testBackend
 	}
 	f.calls++
 	return f.db
@@ -57,29 +59,34 @@ func (f *fuzzDB) get(t testing.TB) *DB {
 func fingerprint(t testing.TB, db *DB) string {
 	h := sha256.New()
 	err := db.read(context.Background(), func(c *conn) error {
-		var tables []string
-		if err := c.query(`SELECT name FROM sqlite_master WHERE type='table' ORDER BY name`, nil, func(st row) error {
-			tables = append(tables, st.Text(0))
-			return nil
-		}); err != nil {
+		tables, err := testTables(c)
+		if err != nil {
 			return err
 		}
 		for _, tb := range tables {
 			fmt.Fprintf(h, "[%s]", tb)
-			// Table names come from sqlite_master.
-			if err := c.query(`SELECT * FROM "`+tb+`" ORDER BY 1, 2, 3`, nil, func(st row) error {
+			// Table names come from the catalogue.
+			var rows []string
+			if err := c.query(`SELECT * FROM "`+tb+`"`, nil, func(st row) error {
+				var b strings.Builder
 				for i := range st.Columns() {
-					b, null := st.Blob(i), byte(0)
+					v, null := st.Blob(i), byte(0)
 					if st.Null(i) {
 						null = 1
 					}
-					h.Write(binary.BigEndian.AppendUint64([]byte{null}, uint64(len(b))))
-					h.Write(b)
+					// Length-prefixed, so that no two rows render alike.
+					b.Write(binary.BigEndian.AppendUint64([]byte{null}, uint64(len(v))))
+					b.Write(v)
 				}
-				h.Write([]byte{'\n'})
+				rows = append(rows, b.String())
 				return nil
-			}); err != nil && !strings.Contains(err.Error(), "ORDER BY term out of range") {
+			}); err != nil {
 				return err
+			}
+			slices.Sort(rows)
+			for _, r := range rows {
+				h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(r))))
+				h.Write([]byte(r))
 			}
 		}
 		return nil
@@ -100,9 +107,9 @@ func checkRefusal(t *testing.T, call string, err error, more ...error) {
 	if err == nil {
 		return
 	}
-	if sqliteLeak(err) {
+	if sqliteLeak(err) || pgErrorLeaked(err) {
 		if !errors.Is(err, ErrCorrupt) || len(more) == 0 {
-			t.Fatalf("%s: SQLite error leaked: %v", call, err)
+			t.Fatalf("%s: database error leaked: %v", call, err)
 		}
 	}
 	for _, e := range append(fuzzAllowed, more...) {

@@ -275,6 +275,9 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 	var out Created
 	err = r.db.write(ctx, func(c *conn) error {
 		out = Created{}
+		if err := c.lock(nr.ThreadID); err != nil {
+			return err
+		}
 		found, err := c.queryRow(sqlRunGet, []any{nr.RunID}, func(st row) error {
 			out.Run, err = scanRun(st)
 			return err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -163,7 +164,7 @@ func TestRunOneActivePerThread(t *testing.T) {
 	err = db.write(rctx, func(c *conn) error {
 		return c.exec(`INSERT INTO runs(run_id, thread_id, status, created_at, updated_at) VALUES ('sneaky', 't', 'running', 0, 0)`)
 	})
-	if err == nil || !strings.Contains(err.Error(), "UNIQUE") {
+	if !errors.Is(err, driver.ErrUnique) {
 		t.Fatalf("raw insert of a second active run: %v, want a UNIQUE constraint error", err)
 	}
 }
@@ -354,6 +355,10 @@ func TestRunInterruptAndRollbackStrategies(t *testing.T) {
 	// Atomic: when the insert fails, the active run stays as it was. A
 	// trigger makes the insert of run "boom" fail after the interrupt.
 	err := db.write(rctx, func(c *conn) error {
+		if onPG() {
+			return c.d.ExecScript(`CREATE FUNCTION pg_temp.boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$;
+				CREATE TRIGGER boom BEFORE INSERT ON runs FOR EACH ROW WHEN (NEW.run_id = 'boom') EXECUTE FUNCTION pg_temp.boom()`, nil)
+		}
 		return c.exec(`CREATE TEMP TRIGGER boom BEFORE INSERT ON runs WHEN NEW.run_id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`)
 	})
 	if err != nil {

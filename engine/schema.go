@@ -110,6 +110,9 @@ func (s fileState) check(path string) error {
 // in its own write transaction and re-reads the version under the lock, so
 // two processes opening a fresh file at once create the schema once.
 func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
+	if sb := db.server(); sb != nil {
+		return sb.prepareSchema(ctx, db, w)
+	}
 	restore := w.withCtx(ctx)
 	defer restore()
 	var st fileState

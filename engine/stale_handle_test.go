@@ -21,6 +21,7 @@ import (
 // commits applied to it); a file moved away keeps every commit made before
 // the move.
 func TestFileReplacedUnderOpenHandle(t *testing.T) {
+	sqliteOnly(t, "deletes and replaces an SQLite file under an open handle")
 	writes := []struct {
 		name string
 		fn   func(db *DB) error
@@ -124,6 +125,7 @@ func TestFileReplacedUnderOpenHandle(t *testing.T) {
 // process) with ErrFileReplaced, keep every commit made before, and let
 // another process open and write the file.
 func TestWALDeletedUnderOpenHandle(t *testing.T) {
+	sqliteOnly(t, "deletes an SQLite file's write-ahead log")
 	path := filepath.Join(t.TempDir(), "w.db")
 	a := openTest(t, path, nil)
 	w := relWork{seed: 8}
@@ -263,8 +265,8 @@ func TestConvertsInOppositeDirections(t *testing.T) {
 		a.Close()
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		wg.Go(func() { _, errs[0] = ConvertFile(rctx, path, nil, ModeFull, 3) })
-		wg.Go(func() { _, errs[1] = ConvertFile(rctx, path, nil, ModeDelta, 5) })
+		wg.Go(func() { _, errs[0] = ConvertFile(rctx, testPath(t, path), nil, ModeFull, 3) })
+		wg.Go(func() { _, errs[1] = ConvertFile(rctx, testPath(t, path), nil, ModeDelta, 5) })
 		wg.Wait()
 		for _, err := range errs {
 			if err != nil {

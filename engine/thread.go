@@ -188,6 +188,9 @@ func (db *DB) Commit(ctx context.Context, thread string, step Step) (Config, err
 	var done []committed
 	err = db.write(ctx, func(c *conn) error {
 		done = done[:0]
+		if err := c.lock(thread); err != nil {
+			return err
+		}
 		if err := db.checkThreadMode(c, thread, true); err != nil {
 			return err
 		}
@@ -691,6 +694,9 @@ func (db *DB) copyOf(ctx context.Context, cfg Config, extra Metadata, rollbackRu
 	}
 	var d *committed
 	err := db.write(ctx, func(c *conn) error {
+		if err := c.lock(cfg.ThreadID); err != nil {
+			return err
+		}
 		if err := db.checkThreadMode(c, cfg.ThreadID, true); err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ func BenchmarkCommit(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			o := DefaultOptions()
 			o.Mode = mode
-			db, err := Open(bg, filepath.Join(b.TempDir(), "c.db"), &o)
+			db, err := Open(bg, testPath(b, filepath.Join(b.TempDir(), "c.db")), &o)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func BenchmarkHeadState(b *testing.B) {
 			b.Run(fmt.Sprintf("messages=%d/cache=%v", n, cache > 0), func(b *testing.B) {
 				o := DefaultOptions()
 				o.Mode, o.HistoryCacheBytes = ModeDelta, cache
-				db, err := Open(bg, filepath.Join(b.TempDir(), "h.db"), &o)
+				db, err := Open(bg, testPath(b, filepath.Join(b.TempDir(), "h.db")), &o)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -170,7 +170,7 @@ func TestStepsCount(t *testing.T) {
 func TestColdStateShared(t *testing.T) {
 	o := DefaultOptions()
 	o.Mode = ModeDelta
-	db, err := Open(bg, filepath.Join(t.TempDir(), "s.db"), &o)
+	db, err := Open(bg, testPath(t, filepath.Join(t.TempDir(), "s.db")), &o)
 	if err != nil {
 		t.Fatal(err)
 	}

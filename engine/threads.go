@@ -343,6 +343,9 @@ func (t Threads) MergeMetadata(ctx context.Context, owner Owner, threadID string
 		return err
 	}
 	return t.db.write(ctx, func(c *conn) error {
+		if err := c.lock(threadID); err != nil {
+			return err
+		}
 		var md map[string]any
 		found, err := c.queryRow(sqlThreadGet, ownerArgs(owner, threadID), func(st row) (err error) {
 			md, err = decodeMap("thread metadata", st.Blob(5))

@@ -639,7 +639,7 @@ func deltaFile(t *testing.T) (string, map[Config][]byte) {
 	path := filepath.Join(t.TempDir(), "v.db")
 	want := map[Config][]byte{}
 	withPolicy(256, 6, math.Inf(1), func() {
-		db, err := Open(bg, path, nil)
+		db, err := Open(bg, testPath(t, path), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -686,7 +686,7 @@ func TestValueDeltasExportImport(t *testing.T) {
 		}
 	}
 	dst := filepath.Join(t.TempDir(), "copy.db")
-	if _, err := ImportFile(bg, dst, bytes.NewReader(first), nil, ImportOptions{}); err != nil {
+	if _, err := ImportFile(bg, testPath(t, dst), bytes.NewReader(first), nil, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	copied := openRW(t, dst)
@@ -720,7 +720,7 @@ func TestValueDeltasExportImport(t *testing.T) {
 		t.Fatal("no row to drop")
 	}
 	bad := filepath.Join(t.TempDir(), "bad.db")
-	_, err := ImportFile(bg, bad, strings.NewReader(strings.Join(cut, "\n")+"\n"), nil, ImportOptions{})
+	_, err := ImportFile(bg, testPath(t, bad), strings.NewReader(strings.Join(cut, "\n")+"\n"), nil, ImportOptions{})
 	if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "dangling base") || strings.Contains(err.Error(), "loops") {
 		t.Fatalf("import of a dump with a dangling delta: %v", err)
 	}
@@ -761,7 +761,7 @@ func TestImportOldDumps(t *testing.T) {
 				}
 			}
 			dst := filepath.Join(t.TempDir(), "old.db")
-			rep, err := ImportFile(bg, dst, bytes.NewReader(dump), nil, ImportOptions{})
+			rep, err := ImportFile(bg, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -986,7 +986,7 @@ func TestConvertCarriesValueChains(t *testing.T) {
 	}
 	check(db, "retained")
 	db.Close()
-	if _, err := ConvertFile(bg, path, nil, ModeFull, 1); err != nil {
+	if _, err := ConvertFile(bg, testPath(t, path), nil, ModeFull, 1); err != nil {
 		t.Fatal(err)
 	}
 	full := openRW(t, path)
@@ -995,7 +995,7 @@ func TestConvertCarriesValueChains(t *testing.T) {
 		t.Fatalf("after conversion %d values are deltas (%v)", d, err)
 	}
 	full.Close()
-	if _, err := ConvertFile(bg, path, nil, ModeDelta, 4); err != nil {
+	if _, err := ConvertFile(bg, testPath(t, path), nil, ModeDelta, 4); err != nil {
 		t.Fatal(err)
 	}
 	check(openRW(t, path), "converted back to delta")

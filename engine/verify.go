@@ -176,13 +176,18 @@ func (v *verifier) phase(ctx context.Context, kind, thread string, fn func() err
 }
 
 func (v *verifier) run(ctx context.Context) error {
-	before := len(v.rep.Problems) + v.rep.Truncated
-	err := v.db.read(ctx, func(c *conn) error { v.c = c; return v.integrity() })
-	if err != nil && (!errors.Is(err, ErrCorrupt) || len(v.rep.Problems)+v.rep.Truncated == before) {
-		// A corrupt file may also fail the check's transaction; the lines
-		// the check printed say more than that failure.
-		if err := v.failed("integrity", "", err); err != nil {
-			return err
+	// A server keeps its own pages: SQLite's integrity_check has no
+	// counterpart there (the server's data checksums, if enabled, are its
+	// business), and its catalogue check is the server backend's.
+	if v.db.server() == nil {
+		before := len(v.rep.Problems) + v.rep.Truncated
+		err := v.db.read(ctx, func(c *conn) error { v.c = c; return v.integrity() })
+		if err != nil && (!errors.Is(err, ErrCorrupt) || len(v.rep.Problems)+v.rep.Truncated == before) {
+			// A corrupt file may also fail the check's transaction; the lines
+			// the check printed say more than that failure.
+			if err := v.failed("integrity", "", err); err != nil {
+				return err
+			}
 		}
 	}
 	if err := v.phase(ctx, "schema", "", v.schema); err != nil {
@@ -246,7 +251,11 @@ func (v *verifier) schema() error {
 	if n != st.version {
 		v.addf("schema", "", "", "", "schema_history records %d migrations for schema version %d", n, st.version)
 	}
-	if err := v.catalogue(); err != nil {
+	catalogue := v.catalogue
+	if sb := v.db.server(); sb != nil {
+		catalogue = func() error { return sb.verify(v) }
+	}
+	if err := catalogue(); err != nil {
 		return err
 	}
 	mode, every, found, err := fileMode(v.c)

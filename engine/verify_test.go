@@ -22,7 +22,7 @@ func opsFixture(t *testing.T, mode string) (string, []Config) {
 	path := filepath.Join(t.TempDir(), "ops.db")
 	o := DefaultOptions()
 	o.Mode, o.SnapshotEvery = mode, 3
-	db, err := Open(ctx, path, &o)
+	db, err := Open(ctx, testPath(t, path), &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func openRW(t *testing.T, path string) *DB {
 	t.Helper()
 	o := DefaultOptions()
 	o.Mode = ModeAuto
-	db, err := Open(context.Background(), path, &o)
+	db, err := Open(context.Background(), testPath(t, path), &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func verifyPath(t *testing.T, path string) VerifyReport {
 	t.Helper()
 	o := DefaultOptions()
 	o.Mode, o.ReadOnly = ModeAuto, true
-	db, err := Open(context.Background(), path, &o)
+	db, err := Open(context.Background(), testPath(t, path), &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +148,15 @@ func tamper(t *testing.T, path string, q string, args ...any) {
 // changes the engine's own connections would refuse (the schema text).
 func tamperSource(t *testing.T, path, q string) {
 	t.Helper()
+	if onPG() {
+		// The engine's database on the server: q is PostgreSQL's SQL.
+		db := openRW(t, path)
+		defer db.Close()
+		if err := db.write(context.Background(), func(c *conn) error { return c.d.ExecScript(q, nil) }); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	c, err := sqlite3.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -190,13 +199,13 @@ func TestVerifyFindsDamage(t *testing.T) {
 	t.Run("snapshot that lies", func(t *testing.T) {
 		path, _ := opsFixture(t, ModeDelta)
 		lie, _ := codec.Marshal([]codec.Message{{ID: "x", Type: codec.Human, Content: "not what happened"}})
-		tamper(t, path, `UPDATE blobs SET data = ? WHERE rowid = (SELECT max(rowid) FROM blobs)`, lie)
+		tamper(t, path, `UPDATE blobs SET data = ? WHERE checkpoint_id = (SELECT max(checkpoint_id) FROM blobs)`, lie)
 		rep := verifyPath(t, path)
 		wantProblem(t, rep, "replay", "differs from its parent's state")
 	})
 	t.Run("garbage value", func(t *testing.T) {
 		path, _ := opsFixture(t, ModeFull)
-		tamper(t, path, `UPDATE blobs SET data = x'01c1' WHERE rowid = (SELECT min(rowid) FROM blobs)`)
+		tamper(t, path, `UPDATE blobs SET data = x'01c1' WHERE checkpoint_id = (SELECT min(checkpoint_id) FROM blobs)`)
 		wantProblem(t, verifyPath(t, path), "blob", "does not decode")
 	})
 	t.Run("garbage write", func(t *testing.T) {
@@ -223,7 +232,11 @@ func TestVerifyFindsDamage(t *testing.T) {
 		// What a flipped byte in sqlite_master's SQL does: the file is
 		// sound to SQLite, but our statements name a column it lacks.
 		path, _ := opsFixture(t, ModeFull)
-		tamperSource(t, path, `PRAGMA writable_schema=ON; UPDATE sqlite_master SET sql = replace(sql, 'ttl_us', 'ttl_zz') WHERE name = 'store_items'`)
+		if onPG() { // a column renamed by hand
+			tamperSource(t, path, `ALTER TABLE store_items RENAME COLUMN ttl_us TO ttl_zz`)
+		} else {
+			tamperSource(t, path, `PRAGMA writable_schema=ON; UPDATE sqlite_master SET sql = replace(sql, 'ttl_us', 'ttl_zz') WHERE name = 'store_items'`)
+		}
 		wantProblem(t, verifyPath(t, path), "schema", `table "store_items" differs`)
 		db := openRW(t, path)
 		defer db.Close()

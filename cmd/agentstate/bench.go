@@ -103,8 +103,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (ret
 			}
 			defer os.RemoveAll(dir)
 			path = filepath.Join(dir, "bench.db")
-		} else if _, err := os.Stat(path); err == nil {
-			return fmt.Errorf("%s already exists; bench writes a fresh file", path)
+		} else if exists(path) {
+			return fmt.Errorf("%s already exists; bench writes a fresh file (or schema)", shown(path))
 		}
 		r, err := benchOne(ctx, path, m, *every, *turns, *retain, *plot != "", prog)
 		if err != nil {
@@ -179,14 +179,19 @@ func benchOne(ctx context.Context, path, mode string, every, turns int, retain, 
 	if err := db.CheckpointWAL(ctx); err != nil {
 		return r, err
 	}
+	if isURL(path) {
+		r.FileBytes = storedSize(ctx, db, path)
+	}
 	if err := db.Close(); err != nil {
 		return r, err
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return r, err
+	if !isURL(path) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return r, err
+		}
+		r.FileBytes = fi.Size()
 	}
-	r.FileBytes = fi.Size()
 	// Cold: a new handle with empty caches.
 	opts.Mode = engine.ModeAuto
 	cold, err := engine.Open(ctx, path, &opts)

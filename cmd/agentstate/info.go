@@ -55,10 +55,17 @@ func printStats(w io.Writer, st engine.Stats) error {
 	} else {
 		fmt.Fprintf(tw, "mode\t%s\n", in.Mode)
 	}
-	fmt.Fprintf(tw, "page size\t%d\n", in.PageSize)
-	fmt.Fprintf(tw, "pages\t%d (%d free)\n", in.PageCount, in.FreePages)
-	fmt.Fprintf(tw, "file bytes\t%d\n", in.FileBytes)
-	fmt.Fprintf(tw, "wal bytes\t%d\n", in.WALBytes)
+	if isURL(in.Path) {
+		// A server's pages are its own: what the schema's tables and
+		// indexes take, in its block size.
+		fmt.Fprintf(tw, "block size\t%d\n", in.PageSize)
+		fmt.Fprintf(tw, "stored bytes\t%d (tables and indexes)\n", in.FileBytes)
+	} else {
+		fmt.Fprintf(tw, "page size\t%d\n", in.PageSize)
+		fmt.Fprintf(tw, "pages\t%d (%d free)\n", in.PageCount, in.FreePages)
+		fmt.Fprintf(tw, "file bytes\t%d\n", in.FileBytes)
+		fmt.Fprintf(tw, "wal bytes\t%d\n", in.WALBytes)
+	}
 	hc := st.HistoryCache
 	if hc.Enabled {
 		fmt.Fprintf(tw, "history cache\t%d bytes max (this handle: %d entries, %d hits, %d misses)\n", hc.MaxBytes, hc.Entries, hc.Hits, hc.Misses)

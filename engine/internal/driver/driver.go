@@ -80,6 +80,10 @@ var (
 	// ErrReplaced: the database file was deleted, or another file was
 	// moved over its name, since the connection opened it.
 	ErrReplaced = errors.New("database file was deleted or replaced")
+	// ErrValue: a value the database cannot store as given (PostgreSQL
+	// text holds no NUL byte and only valid UTF-8, where SQLite text holds
+	// any bytes). The engine reports it as a refused argument.
+	ErrValue = errors.New("value cannot be stored")
 )
 
 // Error is a driver error: a kind and the driver's own error.
@@ -114,6 +118,12 @@ type Conn interface {
 	// Exec runs one statement that returns no rows and reports how many
 	// rows it inserted, updated or deleted.
 	Exec(query string, args ...any) (changed int64, err error)
+	// Queue runs a statement of the current transaction whose outcome the
+	// caller needs only as the transaction's: a driver may send it with the
+	// transaction's next statement or its commit, and its error (an error
+	// of the bound values is reported at once) then comes from that call.
+	// A driver without a network round trip to save runs it at once.
+	Queue(query string, args ...any) error
 	// Query runs one statement and calls fn for each row, in order, until
 	// fn returns an error (which Query returns). fn must not keep a byte
 	// slice of a row past its return.

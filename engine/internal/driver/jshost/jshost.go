@@ -406,6 +406,13 @@ func (c *Conn) Exec(q string, args ...any) (int64, error) {
 	return c.changes, nil
 }
 
+// Queue implements driver.Conn: a call into the host has no round trip to
+// save, so the statement runs at once.
+func (c *Conn) Queue(q string, args ...any) error {
+	_, err := c.Exec(q, args...)
+	return err
+}
+
 // Query implements driver.Conn.
 func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 	st, err := c.prepare(q)

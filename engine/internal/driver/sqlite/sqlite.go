@@ -331,6 +331,13 @@ func (c *Conn) Exec(q string, args ...any) (_ int64, err error) {
 	return c.c.Changes(), nil
 }
 
+// Queue implements driver.Conn: an SQLite statement costs no round trip,
+// so it runs at once.
+func (c *Conn) Queue(q string, args ...any) error {
+	_, err := c.Exec(q, args...)
+	return err
+}
+
 // Query implements driver.Conn.
 func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) (err error) {
 	defer c.recoverPanic(&err)
