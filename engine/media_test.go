@@ -45,6 +45,7 @@ func copyFile(t *testing.T, src, dst string) {
 // handle too, before touching anything.
 func TestReadOnlyMedia(t *testing.T) {
 	sqliteOnly(t, "an SQLite file on a read-only medium")
+	nativeFilesOnly(t, "a WAL file opened read-only needs its -shm file")
 	src := t.TempDir()
 	w := relWork{seed: 11}
 	make := func(name string) *DB {

@@ -22,6 +22,7 @@ import (
 // the move.
 func TestFileReplacedUnderOpenHandle(t *testing.T) {
 	sqliteOnly(t, "deletes and replaces an SQLite file under an open handle")
+	nativeFilesOnly(t, "the host VFS does not watch the file's identity")
 	writes := []struct {
 		name string
 		fn   func(db *DB) error
@@ -126,6 +127,7 @@ func TestFileReplacedUnderOpenHandle(t *testing.T) {
 // another process open and write the file.
 func TestWALDeletedUnderOpenHandle(t *testing.T) {
 	sqliteOnly(t, "deletes an SQLite file's write-ahead log")
+	nativeFilesOnly(t, "the host VFS does not watch the file's identity")
 	path := filepath.Join(t.TempDir(), "w.db")
 	a := openTest(t, path, nil)
 	w := relWork{seed: 8}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 )
 
@@ -107,6 +108,18 @@ func sqliteOnly(t testing.TB, why string) {
 	t.Helper()
 	if testBackend != "sqlite" {
 		t.Skipf("SQLite-only (%s)", why)
+	}
+}
+
+// nativeFilesOnly skips, in the GOOS=js build, a test about what native
+// SQLite files do beside the database: lock files, the WAL-index file, a
+// file's identity. The host SQLite's VFS keeps the WAL-index in memory,
+// takes no locks another process sees, and does not watch the file, so
+// these promises are native only (docs/contract.md says which).
+func nativeFilesOnly(t testing.TB, why string) {
+	t.Helper()
+	if runtime.GOOS == "js" {
+		t.Skipf("native files only (%s)", why)
 	}
 }
 

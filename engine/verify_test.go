@@ -229,6 +229,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 		wantProblem(t, verifyPath(t, path), "run", "unknown status")
 	})
 	t.Run("column renamed in the schema text", func(t *testing.T) {
+		nativeFilesOnly(t, "raw edits of a WAL file through a second connection of the test host")
 		// What a flipped byte in sqlite_master's SQL does: the file is
 		// sound to SQLite, but our statements name a column it lacks.
 		path, _ := opsFixture(t, ModeFull)
@@ -245,6 +246,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 		}
 	})
 	t.Run("index added by hand", func(t *testing.T) {
+		nativeFilesOnly(t, "raw edits of a WAL file through a second connection of the test host")
 		path, _ := opsFixture(t, ModeFull)
 		tamperSource(t, path, `CREATE INDEX mine ON runs(model_name)`)
 		wantProblem(t, verifyPath(t, path), "schema", `index "mine" was not created by agentstate`)
