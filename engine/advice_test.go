@@ -31,7 +31,7 @@ func followConvertFile(t *testing.T, err error) {
 	if uerr != nil {
 		t.Fatal(uerr)
 	}
-	if _, err := ConvertFile(bg, path, nil, m[2], k); err != nil {
+	if _, err := ConvertFile(bg, path, nil, Mode(m[2]), k); err != nil {
 		t.Fatalf("the suggested %s failed: %v", m[0], err)
 	}
 }
@@ -120,7 +120,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 		if m == nil || m[1] != "th" {
 			t.Fatalf("no db.ConvertThread call in %q", err)
 		}
-		if _, err := db.ConvertThread(bg, m[1], m[2]); err != nil {
+		if _, err := db.ConvertThread(bg, m[1], Mode(m[2])); err != nil {
 			t.Fatalf("the suggested %s failed: %v", m[0], err)
 		}
 		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h2", "again"))}})

@@ -33,8 +33,8 @@ func pgOnly(t *testing.T) {
 func TestExportMovesBetweenBackends(t *testing.T) {
 	pgOnly(t)
 	ctx := context.Background()
-	for _, mode := range []string{ModeFull, ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			testBackend = "sqlite" // the fixture is a file
 			file, cps := opsFixture(t, mode)
 			testBackend = "postgres"

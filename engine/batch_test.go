@@ -170,8 +170,8 @@ func TestBatchContextAndLifetime(t *testing.T) {
 // A thread written with protocol calls and recorded with NewThread reads
 // and continues like a thread Commit started, in both modes.
 func TestBatchNewThreadIsAThreadAPIThread(t *testing.T) {
-	for _, mode := range []string{ModeFull, ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			o := DefaultOptions()
 			o.Mode, o.SnapshotEvery = mode, 2
 			db := openTest(t, filepath.Join(t.TempDir(), "b.db"), &o)

@@ -16,8 +16,9 @@ type History struct {
 	Writes []PendingWrite `json:"writes"`
 }
 
-// CacheStats are the history cache's counters since Open.
+// CacheStats are the history cache's setting and its counters since Open.
 type CacheStats struct {
+	Enabled    bool  `json:"enabled"` // Options.HistoryCacheBytes > 0
 	Hits       int64 `json:"hits"`
 	Misses     int64 `json:"misses"`
 	Evictions  int64 `json:"evictions"`
@@ -255,4 +256,8 @@ func (hc *historyCache) snapshot() CacheStats {
 }
 
 // CacheStats returns the history cache's counters.
-func (db *DB) CacheStats() CacheStats { return db.cache.snapshot() }
+func (db *DB) CacheStats() CacheStats {
+	st := db.cache.snapshot()
+	st.Enabled = db.opts.HistoryCacheBytes > 0
+	return st
+}

@@ -53,6 +53,7 @@ func (c *conn) exec(q string, args ...any) error {
 // execN runs a statement that returns no rows and reports how many rows it
 // changed.
 func (c *conn) execN(q string, args ...any) (int64, error) {
+	plainArgs(args)
 	if c.tr != nil {
 		var err error
 		if q, args, err = c.tr(q, args); err != nil {
@@ -63,9 +64,20 @@ func (c *conn) execN(q string, args ...any) (int64, error) {
 	return n, schemaErr(err)
 }
 
+// plainArgs turns the engine's typed strings among args into the plain
+// strings the drivers bind, in place.
+func plainArgs(args []any) {
+	for i, a := range args {
+		if m, ok := a.(Mode); ok {
+			args[i] = string(m)
+		}
+	}
+}
+
 // query runs q and calls fn for each row. fn must not keep byte slices of
 // the row (Blob) past its return.
 func (c *conn) query(q string, args []any, fn func(r row) error) error {
+	plainArgs(args)
 	if c.tr != nil {
 		var err error
 		if q, args, err = c.tr(q, args); err != nil {
@@ -79,6 +91,7 @@ func (c *conn) query(q string, args []any, fn func(r row) error) error {
 // fails the transaction whatever its kind (driver.Conn.Queue): on a server
 // it travels with the next statement, saving a round trip.
 func (c *conn) queue(q string, args ...any) error {
+	plainArgs(args)
 	if c.tr != nil {
 		var err error
 		if q, args, err = c.tr(q, args); err != nil {

@@ -26,7 +26,7 @@ type ConvertReport struct {
 // did not write (a LangGraph thread) is refused: its values are not ours to
 // fold. Converting to delta needs a delta handle (a full handle could not
 // read the result); a whole file changes mode with ConvertFile.
-func (db *DB) ConvertThread(ctx context.Context, thread, mode string) (ConvertReport, error) {
+func (db *DB) ConvertThread(ctx context.Context, thread string, mode Mode) (ConvertReport, error) {
 	if mode != ModeFull && mode != ModeDelta {
 		return ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, ModeFull, ModeDelta)
 	}
@@ -43,7 +43,7 @@ func (db *DB) ConvertThread(ctx context.Context, thread, mode string) (ConvertRe
 	return rep, err
 }
 
-func (db *DB) convertThread(c *conn, thread, mode string, every int) (ConvertReport, error) {
+func (db *DB) convertThread(c *conn, thread string, mode Mode, every int) (ConvertReport, error) {
 	rep := ConvertReport{Threads: 1}
 	if err := c.lock(thread); err != nil {
 		return rep, err
@@ -177,7 +177,7 @@ func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, 
 // into mode (with K = every for delta) and records that mode for the file,
 // so it then opens with Options.Mode = mode. opts may be nil; its Mode is
 // ignored (the file is opened in the mode it records).
-func ConvertFile(ctx context.Context, path string, opts *Options, mode string, every int) (ConvertReport, error) {
+func ConvertFile(ctx context.Context, path string, opts *Options, mode Mode, every int) (ConvertReport, error) {
 	if mode != ModeFull && mode != ModeDelta {
 		return ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, ModeFull, ModeDelta)
 	}

@@ -20,7 +20,7 @@ func TestConvertFileBothWays(t *testing.T) {
 	o := DefaultOptions()
 	o.Schema = oracleSchema()
 	for _, step := range []struct {
-		mode string
+		mode Mode
 		k    int
 	}{{ModeDelta, 3}, {ModeFull, 3}, {ModeDelta, 1}} {
 		rep, err := ConvertFile(bg, testPath(t, path), &o, step.mode, step.k)

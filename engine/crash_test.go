@@ -38,7 +38,7 @@ const crashChildEnv = "AGENTSTATE_CRASH_CHILD"
 
 const crashThread = "crash"
 
-func crashOptions(mode string) *Options {
+func crashOptions(mode Mode) *Options {
 	o := DefaultOptions()
 	o.Mode = mode
 	o.SnapshotEvery = 4
@@ -49,7 +49,7 @@ func crashOptions(mode string) *Options {
 // crashLog is what the children of one file reported, across rounds.
 type crashLog struct {
 	path      string
-	mode      string
+	mode      Mode
 	command   func(arg string) *exec.Cmd // the child process (nil: this test binary)
 	prepare   func() error               // runs before each child and each check
 	hostPath  string                     // the file as this process sees it, if path is the child's view
@@ -360,7 +360,7 @@ func crashChild(arg string) error {
 	if len(parts) != 4 {
 		return fmt.Errorf("bad %s %q", crashChildEnv, arg)
 	}
-	path, mode := parts[0], parts[1]
+	path, mode := parts[0], Mode(parts[1])
 	seed, _ := strconv.ParseUint(parts[2], 10, 64)
 	maxSteps, _ := strconv.Atoi(parts[3])
 	ctx := context.Background()

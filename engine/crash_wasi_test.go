@@ -57,7 +57,7 @@ func TestCrashKillWASI(t *testing.T) {
 	staleLocks := 0
 	files := func(epoch int) []*crashLog {
 		var logs []*crashLog
-		for _, mode := range []string{ModeDelta, ModeFull} {
+		for _, mode := range []Mode{ModeDelta, ModeFull} {
 			name := fmt.Sprintf("%s%d.db", mode, epoch)
 			host := filepath.Join(dir, name)
 			logs = append(logs, &crashLog{

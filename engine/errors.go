@@ -70,11 +70,11 @@ type ModeMismatchError struct {
 	Thread string // the thread, for "thread" and "convert"
 	// Mode and Every are what the file (for "thread": the thread) records;
 	// Every is the delta cadence K (0 unless Mode is delta).
-	Mode  string
+	Mode  Mode
 	Every int
 	// WantMode and WantEvery are what was asked: the handle's options, the
 	// export's mode, or the target of a conversion.
-	WantMode  string
+	WantMode  Mode
 	WantEvery int
 	// Race: the file had no mode when Open looked and another process
 	// recorded a different one before this one could.
@@ -114,7 +114,7 @@ func (e *ModeMismatchError) Error() string {
 }
 
 // modeMismatch builds a ModeMismatchError; K is kept only for delta modes.
-func modeMismatch(op, path, thread, mode string, every int, wantMode string, wantEvery int) *ModeMismatchError {
+func modeMismatch(op, path, thread string, mode Mode, every int, wantMode Mode, wantEvery int) *ModeMismatchError {
 	if mode != ModeDelta {
 		every = 0
 	}

@@ -158,7 +158,7 @@ type exportHeader struct {
 	Table         string `json:"table"`
 	Format        int    `json:"format"`
 	SchemaVersion int    `json:"schema_version"`
-	Mode          string `json:"mode"`
+	Mode          Mode   `json:"mode"`
 	SnapshotEvery int    `json:"snapshot_every"`
 	ThreadID      string `json:"thread_id,omitempty"`
 }
@@ -351,7 +351,7 @@ type ImportOptions struct {
 type ImportReport struct {
 	Rows     map[string]int64 `json:"rows"`
 	Total    int64            `json:"total"`
-	Mode     string           `json:"mode"`
+	Mode     Mode             `json:"mode"`
 	ThreadID string           `json:"thread_id,omitempty"`
 }
 
@@ -431,7 +431,7 @@ func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o 
 	return rep, err
 }
 
-func importMismatch(path, mode string, every int, h exportHeader) error {
+func importMismatch(path string, mode Mode, every int, h exportHeader) error {
 	return modeMismatch("import", path, "", mode, every, h.Mode, h.SnapshotEvery)
 }
 

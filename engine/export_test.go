@@ -25,8 +25,8 @@ func exportOf(t *testing.T, db *DB, thread string) []byte {
 
 func TestExportImportRoundTripIsByteIdentical(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []string{ModeFull, ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			path, cps := opsFixture(t, mode)
 			src := openRW(t, path)
 			first := exportOf(t, src, "")

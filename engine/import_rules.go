@@ -17,7 +17,7 @@ import (
 type importRules struct {
 	db    *DB
 	user  string // ImportOptions.User
-	mode  string // the dump's mode and K (the file's, checked before)
+	mode  Mode   // the dump's mode and K (the file's, checked before)
 	every int
 
 	threads map[string]bool // threads of the dump, each checked absent from the file
@@ -100,7 +100,7 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 			return fmt.Errorf("%w: run %q of thread %q belongs to user %q, and this import speaks for user %q only", ErrConflict, colOf(t, args, "run_id"), thread, u, g.user)
 		}
 	case "thread_modes":
-		mode, every := colOf(t, args, "mode"), int(colIntOf(t, args, "every"))
+		mode, every := Mode(colOf(t, args, "mode")), int(colIntOf(t, args, "every"))
 		if mode != ModeFull && (mode != g.mode || every != g.every) {
 			return modeMismatch("import", g.db.path, thread, mode, every, g.mode, g.every)
 		}

@@ -135,7 +135,7 @@ func damageDump(r *rand.Rand, dump []byte) ([]byte, []string) {
 			})
 		case 6:
 			edit(table("thread_modes"), func(m map[string]any) string {
-				m["mode"], m["every"] = []string{ModeFull, ModeDelta}[r.IntN(2)], 1+r.IntN(4)
+				m["mode"], m["every"] = []Mode{ModeFull, ModeDelta}[r.IntN(2)], 1+r.IntN(4)
 				return fmt.Sprintf("thread mode %v K=%v", m["mode"], m["every"])
 			})
 		case 7:
@@ -202,7 +202,7 @@ func writable(t *testing.T, db *DB) error {
 		if _, err := db.Runs().Create(rctx, NewRun{ThreadID: th, MultitaskStrategy: StrategyInterrupt}); err != nil {
 			return fmt.Errorf("thread %q: run: %w", th, err)
 		}
-		var mode string
+		var mode Mode
 		var every int
 		db.read(rctx, func(c *conn) (err error) { mode, every, _, err = threadMode(c, th); return err })
 		if mode != "" && (mode != db.opts.Mode || mode == ModeDelta && every != db.opts.SnapshotEvery) {
@@ -229,7 +229,7 @@ func TestImportProperty(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, uint64(round)))
 		dir := t.TempDir()
 		o := DefaultOptions()
-		o.Mode, o.SnapshotEvery = []string{ModeFull, ModeDelta}[r.IntN(2)], 3
+		o.Mode, o.SnapshotEvery = []Mode{ModeFull, ModeDelta}[r.IntN(2)], 3
 		src := openTest(t, filepath.Join(dir, "src.db"), &o)
 		// The source's threads: fresh names, or names the target may have.
 		var srcThreads []string

@@ -13,7 +13,7 @@ type Info struct {
 	Path          string           `json:"path"`
 	SchemaVersion int              `json:"schema_version"`
 	ApplicationID int64            `json:"application_id"`
-	Mode          string           `json:"mode"`
+	Mode          Mode             `json:"mode"`
 	SnapshotEvery int              `json:"snapshot_every"`
 	PageSize      int64            `json:"page_size"`
 	PageCount     int64            `json:"page_count"`

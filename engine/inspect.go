@@ -21,7 +21,7 @@ type StateView struct {
 	Metadata     Metadata `json:"metadata"`
 	// Mode is the thread's channel mode, "" for a thread the thread API
 	// did not write (LangGraph's).
-	Mode string `json:"mode,omitempty"`
+	Mode Mode `json:"mode,omitempty"`
 	// Values holds every channel with a value: the schema channels of
 	// thread-API threads rebuilt as State does, other values decoded when
 	// they are the engine's msgpack or LangGraph's "json", and shown as a
@@ -275,7 +275,7 @@ func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
 type ThreadSummary struct {
 	ThreadID string `json:"thread_id"`
 	// Mode is the channel mode of a thread-API thread, "" otherwise.
-	Mode string `json:"mode,omitempty"`
+	Mode Mode `json:"mode,omitempty"`
 	// Checkpoints counts checkpoints in every namespace; Head is the latest
 	// root checkpoint.
 	Checkpoints int64   `json:"checkpoints"`
@@ -343,7 +343,7 @@ func (db *DB) ListThreads(ctx context.Context, o ThreadListOptions) ([]ThreadSum
 	out := []ThreadSummary{}
 	err = db.read(ctx, func(c *conn) error {
 		err := c.query(sqlThreadSummaries, []any{only, limit, o.Offset}, func(st row) error {
-			out = append(out, ThreadSummary{ThreadID: st.Text(0), Mode: st.Text(1), Checkpoints: st.Int64(2),
+			out = append(out, ThreadSummary{ThreadID: st.Text(0), Mode: Mode(st.Text(1)), Checkpoints: st.Int64(2),
 				Head: st.Text(3), Runs: st.Int64(4), Events: st.Int64(5)})
 			return nil
 		})

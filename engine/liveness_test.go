@@ -351,7 +351,7 @@ func maintainChild(arg string) error {
 		case "retain":
 			var db *DB
 			if db, err = open(); err == nil {
-				_, err = db.RetainMeasured(rctx, RetainOptions{KeepLatest: 3}, nil)
+				_, err = db.Retain(rctx, RetainOptions{KeepLatest: 3})
 				db.Close()
 			}
 		case "vacuum":
@@ -396,7 +396,7 @@ func (r *slowReader) Read(p []byte) (int, error) {
 
 // liveFixture makes a file in mode with threads to convert and retain, and
 // a dump of other threads (delta, K=4, as the file is after the convert).
-func liveFixture(t *testing.T, dir, mode string) (path, dump string) {
+func liveFixture(t *testing.T, dir string, mode Mode) (path, dump string) {
 	t.Helper()
 	path = filepath.Join(dir, "live.db")
 	fo := DefaultOptions()
@@ -571,7 +571,7 @@ func TestLiveRunsSurviveMaintenance(t *testing.T) {
 			}
 			// Full, so that convert has work; delta when it will not run,
 			// so that the dump imports.
-			mode := map[bool]string{false: ModeFull, true: ModeDelta}[leasesOnly]
+			mode := map[bool]Mode{false: ModeFull, true: ModeDelta}[leasesOnly]
 			path, dump := liveFixture(t, t.TempDir(), mode)
 			liveScenario{lease: lease, holders: 2, runs: 3, leasesOnly: leasesOnly,
 				disturb: func(t *testing.T, _ []*proc) {

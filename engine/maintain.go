@@ -6,28 +6,28 @@ import (
 	"fmt"
 )
 
-// RetainResult is a RetainReport with the stored bytes measured before and
-// after, so that a dry run can say what retention would free in total
-// (checkpoints and writes included, not only snapshots).
-type RetainResult struct {
-	RetainReport
-	DataBytesBefore int64 `json:"data_bytes_before"`
-	DataBytesAfter  int64 `json:"data_bytes_after"`
-	DataBytesFreed  int64 `json:"data_bytes_freed"`
-}
-
-// RetainMeasured runs retention exactly as Retain does (one transaction,
-// rolled back for a dry run) and measures the stored bytes of every surface
-// before and after. progress, if not nil, is called after each thread with
-// the number of threads done and the total.
-func (db *DB) RetainMeasured(ctx context.Context, o RetainOptions, progress func(done, total int)) (RetainResult, error) {
+// Retain keeps storage linear in the length of a thread (contract §2.5), in
+// one transaction (rolled back for a dry run). Snapshots of delta threads
+// are a cache of replayable writes: it keeps, per channel, the snapshot
+// every branch tip starts from (so heads stay within K writes of one), the
+// snapshots of roots, and older snapshots only at geometrically shrinking
+// sizes, so their total is a small multiple of the newest (see
+// thinSnapshots); the rest go. With KeepLatest or DropBranches it also
+// removes checkpoints, first storing a snapshot at every surviving
+// checkpoint whose history would go with them, so every surviving checkpoint
+// reads exactly as before. Threads written by LangGraph (values the engine
+// cannot fold) lose no snapshot, and removing their checkpoints keeps the
+// ancestors their delta channels need. The report measures the stored bytes
+// of every surface before and after, so a dry run says what it would free in
+// total; o.Progress, if not nil, is called after each thread.
+func (db *DB) Retain(ctx context.Context, o RetainOptions) (RetainReport, error) {
 	if o.KeepLatest < 0 {
-		return RetainResult{}, fmt.Errorf("%w: KeepLatest %d is negative", ErrInvalidArgument, o.KeepLatest)
+		return RetainReport{}, fmt.Errorf("%w: KeepLatest %d is negative", ErrInvalidArgument, o.KeepLatest)
 	}
-	var res RetainResult
+	var res RetainReport
 	var touched []string
 	err := db.write(ctx, func(c *conn) error {
-		res = RetainResult{RetainReport: RetainReport{DryRun: o.DryRun}}
+		res = RetainReport{DryRun: o.DryRun}
 		threads := []string{o.ThreadID}
 		if o.ThreadID == "" {
 			var err error
@@ -55,8 +55,8 @@ func (db *DB) RetainMeasured(ctx context.Context, o RetainOptions, progress func
 				res.Threads++
 			}
 			res.add(r)
-			if progress != nil {
-				progress(i+1, len(threads))
+			if o.Progress != nil {
+				o.Progress(i+1, len(threads))
 			}
 		}
 		touched = threads

@@ -27,8 +27,10 @@ func metaGet(c *conn, key string) (string, bool, error) {
 
 // fileMode reads the mode and K the file records; found is false for a file
 // that never recorded one.
-func fileMode(c *conn) (mode string, every int, found bool, err error) {
-	mode, found, err = metaGet(c, metaMode)
+func fileMode(c *conn) (mode Mode, every int, found bool, err error) {
+	var m string
+	m, found, err = metaGet(c, metaMode)
+	mode = Mode(m)
 	if err != nil || !found {
 		return "", 0, false, err
 	}
@@ -115,14 +117,14 @@ func (db *DB) checkFileModeNow(c *conn) error {
 // empty.
 const fileModeLock = ""
 
-func setFileMode(c *conn, mode string, every int) error {
+func setFileMode(c *conn, mode Mode, every int) error {
 	if err := c.exec(sqlMetaSet, metaMode, mode); err != nil {
 		return err
 	}
 	return c.exec(sqlMetaSet, metaEvery, strconv.Itoa(every))
 }
 
-func describeMode(mode string, every int) string {
+func describeMode(mode Mode, every int) string {
 	if mode == ModeDelta {
 		return fmt.Sprintf("delta mode with K=%d", every)
 	}
@@ -131,9 +133,9 @@ func describeMode(mode string, every int) string {
 
 // threadMode is the mode a thread was written in; found is false for a
 // thread the thread API never wrote (LangGraph threads, new threads).
-func threadMode(c *conn, thread string) (mode string, every int, found bool, err error) {
+func threadMode(c *conn, thread string) (mode Mode, every int, found bool, err error) {
 	found, err = c.queryRow(sqlThreadMode, []any{thread}, func(st row) error {
-		mode, every = st.Text(0), int(st.Int64(1))
+		mode, every = Mode(st.Text(0)), int(st.Int64(1))
 		return nil
 	})
 	return mode, every, found, err

@@ -7,15 +7,18 @@ import (
 	"time"
 )
 
-// Channel modes (docs/contract.md §2.2).
+// Mode is how a thread stores its message channels (docs/contract.md §2.2).
+type Mode string
+
+// Channel modes.
 const (
 	// ModeFull stores the whole message list in every checkpoint that changes it.
-	ModeFull = "full"
+	ModeFull Mode = "full"
 	// ModeDelta stores each step's messages once and a snapshot every K updates.
-	ModeDelta = "delta"
+	ModeDelta Mode = "delta"
 	// ModeAuto adopts the mode and K the file records (full for a new file):
 	// for tools that read files written by others.
-	ModeAuto = "auto"
+	ModeAuto Mode = "auto"
 )
 
 // Memory is the path that opens a fresh private in-memory database.
@@ -65,7 +68,7 @@ type Options struct {
 	// Mode is the message channel mode, ModeFull (default), ModeDelta or
 	// ModeAuto. It is frozen for the handle's life and must match what the
 	// file records (ErrModeMismatch otherwise; see ConvertFile).
-	Mode string
+	Mode Mode
 	// SnapshotEvery is K, the delta snapshot cadence. Default 10; must be >= 1.
 	SnapshotEvery int
 	// HistoryCacheBytes bounds the delta history cache, and an eighth of

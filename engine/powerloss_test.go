@@ -115,7 +115,7 @@ func TestPowerLoss(t *testing.T) {
 	for i := range trials {
 		o := DefaultOptions()
 		o.Synchronous = []string{SyncNormal, SyncFull}[i%2]
-		o.Mode = []string{ModeFull, ModeDelta}[i/2%2]
+		o.Mode = []Mode{ModeFull, ModeDelta}[i/2%2]
 		o.SnapshotEvery, o.AutoRetain = 4, o.Mode == ModeDelta
 		o.ReconcileOnOpen = false
 		p := &powerTrial{path: filepath.Join(t.TempDir(), "p.db"), opts: o, loss: faultvfs.Loss(i / 4 % 2)}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -28,6 +27,9 @@ type RetainOptions struct {
 	DropBranches bool
 	// DryRun computes and reports what would go without changing the file.
 	DryRun bool
+	// Progress, if not nil, is called after each thread with the number of
+	// threads done and the total.
+	Progress func(done, total int)
 }
 
 // RetainReport says what a retention run removed and kept.
@@ -43,6 +45,11 @@ type RetainReport struct {
 	ValuesThinned int   `json:"values_thinned"`
 	BytesFreed    int64 `json:"bytes_freed"`
 	DryRun        bool  `json:"dry_run"`
+	// The stored bytes of every surface before and after (checkpoints and
+	// writes included, not only snapshots).
+	DataBytesBefore int64 `json:"data_bytes_before"`
+	DataBytesAfter  int64 `json:"data_bytes_after"`
+	DataBytesFreed  int64 `json:"data_bytes_freed"`
 }
 
 func (r *RetainReport) add(o RetainReport) {
@@ -57,22 +64,6 @@ func (r *RetainReport) add(o RetainReport) {
 
 // errDryRun rolls back the transaction of a dry run.
 var errDryRun = errors.New("dry run")
-
-// Retain keeps storage linear in the length of a thread (contract §2.5), in one
-// transaction. Snapshots of delta threads are a cache of replayable writes:
-// it keeps, per channel, the snapshot every branch tip starts from (so heads
-// stay within K writes of one), the snapshots of roots, and older snapshots
-// only at geometrically shrinking sizes, so their total is a small multiple
-// of the newest (see thinSnapshots); the rest go. With KeepLatest or DropBranches it also removes
-// checkpoints, first storing a snapshot at every surviving checkpoint whose
-// history would go with them, so every surviving checkpoint reads exactly as
-// before. Threads written by LangGraph (values the engine cannot fold) lose
-// no snapshot, and removing their checkpoints keeps the ancestors their
-// delta channels need.
-func (db *DB) Retain(ctx context.Context, o RetainOptions) (RetainReport, error) {
-	res, err := db.RetainMeasured(ctx, o, nil)
-	return res.RetainReport, err
-}
 
 func allThreads(c *conn) ([]string, error) {
 	var out []string

@@ -23,8 +23,12 @@ func TestConvertUnderOpenHandle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a child process; skipped with -short")
 	}
-	for _, c := range []struct{ from, op, to string }{{ModeDelta, "tofull", ModeFull}, {ModeFull, "todelta", ModeDelta}} {
-		t.Run(c.from+"-to-"+c.to, func(t *testing.T) {
+	for _, c := range []struct {
+		from Mode
+		op   string
+		to   Mode
+	}{{ModeDelta, "tofull", ModeFull}, {ModeFull, "todelta", ModeDelta}} {
+		t.Run(string(c.from)+"-to-"+string(c.to), func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "conv.db")
 			o := DefaultOptions()
@@ -77,7 +81,7 @@ func TestConvertUnderOpenHandle(t *testing.T) {
 					return nil
 				})
 			})
-			if want := []string{"old:" + c.to}; fmt.Sprint(modes) != fmt.Sprint(want) {
+			if want := []string{"old:" + string(c.to)}; fmt.Sprint(modes) != fmt.Sprint(want) {
 				t.Fatalf("thread modes %v, want %v", modes, want)
 			}
 		})

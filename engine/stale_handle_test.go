@@ -215,7 +215,7 @@ func TestHistoryWhileRetentionRuns(t *testing.T) {
 // newest. The first handle must report the removed checkpoints as not
 // found, never serve them from its caches, in either mode.
 func TestCachesAfterRetentionElsewhere(t *testing.T) {
-	for _, mode := range []string{ModeFull, ModeDelta} {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
 		path := filepath.Join(t.TempDir(), "c.db")
 		o := DefaultOptions()
 		o.Mode, o.SnapshotEvery = mode, 3

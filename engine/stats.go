@@ -17,24 +17,18 @@ type SurfaceStats struct {
 // channel values, writes and events.
 type ThreadSize struct {
 	ThreadID    string `json:"thread_id"`
-	Mode        string `json:"mode,omitempty"` // "" for threads the thread API did not write
+	Mode        Mode   `json:"mode,omitempty"` // "" for threads the thread API did not write
 	Checkpoints int64  `json:"checkpoints"`
 	Bytes       int64  `json:"bytes"`
-}
-
-// HistoryCacheInfo is the history cache's setting and counters.
-type HistoryCacheInfo struct {
-	Enabled bool `json:"enabled"`
-	CacheStats
 }
 
 // Stats is Info plus where the bytes are: per surface, the largest threads,
 // and the history cache.
 type Stats struct {
 	Info
-	Surfaces       []SurfaceStats   `json:"surfaces"`
-	LargestThreads []ThreadSize     `json:"largest_threads"`
-	HistoryCache   HistoryCacheInfo `json:"history_cache"`
+	Surfaces       []SurfaceStats `json:"surfaces"`
+	LargestThreads []ThreadSize   `json:"largest_threads"`
+	HistoryCache   CacheStats     `json:"history_cache"`
 }
 
 // The surfaces Stats reports, in order. SQLite's dbstat table is not
@@ -103,7 +97,7 @@ func (db *DB) Stats(ctx context.Context, largest int) (Stats, error) {
 		}
 		return c.query(sqlLargestThreads, []any{largest}, func(st row) error {
 			s.LargestThreads = append(s.LargestThreads, ThreadSize{
-				ThreadID: st.Text(0), Mode: st.Text(1), Checkpoints: st.Int64(2), Bytes: st.Int64(3),
+				ThreadID: st.Text(0), Mode: Mode(st.Text(1)), Checkpoints: st.Int64(2), Bytes: st.Int64(3),
 			})
 			return nil
 		})
@@ -111,7 +105,7 @@ func (db *DB) Stats(ctx context.Context, largest int) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	s.HistoryCache = HistoryCacheInfo{Enabled: db.opts.HistoryCacheBytes > 0, CacheStats: db.CacheStats()}
+	s.HistoryCache = db.CacheStats()
 	s.HistoryCache.MaxBytes = db.opts.HistoryCacheBytes
 	return s, nil
 }

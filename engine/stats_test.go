@@ -9,7 +9,7 @@ import (
 
 func TestStats(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []string{ModeFull, ModeDelta} {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
 		path, _ := opsFixture(t, mode)
 		db := openRW(t, path)
 		st, err := db.Stats(ctx, 5)
@@ -38,12 +38,12 @@ func TestStats(t *testing.T) {
 	}
 }
 
-func TestRetainMeasured(t *testing.T) {
+func TestRetainMeasures(t *testing.T) {
 	ctx := context.Background()
 	path, _ := opsFixture(t, ModeDelta)
 	db := openRW(t, path)
 	before := exportOf(t, db, "")
-	dry, err := db.RetainMeasured(ctx, RetainOptions{KeepLatest: 2, DropBranches: true, DryRun: true}, nil)
+	dry, err := db.Retain(ctx, RetainOptions{KeepLatest: 2, DropBranches: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestRetainMeasured(t *testing.T) {
 		t.Fatal("a dry run changed the file")
 	}
 	var calls int
-	done, err := db.RetainMeasured(ctx, RetainOptions{KeepLatest: 2, DropBranches: true}, func(d, total int) { calls++ })
+	done, err := db.Retain(ctx, RetainOptions{KeepLatest: 2, DropBranches: true, Progress: func(d, total int) { calls++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestRetainMeasured(t *testing.T) {
 	if rep := verifyPath(t, path); !rep.OK {
 		t.Fatalf("after retention: %v", rep.Problems)
 	}
-	if _, err := db.RetainMeasured(ctx, RetainOptions{ThreadID: "nope"}, nil); err == nil {
+	if _, err := db.Retain(ctx, RetainOptions{ThreadID: "nope"}); err == nil {
 		t.Fatal("retention of a missing thread")
 	}
 }

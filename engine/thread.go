@@ -796,7 +796,7 @@ func (db *DB) compress(v any) ([]byte, error) {
 	return db.compressor.MarshalMax(v, MaxListBytes)
 }
 
-func compressionFor(mode string) int {
+func compressionFor(mode Mode) int {
 	if mode == ModeFull {
 		return codec.Fast
 	}

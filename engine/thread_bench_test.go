@@ -13,8 +13,8 @@ import (
 // BenchmarkCommit is one step of a chat thread that already holds 800
 // messages, per mode.
 func BenchmarkCommit(b *testing.B) {
-	for _, mode := range []string{ModeFull, ModeDelta} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
+		b.Run(string(mode), func(b *testing.B) {
 			o := DefaultOptions()
 			o.Mode = mode
 			db, err := Open(bg, testPath(b, filepath.Join(b.TempDir(), "c.db")), &o)

@@ -119,7 +119,7 @@ func genOps(rng *rand.Rand, n int) []op {
 
 // runOps applies ops to a fresh file in the given mode and returns, per op,
 // the checkpoint it made (or the empty config) and whether it failed.
-func runOps(t *testing.T, ops []op, mode string, k int) (path string, cfgs []Config, failed []bool) {
+func runOps(t *testing.T, ops []op, mode Mode, k int) (path string, cfgs []Config, failed []bool) {
 	o := DefaultOptions()
 	o.Mode, o.SnapshotEvery, o.Schema = mode, k, oracleSchema()
 	path = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.db", mode, k))

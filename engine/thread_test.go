@@ -42,8 +42,8 @@ func messagesAt(t testing.TB, db *DB, cfg Config) []codec.Message {
 }
 
 func TestThreadAPIBasics(t *testing.T) {
-	for _, mode := range []string{ModeFull, ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			o := DefaultOptions()
 			o.Mode, o.SnapshotEvery = mode, 3
 			db := openTest(t, filepath.Join(t.TempDir(), "t.db"), &o)
@@ -117,7 +117,7 @@ func must[T any](t testing.TB) func(T, error) T {
 // after an Overwrite; in full mode at every update.
 func TestSnapshotCadence(t *testing.T) {
 	for _, tc := range []struct {
-		mode string
+		mode Mode
 		k    int
 		want []bool // stored, per commit
 	}{

@@ -257,14 +257,14 @@ func bigUnderRace(t *testing.T) {
 
 // valueModes are the modes the value tests run in: one under the race
 // detector (see bigUnderRace).
-func valueModes() []string {
+func valueModes() []Mode {
 	if raceEnabled {
-		return []string{ModeDelta}
+		return []Mode{ModeDelta}
 	}
-	return []string{ModeFull, ModeDelta}
+	return []Mode{ModeFull, ModeDelta}
 }
 
-func valuesDB(t *testing.T, mode string) *DB {
+func valuesDB(t *testing.T, mode Mode) *DB {
 	t.Helper()
 	o := DefaultOptions()
 	o.Mode, o.SnapshotEvery = mode, 3
@@ -284,7 +284,7 @@ func TestDeepValuesAreStoredOnlyIfReadable(t *testing.T) {
 		wideN = 2000
 	}
 	for _, mode := range valueModes() {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(string(mode), func(t *testing.T) {
 			db := valuesDB(t, mode)
 			for i, s := range valueSurfaces() {
 				for _, depth := range []int{511, 512, 513} {
@@ -377,7 +377,7 @@ func TestLargeValuesAreStoredOnlyIfReadable(t *testing.T) {
 	within := bigString(MaxValueBytes - slack)
 	over := within + bigString(slack+1)
 	for _, mode := range valueModes() {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(string(mode), func(t *testing.T) {
 			small := valuesDB(t, mode)
 			for i, s := range valueSurfaces() {
 				id := fmt.Sprintf("rec-%02d", i)
@@ -470,8 +470,8 @@ func TestDeltaListGrowsToItsLimit(t *testing.T) {
 	bigUnderRace(t)
 	ctx := context.Background()
 	const step = 12 << 20
-	for _, mode := range []string{ModeFull, ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			o := DefaultOptions()
 			o.Mode, o.SnapshotEvery = mode, 3
 			db := openTest(t, filepath.Join(t.TempDir(), "grow.db"), &o)
@@ -558,8 +558,8 @@ func TestManyLargeWritesAtOneCheckpoint(t *testing.T) {
 	bigUnderRace(t)
 	ctx := context.Background()
 	big := bigString(MaxValueBytes - 4<<10)
-	for _, mode := range []string{ModeFull, ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			db := valuesDB(t, mode)
 			// The thread API: three tasks of one step, each a 16 MiB message.
 			var tasks []TaskWrites

@@ -268,7 +268,7 @@ func (v *verifier) schema() error {
 		v.addf("mode", "", "", "", "the file records K=%d, must be >= 1", every)
 	}
 	return v.c.query(`SELECT thread_id, mode, every FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
-		th, m, k := st.Text(0), st.Text(1), int(st.Int64(2))
+		th, m, k := st.Text(0), Mode(st.Text(1)), int(st.Int64(2))
 		if v.o.ThreadID != "" && th != v.o.ThreadID {
 			return nil
 		}
@@ -641,7 +641,7 @@ func (v *verifier) skipChain(th string, b *blobRef, children map[*blobRef][]*blo
 // state and the writes it consumed (the oracle of contract §2.4), compares that
 // with the stored value where there is one, and with what the delta walk
 // reads where there is none.
-func (v *verifier) replay(th, mode string, order []*vcp, cps map[nsKey]*vcp, writes []*vwrite) error {
+func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp, writes []*vwrite) error {
 	c := v.c
 	type sealKey struct{ ns, cp, child, channel string }
 	sealed := map[sealKey][]*vwrite{}

@@ -16,7 +16,7 @@ import (
 // with a fork and a compaction, a thread record, a run with tokens, events
 // and a store item. It returns the path and the chat thread's checkpoints
 // in commit order.
-func opsFixture(t *testing.T, mode string) (string, []Config) {
+func opsFixture(t *testing.T, mode Mode) (string, []Config) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ops.db")
@@ -116,8 +116,8 @@ func verifyPath(t *testing.T, path string) VerifyReport {
 }
 
 func TestVerifyCleanFiles(t *testing.T) {
-	for _, mode := range []string{ModeFull, ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeFull, ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			path, cps := opsFixture(t, mode)
 			rep := verifyPath(t, path)
 			if !rep.OK {

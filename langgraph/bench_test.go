@@ -39,8 +39,8 @@ func benchSource(b *testing.B) string {
 
 func BenchmarkImportPython(b *testing.B) {
 	src := benchSource(b)
-	for _, mode := range []string{engine.ModeDelta, engine.ModeFull} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []engine.Mode{engine.ModeDelta, engine.ModeFull} {
+		b.Run(string(mode), func(b *testing.B) {
 			ctx := context.Background()
 			n := 0
 			for i := 0; i < b.N; i++ {

@@ -159,8 +159,8 @@ func sourceError(ctx context.Context, s source, err error) error {
 	return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
 }
 
-func newReport(s source, mode string) Report {
-	return Report{Source: s.name(), Saver: s.saver(), Mode: mode, DeltaChannels: map[string]int{},
+func newReport(s source, mode engine.Mode) Report {
+	return Report{Source: s.name(), Saver: s.saver(), Mode: string(mode), DeltaChannels: map[string]int{},
 		Dropped: map[string]int{}, Blobs: map[string]int{}, Skipped: []Problem{}}
 }
 
@@ -262,7 +262,7 @@ func planThread(t *thread, dbo engine.Options, comp *codec.Compressor) ([]op, *R
 
 type planner struct {
 	thread  string
-	mode    string
+	mode    engine.Mode
 	cadence channels.Cadence
 	msg     []string // message channels of the Schema, sorted
 	comp    *codec.Compressor

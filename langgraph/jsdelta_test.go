@@ -117,8 +117,8 @@ func TestImportLangGraphJSDeltaChannel(t *testing.T) {
 		"c5": {"x"},         // c4's Overwrite
 		"c6": {"h1", "ai1"}, // the fork reads c2's snapshot
 	}
-	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 2)
 			rep, err := Import(ctx, db, src, Options{})
 			if err != nil {

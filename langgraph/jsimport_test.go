@@ -21,14 +21,14 @@ var jsFixture = filepath.Join("..", "testdata", "langgraph", "langgraph-js.sqlit
 func TestImportLangGraphJS(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, jsFixture)
-	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
 			rep, err := Import(ctx, db, src, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Threads != 4 || rep.Namespaces != 5 || rep.Checkpoints != 63 || rep.Writes != 93 || rep.Saver != "sqlite" || rep.Mode != mode {
+			if rep.Threads != 4 || rep.Namespaces != 5 || rep.Checkpoints != 63 || rep.Writes != 93 || rep.Saver != "sqlite" || rep.Mode != string(mode) {
 				t.Fatalf("report %+v", rep)
 			}
 			if rep.Overwrites == 0 || rep.IDsFilled == 0 {

@@ -157,8 +157,8 @@ func TestImportLangGraphJSStates(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, jsFixture)
 	exp := loadJSStates(t, jsStatesFile)
-	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
 			rep, err := Import(ctx, db, src, Options{})
 			if err != nil {

@@ -87,8 +87,8 @@ func TestImportLangGraphPostgres(t *testing.T) {
 	ctx := context.Background()
 	src := pgDatabase(t, filepath.Join(pyDir, "langgraph-py-postgres.sql"))
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-postgres.json"))
-	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
 			rep, err := Import(ctx, db, src, pyOptions)
 			if err != nil {

@@ -26,7 +26,7 @@ func copyFile(t testing.TB, path string) string {
 	return p
 }
 
-func openDst(t testing.TB, mode string, every int) *engine.DB {
+func openDst(t testing.TB, mode engine.Mode, every int) *engine.DB {
 	t.Helper()
 	o := engine.DefaultOptions()
 	o.Mode, o.SnapshotEvery = mode, every
@@ -44,8 +44,8 @@ func TestImportLangGraphPythonSqlite(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-sqlite.json"))
-	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
 			rep, err := Import(ctx, db, src, pyOptions)
 			if err != nil {

@@ -39,23 +39,23 @@ func modeAdvice(mm *engine.ModeMismatchError) string {
 		mm.Path, have, want, convertCommand(path, "", mm.WantMode, mm.WantEvery))
 }
 
-func convertCommand(quotedPath, thread, mode string, every int) string {
+func convertCommand(quotedPath, thread string, mode engine.Mode, every int) string {
 	cmd := "agentstate convert " + quotedPath
 	if thread != "" {
 		cmd += " --thread " + shellQuote(thread)
 	}
-	cmd += " --mode " + mode
+	cmd += " --mode " + string(mode)
 	if mode == engine.ModeDelta && every > 0 {
 		cmd += fmt.Sprintf(" --every %d", every)
 	}
 	return cmd
 }
 
-func describeMode(mode string, every int) string {
+func describeMode(mode engine.Mode, every int) string {
 	if mode == engine.ModeDelta {
 		return fmt.Sprintf("delta mode with K=%d", every)
 	}
-	return mode + " mode"
+	return string(mode) + " mode"
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)

@@ -50,12 +50,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (ret
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	var modes []string
-	switch *mode {
+	var modes []engine.Mode
+	switch m := engine.Mode(*mode); m {
 	case engine.ModeFull, engine.ModeDelta:
-		modes = []string{*mode}
+		modes = []engine.Mode{m}
 	case "both":
-		modes = []string{engine.ModeFull, engine.ModeDelta}
+		modes = []engine.Mode{engine.ModeFull, engine.ModeDelta}
 	default:
 		return fs.usageErr("--mode %q is not full, delta or both", *mode)
 	}
@@ -133,7 +133,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (ret
 	return plotFile.Close()
 }
 
-func benchOne(ctx context.Context, path, mode string, every, turns int, retain, sampleSizes bool, prog *progress) (benchResult, error) {
+func benchOne(ctx context.Context, path string, mode engine.Mode, every, turns int, retain, sampleSizes bool, prog *progress) (benchResult, error) {
 	opts := engine.DefaultOptions()
 	opts.Mode, opts.SnapshotEvery, opts.AutoRetain = mode, every, retain
 	db, err := engine.Open(ctx, path, &opts)
@@ -141,7 +141,7 @@ func benchOne(ctx context.Context, path, mode string, every, turns int, retain, 
 		return benchResult{}, err
 	}
 	defer db.Close()
-	r := benchResult{Mode: mode, Turns: turns, Messages: 2 * turns}
+	r := benchResult{Mode: string(mode), Turns: turns, Messages: 2 * turns}
 	if mode == engine.ModeDelta {
 		r.Every = &every
 	}

@@ -107,7 +107,7 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 // thread-API conversation with a fork, a hidden image message and a
 // compaction; thread records for alice and bob; a finished run with tokens;
 // events; a store item. It returns the path and the chat checkpoints.
-func fixture(t *testing.T, mode string) (string, []engine.Config) {
+func fixture(t *testing.T, mode engine.Mode) (string, []engine.Config) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "agent.db")
@@ -415,8 +415,8 @@ func TestRunsEventsTokens(t *testing.T) {
 }
 
 func TestVerify(t *testing.T) {
-	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			path, _ := fixture(t, mode)
 			r := agentstate(t, nil, "verify", path)
 			want(t, r, 0)
@@ -544,13 +544,13 @@ func TestRetainAndVacuum(t *testing.T) {
 	}
 	j := agentstate(t, nil, "retain", path, "--keep-latest", "3", "--drop-branches", "--json")
 	want(t, j, 0)
-	var dry engine.RetainResult
+	var dry engine.RetainReport
 	if err := json.Unmarshal([]byte(j.stdout), &dry); err != nil || !dry.DryRun || dry.CheckpointsRemoved == 0 || dry.DataBytesFreed <= 0 {
 		t.Fatalf("retain --json: %v %+v", err, dry)
 	}
 	j = agentstate(t, nil, "retain", path, "--keep-latest", "3", "--drop-branches", "--apply", "--json")
 	want(t, j, 0)
-	var done engine.RetainResult
+	var done engine.RetainReport
 	if err := json.Unmarshal([]byte(j.stdout), &done); err != nil || done.DryRun || done.CheckpointsRemoved != dry.CheckpointsRemoved || done.DataBytesFreed != dry.DataBytesFreed {
 		t.Fatalf("retain --apply: %v %+v, dry run said %+v", err, done, dry)
 	}
@@ -603,8 +603,8 @@ func TestConvert(t *testing.T) {
 }
 
 func TestExportImportRoundTrip(t *testing.T) {
-	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			path, _ := fixture(t, mode)
 			e1 := agentstate(t, nil, "export", path)
 			want(t, e1, 0)
@@ -661,10 +661,10 @@ func TestImportLangGraph(t *testing.T) {
 	if err := os.WriteFile(src, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{engine.ModeFull, engine.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+		t.Run(string(mode), func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "imported.db")
-			r := agentstate(t, nil, "import-langgraph", src, dst, "--mode", mode, "--every", "4")
+			r := agentstate(t, nil, "import-langgraph", src, dst, "--mode", string(mode), "--every", "4")
 			want(t, r, 0)
 			contains(t, r.stdout, "imported 4 threads", "verified, and all 63 checkpoints read as in")
 			want(t, agentstate(t, nil, "verify", dst), 0)
@@ -675,14 +675,14 @@ func TestImportLangGraph(t *testing.T) {
 			h := agentstate(t, nil, "history", dst, "fork")
 			want(t, h, 0)
 			contains(t, h.stdout, "update", "input", "loop")
-			j := agentstate(t, nil, "import-langgraph", src, filepath.Join(t.TempDir(), "j.db"), "--mode", mode, "--json")
+			j := agentstate(t, nil, "import-langgraph", src, filepath.Join(t.TempDir(), "j.db"), "--mode", string(mode), "--json")
 			want(t, j, 0)
 			var rep struct {
 				langgraph.Report
 				Verified bool `json:"verified"`
 				Compared int  `json:"compared"`
 			}
-			if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || !rep.Verified || rep.Compared != 63 || rep.Mode != mode {
+			if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || !rep.Verified || rep.Compared != 63 || rep.Mode != string(mode) {
 				t.Fatalf("--json: %v %+v", err, rep)
 			}
 			// Into the same file again: the threads exist.

@@ -89,7 +89,7 @@ func printStats(w io.Writer, st engine.Stats) error {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "largest threads\tmode\tcheckpoints\tbytes\t\n")
 		for _, t := range st.LargestThreads {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t\n", t.ThreadID, orDash(t.Mode), t.Checkpoints, t.Bytes)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t\n", t.ThreadID, orDash(string(t.Mode)), t.Checkpoints, t.Bytes)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

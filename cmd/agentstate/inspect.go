@@ -59,7 +59,7 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if r := t.Record; r != nil {
 			owner, status, title = orDash(r.UserID), r.Status, orDash(clipText(r.DisplayName, 40))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.ThreadID, orDash(t.Mode), t.Checkpoints, t.Runs, t.Events, owner, status, title)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.ThreadID, orDash(string(t.Mode)), t.Checkpoints, t.Runs, t.Events, owner, status, title)
 	}
 	return tw.Flush()
 }

@@ -90,8 +90,8 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	prog := newProgress(stderr, *asJSON)
-	res, err := db.RetainMeasured(ctx, engine.RetainOptions{ThreadID: *thread, KeepLatest: *keep, DropBranches: *branches, DryRun: !*apply},
-		func(done, total int) { prog.show("retain: %d/%d threads", done, total) })
+	res, err := db.Retain(ctx, engine.RetainOptions{ThreadID: *thread, KeepLatest: *keep, DropBranches: *branches, DryRun: !*apply,
+		Progress: func(done, total int) { prog.show("retain: %d/%d threads", done, total) }})
 	prog.done()
 	if err != nil {
 		return inFile(pos[0], err)
@@ -109,7 +109,7 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *asJSON {
 		return printJSON(stdout, struct {
-			engine.RetainResult
+			engine.RetainReport
 			FileBytesBefore int64 `json:"file_bytes_before,omitempty"`
 			FileBytesAfter  int64 `json:"file_bytes_after,omitempty"`
 			*engine.WALStatus
@@ -210,7 +210,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if *mode != engine.ModeFull && *mode != engine.ModeDelta {
+	if engine.Mode(*mode) != engine.ModeFull && engine.Mode(*mode) != engine.ModeDelta {
 		return fs.usageErr("--mode %q is not full or delta", *mode)
 	}
 	if *every < 1 {
@@ -229,14 +229,14 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := requireThread(ctx, db, pos[0], *thread); err != nil {
 			return argErr(fs, pos[0], err)
 		}
-		rep, err = db.ConvertThread(ctx, *thread, *mode)
+		rep, err = db.ConvertThread(ctx, *thread, engine.Mode(*mode))
 		if err != nil {
 			return inFile(pos[0], err)
 		}
 	} else {
 		opts := engine.DefaultOptions()
 		opts.ReconcileOnOpen = false
-		rep, err = engine.ConvertFile(ctx, pos[0], &opts, *mode, *every)
+		rep, err = engine.ConvertFile(ctx, pos[0], &opts, engine.Mode(*mode), *every)
 		if err != nil {
 			return inFile(pos[0], err)
 		}

@@ -119,7 +119,7 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if *mode != "" && *mode != engine.ModeFull && *mode != engine.ModeDelta {
+	if *mode != "" && engine.Mode(*mode) != engine.ModeFull && engine.Mode(*mode) != engine.ModeDelta {
 		return fs.usageErr("--mode %q is not full or delta", *mode)
 	}
 	if *every < 1 {
@@ -139,7 +139,7 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	opts.ReconcileOnOpen = false
 	opts.Mode, opts.SnapshotEvery = engine.ModeDelta, *every
 	if *mode != "" {
-		opts.Mode = *mode
+		opts.Mode = engine.Mode(*mode)
 	}
 	created := !exists(dst)
 	if !created && *mode == "" {

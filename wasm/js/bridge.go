@@ -251,7 +251,7 @@ func (b *bridge) open(reqJSON []byte, bufs [][]byte) (any, *out, error) {
 	// mode repeated by every program that opens it.
 	o.Mode = engine.ModeAuto
 	if req.Mode != "" {
-		o.Mode = req.Mode
+		o.Mode = engine.Mode(req.Mode)
 	}
 	if req.Every != 0 {
 		o.SnapshotEvery = req.Every
@@ -324,7 +324,7 @@ func openErrorForJS(err error, req openRequest, disk bool) error {
 		msg := fmt.Sprintf(`agentstate: channel mode mismatch: %s was written in %s, not %s; open it with mode: "auto" (the mode the file records) or %s`,
 			name, jsMode(mm.Mode, mm.Every), jsMode(mm.WantMode, mm.WantEvery), jsModeOptions(mm.Mode, mm.Every))
 		if disk && !mm.Race {
-			cmd := "agentstate convert " + shellQuote(req.Path) + " --mode " + mm.WantMode
+			cmd := "agentstate convert " + shellQuote(req.Path) + " --mode " + string(mm.WantMode)
 			if mm.WantMode == engine.ModeDelta {
 				cmd += fmt.Sprintf(" --every %d", mm.WantEvery)
 			}
@@ -338,14 +338,14 @@ func openErrorForJS(err error, req openRequest, disk bool) error {
 	return err
 }
 
-func jsMode(mode string, every int) string {
+func jsMode(mode engine.Mode, every int) string {
 	if mode == engine.ModeDelta {
 		return fmt.Sprintf("delta mode with K=%d", every)
 	}
-	return mode + " mode"
+	return string(mode) + " mode"
 }
 
-func jsModeOptions(mode string, every int) string {
+func jsModeOptions(mode engine.Mode, every int) string {
 	if mode == engine.ModeDelta {
 		return fmt.Sprintf(`mode: "delta", every: %d`, every)
 	}
