@@ -47,6 +47,15 @@
 // as a line-oriented dump; ConvertFile and DB.ConvertThread switch a file or
 // a thread between full and delta mode; DB.Info and DB.Stats measure it.
 //
+// # Inspection
+//
+// Read-only views for operators and tools, the ones the agentstate command
+// prints: DB.ReadState (any checkpoint's state, LangGraph's threads
+// included, with what it stores itself, as a StateView), DB.CheckpointLog (a thread's checkpoints
+// without values, as LogEntry), DB.ListThreads (ThreadSummary per thread)
+// and DB.ThreadEvents (a thread's event stream in seq order). They are part
+// of the API: scripts get the same answers the command prints.
+//
 // # Errors and limits
 //
 // Every failure wraps one of the sentinel errors (ErrInvalidArgument,
