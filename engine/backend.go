@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"net/url"
-	"strings"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
@@ -53,29 +51,4 @@ type serverBackend interface {
 func (db *DB) server() serverBackend {
 	sb, _ := db.b.(serverBackend)
 	return sb
-}
-
-// isServerURL reports whether Open's path names a PostgreSQL server.
-func isServerURL(path string) bool {
-	return strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://")
-}
-
-// displayPath is the path as messages show it: a URL without its password.
-func displayPath(path string) string {
-	if !isServerURL(path) {
-		return path
-	}
-	u, err := url.Parse(path)
-	if err != nil {
-		return "postgres://(unparsable URL)"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/agentstate/agentstate/engine/internal/driver/pg"
+	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 // pgBackend is a PostgreSQL database (engine.Open with a postgres:// URL).
@@ -453,3 +454,6 @@ func normJSONNumbers(v any) any {
 	}
 	return v
 }
+
+// displayPath is the path as messages show it: a URL without its password.
+func displayPath(path string) string { return pgurl.Redacted(path) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/agentstate/agentstate/engine/internal/driver/sqlite"
+	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 // sqliteBackend is an SQLite file (or a private in-memory database) through
@@ -29,7 +30,7 @@ type sqliteBackend struct {
 type HeldError = sqlite.HeldError
 
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
-	if isServerURL(path) {
+	if pgurl.Is(path) {
 		return openPGBackend(path, o)
 	}
 	if o.WriteConns > 1 {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 // The engine's tests run once per backend of this table, each a whole run
@@ -87,7 +89,7 @@ func runBackends(m *testing.M) int {
 // The schema is dropped when t ends (t may be nil in child processes and
 // fuzz targets' shared databases: then at the end of the run).
 func testPath(t testing.TB, path string) string {
-	if testBackend != "postgres" || isServerURL(path) {
+	if testBackend != "postgres" || pgurl.Is(path) {
 		return path
 	}
 	if t != nil {

@@ -8,30 +8,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/testpg"
 	"github.com/jackc/pgx/v5/pgconn"
 )
-
-// pgServer is the test server's URL (AGENTSTATE_TEST_PG, which
-// .ci/with-postgres sets). Without it the PostgreSQL tests skip, loudly,
-// unless AGENTSTATE_CI is set: then they fail.
-func pgServer(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("AGENTSTATE_TEST_PG")
-	if u == "" {
-		if os.Getenv("AGENTSTATE_CI") != "" {
-			t.Fatal("AGENTSTATE_TEST_PG is not set: CI must run the PostgreSQL tests (.ci/with-postgres)")
-		}
-		t.Skip("PostgreSQL tests not run: set AGENTSTATE_TEST_PG=postgres://... (see .ci/with-postgres)")
-	}
-	return u
-}
 
 // pgDatabase creates a fresh database on the test server, dropped when the
 // test ends, restores dump into it with psql (if dump is not empty), and
@@ -39,7 +24,7 @@ func pgServer(t *testing.T) string {
 func pgDatabase(t *testing.T, dump string) string {
 	t.Helper()
 	ctx := context.Background()
-	server := pgServer(t)
+	server := testpg.URL(t)
 	conn, err := pgconn.Connect(ctx, server)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/pgurl"
 	"github.com/agentstate/agentstate/internal/workload"
 )
 
@@ -104,7 +105,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (ret
 			defer os.RemoveAll(dir)
 			path = filepath.Join(dir, "bench.db")
 		} else if exists(path) {
-			return fmt.Errorf("%s already exists; bench writes a fresh file (or schema)", shown(path))
+			return fmt.Errorf("%s already exists; bench writes a fresh file (or schema)", pgurl.Redacted(path))
 		}
 		r, err := benchOne(ctx, path, m, *every, *turns, *retain, *plot != "", prog)
 		if err != nil {
@@ -179,13 +180,13 @@ func benchOne(ctx context.Context, path string, mode engine.Mode, every, turns i
 	if err := db.CheckpointWAL(ctx); err != nil {
 		return r, err
 	}
-	if isURL(path) {
+	if pgurl.Is(path) {
 		r.FileBytes = storedSize(ctx, db, path)
 	}
 	if err := db.Close(); err != nil {
 		return r, err
 	}
-	if !isURL(path) {
+	if !pgurl.Is(path) {
 		fi, err := os.Stat(path)
 		if err != nil {
 			return r, err

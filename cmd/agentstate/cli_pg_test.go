@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/testpg"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -18,13 +18,7 @@ import (
 // (AGENTSTATE_CI), which must test PostgreSQL.
 func pgSchema(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("AGENTSTATE_TEST_PG")
-	if base == "" {
-		if os.Getenv("AGENTSTATE_CI") != "" {
-			t.Fatal("AGENTSTATE_TEST_PG is not set: CI must test the PostgreSQL backend (.ci/with-postgres)")
-		}
-		t.Skip("PostgreSQL not tested: set AGENTSTATE_TEST_PG=postgres://... (.ci/with-postgres starts a server)")
-	}
+	base := testpg.URL(t)
 	ctx := context.Background()
 	c, err := pgconn.Connect(ctx, base)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,7 +56,7 @@ func printStats(w io.Writer, st engine.Stats) error {
 	} else {
 		fmt.Fprintf(tw, "mode\t%s\n", in.Mode)
 	}
-	if isURL(in.Path) {
+	if pgurl.Is(in.Path) {
 		// A server's pages are its own: what the schema's tables and
 		// indexes take, in its block size.
 		fmt.Fprintf(tw, "block size\t%d\n", in.PageSize)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -160,7 +161,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%s: %w: no checkpoint %q in thread %q (namespace %q)", pos[0], engine.ErrNotFound, *before, pos[1], *ns)
 	}
 	if n == 0 && *before == "" {
-		return fmt.Errorf("%s: %w: no checkpoint in thread %q (namespace %q)", shown(pos[0]), engine.ErrNotFound, pos[1], *ns)
+		return fmt.Errorf("%s: %w: no checkpoint in thread %q (namespace %q)", pgurl.Redacted(pos[0]), engine.ErrNotFound, pos[1], *ns)
 	}
 	if tw != nil {
 		return tw.Flush()

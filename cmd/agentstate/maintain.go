@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -46,19 +47,19 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	} else {
 		for _, p := range rep.Problems {
-			fmt.Fprintf(stdout, "%s: %s\n", shown(pos[0]), p)
+			fmt.Fprintf(stdout, "%s: %s\n", pgurl.Redacted(pos[0]), p)
 		}
 		if rep.Truncated > 0 {
-			fmt.Fprintf(stdout, "%s: %d more problems not listed (--max)\n", shown(pos[0]), rep.Truncated)
+			fmt.Fprintf(stdout, "%s: %d more problems not listed (--max)\n", pgurl.Redacted(pos[0]), rep.Truncated)
 		}
 		if rep.OK {
 			fmt.Fprintf(stdout, "%s: ok: %d threads, %d checkpoints (%d replayed, %d snapshots compared, %d delta reads), %d writes, %d values, %d runs, %d events, %d thread records, %d store items\n",
-				shown(pos[0]), rep.Threads, rep.Checkpoints, rep.Replayed, rep.SnapshotsChecked, rep.DeltaReads, rep.Writes, rep.Blobs,
+				pgurl.Redacted(pos[0]), rep.Threads, rep.Checkpoints, rep.Replayed, rep.SnapshotsChecked, rep.DeltaReads, rep.Writes, rep.Blobs,
 				rep.Runs, rep.Events, rep.ThreadRecords, rep.StoreItems)
 		}
 	}
 	if !rep.OK {
-		return problemsError{fmt.Sprintf("%s: %d problems found", shown(pos[0]), len(rep.Problems)+rep.Truncated)}
+		return problemsError{fmt.Sprintf("%s: %d problems found", pgurl.Redacted(pos[0]), len(rep.Problems)+rep.Truncated)}
 	}
 	return nil
 }
@@ -120,16 +121,16 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		verb = "removed"
 	}
 	fmt.Fprintf(stdout, "%s: %s %d checkpoints (kept %d), %d snapshots (kept %d), %d writes in %d threads: %d bytes of stored data (%d snapshot bytes)\n",
-		shown(pos[0]), verb, res.CheckpointsRemoved, res.CheckpointsKept, res.SnapshotsRemoved, res.SnapshotsKept, res.WritesRemoved, res.Threads,
+		pgurl.Redacted(pos[0]), verb, res.CheckpointsRemoved, res.CheckpointsKept, res.SnapshotsRemoved, res.SnapshotsKept, res.WritesRemoved, res.Threads,
 		res.DataBytesFreed, res.BytesFreed)
 	switch {
-	case *apply && isURL(pos[0]):
-		fmt.Fprintf(stdout, "%s: tables and indexes hold %d bytes (PostgreSQL reuses the space retention frees; agentstate vacuum gives it back)\n", shown(pos[0]), after)
+	case *apply && pgurl.Is(pos[0]):
+		fmt.Fprintf(stdout, "%s: tables and indexes hold %d bytes (PostgreSQL reuses the space retention frees; agentstate vacuum gives it back)\n", pgurl.Redacted(pos[0]), after)
 	case *apply:
-		fmt.Fprintf(stdout, "%s: file bytes %d before the WAL checkpoint, %d after\n", shown(pos[0]), before, after)
-		walNote(stdout, shown(pos[0]), *wal)
+		fmt.Fprintf(stdout, "%s: file bytes %d before the WAL checkpoint, %d after\n", pgurl.Redacted(pos[0]), before, after)
+		walNote(stdout, pgurl.Redacted(pos[0]), *wal)
 	default:
-		fmt.Fprintf(stdout, "%s: dry run, nothing changed; run with --apply to do it\n", shown(pos[0]))
+		fmt.Fprintf(stdout, "%s: dry run, nothing changed; run with --apply to do it\n", pgurl.Redacted(pos[0]))
 	}
 	return nil
 }
@@ -137,7 +138,7 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // storedSize is the size of the file and its WAL, or on PostgreSQL of
 // the schema's tables and indexes.
 func storedSize(ctx context.Context, db *engine.DB, path string) int64 {
-	if isURL(path) {
+	if pgurl.Is(path) {
 		in, err := db.Info(ctx)
 		if err != nil {
 			return 0
@@ -180,12 +181,12 @@ func runVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	after := storedSize(ctx, db, pos[0])
 	if *asJSON {
-		return printJSON(stdout, map[string]any{"path": shown(pos[0]), "bytes_before": before, "bytes_after": after,
+		return printJSON(stdout, map[string]any{"path": pgurl.Redacted(pos[0]), "bytes_before": before, "bytes_after": after,
 			"wal_truncated": wal.Truncated, "wal_frames": wal.LogFrames, "wal_frames_copied": wal.CopiedFrames})
 	}
-	fmt.Fprintf(stdout, "%s: %d bytes before, %d after\n", shown(pos[0]), before, after)
-	if !isURL(pos[0]) {
-		walNote(stdout, shown(pos[0]), wal)
+	fmt.Fprintf(stdout, "%s: %d bytes before, %d after\n", pgurl.Redacted(pos[0]), before, after)
+	if !pgurl.Is(pos[0]) {
+		walNote(stdout, pgurl.Redacted(pos[0]), wal)
 	}
 	return nil
 }
@@ -244,7 +245,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *asJSON {
 		return printJSON(stdout, rep)
 	}
-	fmt.Fprintf(stdout, "%s: converted %d threads to %s: %d snapshots added, %d removed\n", shown(pos[0]), rep.Threads, *mode, rep.SnapshotsAdded, rep.SnapshotsRemoved)
+	fmt.Fprintf(stdout, "%s: converted %d threads to %s: %d snapshots added, %d removed\n", pgurl.Redacted(pos[0]), rep.Threads, *mode, rep.SnapshotsAdded, rep.SnapshotsRemoved)
 	return nil
 }
 

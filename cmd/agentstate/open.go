@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"strings"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 // openFile opens an existing agentstate file (or a PostgreSQL URL) in the
@@ -30,7 +30,7 @@ func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, erro
 	if readOnly && errors.Is(err, engine.ErrReadOnly) {
 		// The only refusal of a read-only Open: an older schema.
 		return nil, fmt.Errorf("%s was written by an older agentstate (this one has schema version %d) and a read-only command does not upgrade it; upgrade it in place with: agentstate upgrade %s",
-			shown(path), engine.SchemaVersion, shellQuote(shown(path)))
+			pgurl.Redacted(path), engine.SchemaVersion, shellQuote(pgurl.Redacted(path)))
 	}
 	return db, err
 }
@@ -39,7 +39,7 @@ func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, erro
 // sees it (it would say "disk I/O error" about a directory). A PostgreSQL
 // URL passes: the server answers for it.
 func existingFile(path string) error {
-	if isURL(path) {
+	if pgurl.Is(path) {
 		return nil
 	}
 	fi, err := os.Stat(path)
@@ -60,7 +60,7 @@ func existingFile(path string) error {
 
 // notDir refuses a directory where a command creates or opens a file.
 func notDir(path string) error {
-	if isURL(path) {
+	if pgurl.Is(path) {
 		return nil
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -71,36 +71,11 @@ func notDir(path string) error {
 
 // inFile names the file in an error that does not already name it.
 func inFile(path string, err error) error {
-	path = shown(path)
+	path = pgurl.Redacted(path)
 	if err == nil || strings.Contains(err.Error(), path) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", path, err)
-}
-
-// isURL reports a PostgreSQL database where a file is expected (engine.Open
-// takes either).
-func isURL(path string) bool {
-	return strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://")
-}
-
-// shown is the path as messages print it: a URL without its password.
-func shown(path string) string {
-	if !isURL(path) {
-		return path
-	}
-	u, err := url.Parse(path)
-	if err != nil {
-		return "postgres://(unparsable URL)"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 // printJSON writes v as one line of JSON.

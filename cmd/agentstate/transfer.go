@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/internal/pgurl"
 	"github.com/agentstate/agentstate/langgraph"
 )
 
@@ -46,10 +47,10 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return inFile(pos[0], err)
 	}
 	if *thread != "" && rep.Total == 0 {
-		return fmt.Errorf("%s: %w: thread %q has no rows", shown(pos[0]), engine.ErrNotFound, *thread)
+		return fmt.Errorf("%s: %w: thread %q has no rows", pgurl.Redacted(pos[0]), engine.ErrNotFound, *thread)
 	}
 	if !*quiet {
-		fmt.Fprintf(stderr, "agentstate export: %d rows from %s (%s)\n", rep.Total, shown(pos[0]), rowCounts(rep.Rows))
+		fmt.Fprintf(stderr, "agentstate export: %d rows from %s (%s)\n", rep.Total, pgurl.Redacted(pos[0]), rowCounts(rep.Rows))
 	}
 	return nil
 }
@@ -98,12 +99,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if _, held := errors.AsType[*engine.HeldError](err); created && !held {
 			removeFile(pos[0])
 		}
-		return inFile(shown(pos[0]), fmt.Errorf("import from stdin: %w", err))
+		return inFile(pgurl.Redacted(pos[0]), fmt.Errorf("import from stdin: %w", err))
 	}
 	if *asJSON {
 		return printJSON(stdout, rep)
 	}
-	fmt.Fprintf(stdout, "%s: imported %d rows (%s), %s; the imported threads verify\n", shown(pos[0]), rep.Total, rowCounts(rep.Rows), rep.Mode)
+	fmt.Fprintf(stdout, "%s: imported %d rows (%s), %s; the imported threads verify\n", pgurl.Redacted(pos[0]), rep.Total, rowCounts(rep.Rows), rep.Mode)
 	return nil
 }
 
@@ -190,37 +191,37 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		}
 	} else {
 		fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in %s mode: %d message lists stored, %d overwrites added, %d message ids filled in\n",
-			shown(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rep.Mode, rep.Snapshots, rep.Overwrites, rep.IDsFilled)
+			pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rep.Mode, rep.Snapshots, rep.Overwrites, rep.IDsFilled)
 		if len(rep.DeltaChannels) > 0 {
-			fmt.Fprintf(stdout, "%s: DeltaChannels rebuilt from their snapshots and writes, by reducer: %s\n", shown(dst), rowCounts(intCounts(rep.DeltaChannels)))
+			fmt.Fprintf(stdout, "%s: DeltaChannels rebuilt from their snapshots and writes, by reducer: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.DeltaChannels)))
 		}
 		if len(rep.Blobs) > 0 {
-			fmt.Fprintf(stdout, "%s: values kept as the source's serde bytes (the engine's values cannot hold them), by what they hold: %s\n", shown(dst), rowCounts(intCounts(rep.Blobs)))
+			fmt.Fprintf(stdout, "%s: values kept as the source's serde bytes (the engine's values cannot hold them), by what they hold: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.Blobs)))
 		}
 		if len(rep.Dropped) > 0 {
-			fmt.Fprintf(stdout, "%s: message fields without a place in agentstate's messages, dropped: %s\n", shown(dst), rowCounts(intCounts(rep.Dropped)))
+			fmt.Fprintf(stdout, "%s: message fields without a place in agentstate's messages, dropped: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.Dropped)))
 		}
 		if rep.OrphanWrites > 0 {
-			fmt.Fprintf(stdout, "%s: %d writes of checkpoints the source does not hold, not imported\n", shown(dst), rep.OrphanWrites)
+			fmt.Fprintf(stdout, "%s: %d writes of checkpoints the source does not hold, not imported\n", pgurl.Redacted(dst), rep.OrphanWrites)
 		}
 		if rep.Renumbered > 0 {
-			fmt.Fprintf(stdout, "%s: %d writes stored at another index than the source's (their order kept)\n", shown(dst), rep.Renumbered)
+			fmt.Fprintf(stdout, "%s: %d writes stored at another index than the source's (their order kept)\n", pgurl.Redacted(dst), rep.Renumbered)
 		}
 		for _, p := range rep.Skipped {
-			fmt.Fprintf(stdout, "%s: skipped %s\n", shown(dst), p)
+			fmt.Fprintf(stdout, "%s: skipped %s\n", pgurl.Redacted(dst), p)
 		}
 		for _, p := range vr.Problems {
-			fmt.Fprintf(stdout, "%s: %s\n", shown(dst), p)
+			fmt.Fprintf(stdout, "%s: %s\n", pgurl.Redacted(dst), p)
 		}
 		for _, d := range diffs {
-			fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q: %s\n", shown(dst), d.ThreadID, d.CheckpointNS, d.CheckpointID, d.Message)
+			fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q: %s\n", pgurl.Redacted(dst), d.ThreadID, d.CheckpointNS, d.CheckpointID, d.Message)
 		}
 		if vr.OK && len(diffs) == 0 {
-			fmt.Fprintf(stdout, "%s: verified, and all %d checkpoints read as in %s\n", shown(dst), checked, rep.Source)
+			fmt.Fprintf(stdout, "%s: verified, and all %d checkpoints read as in %s\n", pgurl.Redacted(dst), checked, rep.Source)
 		}
 	}
 	if !vr.OK || len(diffs) > 0 {
-		return problemsError{fmt.Sprintf("%s: the import does not verify (%d problems) or differs from %s (%d checkpoints)", shown(dst), len(vr.Problems), rep.Source, len(diffs))}
+		return problemsError{fmt.Sprintf("%s: the import does not verify (%d problems) or differs from %s (%d checkpoints)", pgurl.Redacted(dst), len(vr.Problems), rep.Source, len(diffs))}
 	}
 	return nil
 }
@@ -250,7 +251,7 @@ func intCounts(m map[string]int) map[string]int64 {
 // exists reports whether path is a file, or a PostgreSQL schema that holds
 // an agentstate database already.
 func exists(path string) bool {
-	if isURL(path) {
+	if pgurl.Is(path) {
 		db, err := openFile(context.Background(), path, true)
 		if err == nil {
 			db.Close()
@@ -265,7 +266,7 @@ func exists(path string) bool {
 // shared-memory files. A PostgreSQL schema is left as it is: the failed
 // import wrote nothing in it (its tables remain, empty).
 func removeFile(path string) {
-	if isURL(path) {
+	if pgurl.Is(path) {
 		return
 	}
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {

@@ -13,28 +13,15 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/internal/testpg"
 	"github.com/google/go-cmp/cmp"
 )
-
-// serverURL is the test server (AGENTSTATE_TEST_PG); tests that need one
-// skip without it, loudly, unless AGENTSTATE_CI is set (then they fail).
-func serverURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("AGENTSTATE_TEST_PG")
-	if u == "" {
-		if os.Getenv("AGENTSTATE_CI") != "" {
-			t.Fatal("AGENTSTATE_TEST_PG is not set: CI must run the PostgreSQL tests (.ci/with-postgres)")
-		}
-		t.Skip("PostgreSQL tests not run: set AGENTSTATE_TEST_PG=postgres://... (see .ci/with-postgres)")
-	}
-	return u
-}
 
 // testSchema creates a fresh schema and returns a dialer whose connections
 // use it.
 func testSchema(t *testing.T, o Options) *Dialer {
 	t.Helper()
-	u := serverURL(t)
+	u := testpg.URL(t)
 	admin, err := NewDialer(u, Options{BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +397,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 func TestLockIsTheSchemasWhateverTheURL(t *testing.T) {
 	d := testSchema(t, Options{BusyTimeout: 100 * time.Millisecond})
 	sp := d.SearchPath()
-	u := serverURL(t)
+	u := testpg.URL(t)
 	sep := "?"
 	if strings.Contains(u, "?") {
 		sep = "&"
