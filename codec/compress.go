@@ -35,16 +35,16 @@ const (
 	// Fast entropy-codes only (DEFLATE's Huffman-only mode), the cheapest
 	// to write: for values rewritten at every step (full mode).
 	Fast = 1
-	// Small is zstd at its default level: smaller, and much faster to
-	// read, for values written once in a while and read often (delta
-	// snapshots, which a cold read inflates).
+	// Small is zstd (at its default level natively; see smallZstdLevel):
+	// smaller, and much faster to read, for values written once in a while
+	// and read often (delta snapshots, which a cold read inflates).
 	Small = 2
 )
 
 // formats are the envelopes MarshalCompressed writes at each effort.
 var formats = map[int]byte{Fast: FormatV1Deflate, Small: FormatV1Zstd}
 
-var zstdLevels = map[int]zstd.EncoderLevel{Fast: zstd.SpeedFastest, Small: zstd.SpeedDefault}
+var zstdLevels = map[int]zstd.EncoderLevel{Fast: zstd.SpeedFastest, Small: smallZstdLevel}
 
 var flateLevels = map[int]int{Fast: flate.HuffmanOnly, Small: flate.BestSpeed}
 
