@@ -1,7 +1,7 @@
 // The start-up benchmark: what a new user meets, side by side in one
 // script, fresh processes, runs interleaved (A B C A B C ...), medians.
 //
-//   node wasm/startup/startup.mjs [--previous PACKAGE_DIR] [--proto HOST.wasm]
+//   node wasm/startup/startup.mjs [--previous PACKAGE_DIR]
 //        [--runs N] [--hosts node,workerd,chromium] [--json]
 //
 // --previous names the npm package directory of an older build (its src/
@@ -13,8 +13,7 @@
 // the process has exited, the whole process's CPU, peak RSS; for the
 // package's current build (through AgentStateSaver, and through its engine
 // module alone, which skips importing LangGraph.js), the previous build,
-// sql.js, and optionally the host-SQLite prototype (--proto, built from
-// wasm/startup/proto). workerd (npm package): time from spawn to the first
+// and sql.js. workerd (npm package): time from spawn to the first
 // put+getTuple answer, warm p50 of put+getTuple, the process's CPU during
 // the first request, by 5 s later, RSS. Chromium (Debian's
 // /usr/bin/chromium): the engine's start in a page's worker, in memory
@@ -37,7 +36,6 @@ const opt = (name, dflt) => {
 const runs = Number(opt("runs", 5));
 const hosts = opt("hosts", "node,workerd,chromium").split(",");
 const previous = opt("previous") && path.resolve(opt("previous"));
-const proto = opt("proto");
 const current = npmDir;
 const asJSON = args.includes("--json");
 const log = (...a) => asJSON || console.error(...a);
@@ -65,10 +63,6 @@ size("agentstate (this build): sqlite-callbacks.wasm", dist(current, "sqlite-cal
 size("agentstate (this build): wasm_exec.js + src/ (the package's JavaScript)", dist(current, "wasm_exec.js"), ...fs.readdirSync(path.join(current, "src"), { recursive: true }).filter((f) => f.endsWith(".js")).map((f) => path.join(current, "src", f)));
 size("agentstate (this build): the three .wasm", ...["agentstate.wasm", "sqlite3.wasm", "sqlite-callbacks.wasm"].map((f) => dist(current, f)));
 if (previous) size("agentstate (previous build): agentstate.wasm", dist(previous, "agentstate.wasm"));
-if (proto) {
-  const sq = path.join(here, "node_modules/@sqlite.org/sqlite-wasm");
-  size("prototype: Go (codec, channels, shim) + sqlite3.wasm + sqlite-wasm JS", proto, path.join(sq, "dist/sqlite3.wasm"), path.join(sq, "dist/index.mjs"));
-}
 const sqljsDir = path.join(here, "node_modules/sql.js");
 size("sql.js 1.17: sql-wasm.wasm + sql-wasm.js", path.join(sqljsDir, "dist/sql-wasm.wasm"), path.join(sqljsDir, "dist/sql-wasm.js"));
 
@@ -100,15 +94,13 @@ if (hosts.includes("node")) {
     { label: "agentstate, this build, engine only", argv: [path.join(here, "cases/engine.mjs"), current] },
     previous && { label: "agentstate, previous build, AgentStateSaver", argv: [path.join(here, "cases/agentstate.mjs"), previous] },
     previous && { label: "agentstate, previous build, engine only", argv: [path.join(here, "cases/engine.mjs"), previous] },
-    proto && { label: "prototype: host SQLite (engine's SQL replayed)", argv: [path.join(here, "proto/run.mjs"), proto], proto: true },
     { label: "sql.js 1.17", argv: [path.join(here, "cases/sqljs.mjs")] },
   ].filter(Boolean);
   const got = new Map(cases.map((c) => [c, []]));
   for (let i = 0; i < runs; i++) {
     for (const c of cases) {
       const r = await runChild(c.argv, here);
-      // The prototype prints its own marks (first_result) and exits at once.
-      got.get(c).push(c.proto ? { first: r.first_result, closed: r.first_result, exit: r.first_result, maxRssMB: r.rssMB, wall: r.wall } : r);
+      got.get(c).push(r);
       log(`node ${c.label} run ${i + 1}: first ${fmt(got.get(c).at(-1).first)} ms, wall ${fmt(r.wall)} ms`);
     }
   }
@@ -117,9 +109,9 @@ if (hosts.includes("node")) {
     results.node.push({
       label: c.label,
       firstMs: rs.map((r) => r.first),
-      mainCpuFirstMs: c.proto ? null : rs.map((r) => r.mainCpuFirst),
-      exitAfterCloseMs: c.proto ? null : rs.map((r) => r.wall - r.closed),
-      cpuMs: c.proto ? null : rs.map((r) => r.cpuMs),
+      mainCpuFirstMs: rs.map((r) => r.mainCpuFirst),
+      exitAfterCloseMs: rs.map((r) => r.wall - r.closed),
+      cpuMs: rs.map((r) => r.cpuMs),
       maxRssMB: rs.map((r) => r.maxRssMB),
     });
   }
