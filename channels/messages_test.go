@@ -317,7 +317,7 @@ func TestMessageUpdateEncodeDecode(t *testing.T) {
 		"empty":               {nil, codec.ErrCorrupt},
 		"garbage":             {[]byte{codec.FormatV1, 0xc1}, codec.ErrCorrupt},
 		"truncated":           {good[:len(good)-2], codec.ErrCorrupt},
-		"newer envelope":      {append([]byte{0x04}, good[1:]...), codec.ErrUnsupported},
+		"newer envelope":      {append([]byte{codec.FormatV1S2 + 1}, good[1:]...), codec.ErrUnsupported},
 		"wrong shape":         {mustMarshal(t, "just a string"), codec.ErrCorrupt},
 		"missing id":          {mustMarshal(t, write(codec.Message{Type: codec.AI})), ErrNoID},
 		"remove in overwrite": {mustMarshal(t, overwrite(remove("x"))), ErrBadValue},
