@@ -94,34 +94,7 @@ func checkExpected(t *testing.T, db *engine.DB, exp expectedFile) {
 					fail("%s: %v", where, err)
 					continue
 				}
-				var parent *string
-				if tup.ParentConfig != nil {
-					parent = &tup.ParentConfig.CheckpointID
-				}
-				if d := cmp.Diff(e.Parent, parent); d != "" {
-					fail("%s: parent (-want +got):\n%s", where, d)
-				}
-				md := map[string]any(tup.Metadata)
-				want := e.Metadata
-				if delta {
-					// The engine keeps its own snapshot counters in delta mode.
-					md, want = withoutCounters(md), withoutCounters(want)
-				}
-				if d := cmp.Diff(want, md); d != "" {
-					fail("%s: metadata (-want +got):\n%s", where, d)
-				}
-				var gotW, wantW [][2]string
-				for _, w := range tup.PendingWrites {
-					if w.TaskID != importTaskID {
-						gotW = append(gotW, [2]string{w.TaskID, w.Channel})
-					}
-				}
-				for _, w := range e.Pending {
-					wantW = append(wantW, [2]string{w[0].(string), w[1].(string)})
-				}
-				if d := cmp.Diff(wantW, gotW); d != "" {
-					fail("%s: pending writes (-want +got):\n%s", where, d)
-				}
+				compareTuple(fail, where, tup, e.Parent, e.Metadata, e.Pending, delta)
 				view, err := db.ReadState(ctx, engine.Config{ThreadID: thread, CheckpointNS: ns, CheckpointID: e.CheckpointID})
 				if err != nil {
 					fail("%s: %v", where, err)
@@ -615,4 +588,37 @@ func jsonMap(t *testing.T, m map[string]any) map[string]any {
 	}
 	out, _ := v.(map[string]any)
 	return out
+}
+
+// compareTuple compares what GetTuple read of an imported checkpoint with
+// what the source's own LangGraph read: the parent, the metadata (without
+// the engine's own snapshot counters in delta mode) and the pending
+// writes' tasks and channels (the import's own task left out).
+func compareTuple(fail func(string, ...any), where string, tup engine.Tuple, parent *string, metadata map[string]any, pending [][3]any, delta bool) {
+	var got *string
+	if tup.ParentConfig != nil {
+		got = &tup.ParentConfig.CheckpointID
+	}
+	if d := cmp.Diff(parent, got); d != "" {
+		fail("%s: parent (-want +got):\n%s", where, d)
+	}
+	md, want := map[string]any(tup.Metadata), metadata
+	if delta {
+		md, want = withoutCounters(md), withoutCounters(want)
+	}
+	if d := cmp.Diff(want, md); d != "" {
+		fail("%s: metadata (-want +got):\n%s", where, d)
+	}
+	var gotW, wantW [][2]string
+	for _, w := range tup.PendingWrites {
+		if w.TaskID != importTaskID {
+			gotW = append(gotW, [2]string{w.TaskID, w.Channel})
+		}
+	}
+	for _, w := range pending {
+		wantW = append(wantW, [2]string{w[0].(string), w[1].(string)})
+	}
+	if d := cmp.Diff(wantW, gotW); d != "" {
+		fail("%s: pending writes (-want +got):\n%s", where, d)
+	}
 }

@@ -86,32 +86,7 @@ func checkJSStates(t *testing.T, db *engine.DB, exp jsStates) int {
 				fail("%s: %v", where, err)
 				continue
 			}
-			var parent *string
-			if tup.ParentConfig != nil {
-				parent = &tup.ParentConfig.CheckpointID
-			}
-			if d := cmp.Diff(e.Parent, parent); d != "" {
-				fail("%s: parent (-want +got):\n%s", where, d)
-			}
-			md, want := map[string]any(tup.Metadata), e.Metadata
-			if delta {
-				md, want = withoutCounters(md), withoutCounters(want)
-			}
-			if d := cmp.Diff(want, md); d != "" {
-				fail("%s: metadata (-want +got):\n%s", where, d)
-			}
-			var gotW, wantW [][2]string
-			for _, w := range tup.PendingWrites {
-				if w.TaskID != importTaskID {
-					gotW = append(gotW, [2]string{w.TaskID, w.Channel})
-				}
-			}
-			for _, w := range e.Pending {
-				wantW = append(wantW, [2]string{w[0].(string), w[1].(string)})
-			}
-			if d := cmp.Diff(wantW, gotW); d != "" {
-				fail("%s: pending writes (-want +got):\n%s", where, d)
-			}
+			compareTuple(fail, where, tup, e.Parent, e.Metadata, e.Pending, delta)
 			view, err := db.ReadState(ctx, cfg)
 			if err != nil {
 				fail("%s: %v", where, err)
