@@ -11,6 +11,7 @@
 //   node --test wasm/startup/edge/durable.test.mjs
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { test } from "node:test";
 import { binary, bundle, freePort, here, npmDir, start, tmpdir, waitHTTP, wasmFile } from "./hosts.mjs";
@@ -93,8 +94,10 @@ const worker :Workerd.Worker = (
       // the file grows. What a turn writes (WAL frames, or journal and
       // pages) must not grow with the file: no whole-file copies.
       const single = [];
-      const big = "x".repeat(32 * 1024); // each turn adds its own ~100 KB to the file
+      // Random text, so that the engine's compression cannot shrink it: each
+      // turn adds its own ~100 KB to the file.
       for (let i = 0; i < 16; i++) {
+        const big = randomBytes(16 * 1024).toString("hex");
         const r = await getJSON(`${base}/turn?thread=t${i}&text=${big}`);
         assert.equal(r.status, 200, JSON.stringify(r.body));
         single.push({ wrote: r.body.wrote, rows: r.body.rows, file: r.body.fileBytes });
