@@ -68,8 +68,15 @@ func (c *conn) execN(q string, args ...any) (int64, error) {
 // strings the drivers bind, in place.
 func plainArgs(args []any) {
 	for i, a := range args {
-		if m, ok := a.(Mode); ok {
-			args[i] = string(m)
+		switch v := a.(type) {
+		case Mode:
+			args[i] = string(v)
+		case RunStatus:
+			args[i] = string(v)
+		case Strategy:
+			args[i] = string(v)
+		case ThreadStatus:
+			args[i] = string(v)
 		}
 	}
 }

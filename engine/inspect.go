@@ -290,7 +290,7 @@ type ThreadSummary struct {
 // (Threads.Search); otherwise every thread any surface knows, by id.
 type ThreadListOptions struct {
 	Owner    string // a user id; "" for any owner
-	Status   string
+	Status   ThreadStatus
 	Metadata map[string]any
 	Limit    int // default 100, at most 1000
 	Offset   int

@@ -85,7 +85,8 @@ func splitFilterKey(key string) ([]string, error) {
 }
 
 // quoteCut quotes s for an error message, cut to a readable length.
-func quoteCut(s string) string {
+func quoteCut[S ~string](v S) string {
+	s := string(v)
 	const n = 80
 	if len(s) > n {
 		cut := n

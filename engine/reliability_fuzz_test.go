@@ -256,7 +256,7 @@ func FuzzThreadCalls(f *testing.F) {
 			_, err := db.Threads().Create(ctx, User(task), NewThread{ThreadID: thread, DisplayName: content, Metadata: map[string]any{key: val}})
 			return err
 		})
-		_, err = db.Threads().Search(ctx, User(task), ThreadQuery{Metadata: map[string]any{key: val}, Status: content})
+		_, err = db.Threads().Search(ctx, User(task), ThreadQuery{Metadata: map[string]any{key: val}, Status: ThreadStatus(content)})
 		checkRefusal(t, "Threads.Search", err)
 		refused(t, db, "Threads.MergeMetadata", func() error {
 			return db.Threads().MergeMetadata(ctx, User(task), thread, map[string]any{key: val}, true)
@@ -271,7 +271,7 @@ func FuzzThreadCalls(f *testing.F) {
 			_, err := db.Runs().Create(ctx, NewRun{ThreadID: thread, RunID: msgID, ModelName: content, Metadata: map[string]any{key: val}, IdempotencyKey: task})
 			return err
 		})
-		refused(t, db, "Runs.SetStatus", func() error { return db.Runs().SetStatus(ctx, msgID, key, content) })
+		refused(t, db, "Runs.SetStatus", func() error { return db.Runs().SetStatus(ctx, msgID, RunStatus(key), content) })
 		refused(t, db, "Store.Put", func() error {
 			return db.Store().Put(ctx, []string{thread, task}, key, map[string]any{key: val})
 		})

@@ -25,26 +25,33 @@ type Runs struct{ db *DB }
 // Runs returns the run-record surface of db.
 func (db *DB) Runs() Runs { return Runs{db} }
 
-// Run statuses. Pending and running are active; the others are terminal.
+// RunStatus is where a run stands. Pending and running are active; the
+// others are terminal.
+type RunStatus string
+
+// Run statuses.
 const (
-	RunPending     = "pending"
-	RunRunning     = "running"
-	RunSuccess     = "success"
-	RunError       = "error"
-	RunTimeout     = "timeout"
-	RunInterrupted = "interrupted"
+	RunPending     RunStatus = "pending"
+	RunRunning     RunStatus = "running"
+	RunSuccess     RunStatus = "success"
+	RunError       RunStatus = "error"
+	RunTimeout     RunStatus = "timeout"
+	RunInterrupted RunStatus = "interrupted"
 )
 
-// Multitask strategies: what creating a run does when its thread already has
-// an active one.
+// Strategy is what creating a run does when its thread already has an
+// active one (LangGraph's multitask strategy).
+type Strategy string
+
+// Multitask strategies.
 const (
 	// StrategyReject refuses the new run with an *ActiveRunError (the default).
-	StrategyReject = "reject"
+	StrategyReject Strategy = "reject"
 	// StrategyInterrupt marks the active run interrupted and creates the new one.
-	StrategyInterrupt = "interrupt"
+	StrategyInterrupt Strategy = "interrupt"
 	// StrategyRollback does the same as StrategyInterrupt for the record; the
 	// caller also restores the pre-run checkpoint (a checkpointer concern).
-	StrategyRollback = "rollback"
+	StrategyRollback Strategy = "rollback"
 )
 
 // OrphanReason is the error recorded on runs that Reconcile finds without a
@@ -67,9 +74,9 @@ type Run struct {
 	ThreadID          string         `json:"thread_id"`
 	AssistantID       string         `json:"assistant_id"`
 	UserID            string         `json:"user_id"`
-	Status            string         `json:"status"`
+	Status            RunStatus      `json:"status"`
 	ModelName         string         `json:"model_name"`
-	MultitaskStrategy string         `json:"multitask_strategy"`
+	MultitaskStrategy Strategy       `json:"multitask_strategy"`
 	Metadata          map[string]any `json:"metadata"`
 	Kwargs            map[string]any `json:"kwargs"`
 	Error             string         `json:"error"`
@@ -109,9 +116,9 @@ type NewRun struct {
 	ThreadID          string         `json:"thread_id"`
 	AssistantID       string         `json:"assistant_id"`
 	UserID            string         `json:"user_id"`
-	Status            string         `json:"status"`
+	Status            RunStatus      `json:"status"`
 	ModelName         string         `json:"model_name"`
-	MultitaskStrategy string         `json:"multitask_strategy"`
+	MultitaskStrategy Strategy       `json:"multitask_strategy"`
 	Metadata          map[string]any `json:"metadata"`
 	Kwargs            map[string]any `json:"kwargs"`
 	// IdempotencyKey, when set, makes a second create with the same key on
@@ -135,7 +142,7 @@ type Created struct {
 type ActiveRunError struct {
 	ThreadID string
 	RunID    string // the active run
-	Status   string
+	Status   RunStatus
 }
 
 func (e *ActiveRunError) Error() string {
@@ -148,7 +155,8 @@ func (e *ActiveRunError) Unwrap() error { return ErrConflict }
 // TransitionError reports a status change the run's lifecycle forbids. It
 // matches ErrConflict.
 type TransitionError struct {
-	RunID, From, To string
+	RunID    string
+	From, To RunStatus
 }
 
 func (e *TransitionError) Error() string {
@@ -158,9 +166,9 @@ func (e *TransitionError) Error() string {
 // Unwrap makes errors.Is(err, ErrConflict) hold.
 func (e *TransitionError) Unwrap() error { return ErrConflict }
 
-func isActive(status string) bool { return status == RunPending || status == RunRunning }
+func isActive(status RunStatus) bool { return status == RunPending || status == RunRunning }
 
-func checkStatus(status string) error {
+func checkStatus(status RunStatus) error {
 	switch status {
 	case RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted:
 		return nil
@@ -171,7 +179,7 @@ func checkStatus(status string) error {
 // allowed reports whether a run may move from one status to another:
 // forward from pending to running, from either to any terminal status, and
 // to itself. A terminal status is final.
-func allowed(from, to string) bool {
+func allowed(from, to RunStatus) bool {
 	switch {
 	case from == to:
 		return true
@@ -301,9 +309,10 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 			}
 		}
 		now := r.db.nowUS()
-		var active, activeStatus string
+		var active string
+		var activeStatus RunStatus
 		if _, err := c.queryRow(sqlRunActive, []any{nr.ThreadID}, func(st row) error {
-			active, activeStatus = st.Text(0), st.Text(1)
+			active, activeStatus = st.Text(0), RunStatus(st.Text(1))
 			return nil
 		}); err != nil {
 			return err
@@ -405,9 +414,9 @@ func scanRun(st row) (Run, error) {
 		ThreadID:          st.Text(1),
 		AssistantID:       st.Text(2),
 		UserID:            st.Text(3),
-		Status:            st.Text(4),
+		Status:            RunStatus(st.Text(4)),
 		ModelName:         st.Text(5),
-		MultitaskStrategy: st.Text(6),
+		MultitaskStrategy: Strategy(st.Text(6)),
 		Error:             st.Text(9),
 		CreatedAt:         fromUS(st.Int64(10)),
 		UpdatedAt:         fromUS(st.Int64(11)),
@@ -510,7 +519,7 @@ func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[Run, error] {
 // A change its lifecycle forbids fails with a *TransitionError naming both
 // statuses and writes nothing; setting the terminal status a run already has
 // changes nothing and is not an error.
-func (r Runs) SetStatus(ctx context.Context, runID, status, errText string) error {
+func (r Runs) SetStatus(ctx context.Context, runID string, status RunStatus, errText string) error {
 	if err := checkID("run id", runID); err != nil {
 		return err
 	}
@@ -531,10 +540,10 @@ func (r Runs) SetStatus(ctx context.Context, runID, status, errText string) erro
 }
 
 // transition reads the run's status and checks the move to status.
-func (r Runs) transition(c *conn, runID, status string) (string, error) {
-	var from string
+func (r Runs) transition(c *conn, runID string, status RunStatus) (RunStatus, error) {
+	var from RunStatus
 	found, err := c.queryRow(sqlRunStatus, []any{runID}, func(st row) error {
-		from = st.Text(0)
+		from = RunStatus(st.Text(0))
 		return nil
 	})
 	if err != nil {
@@ -553,7 +562,7 @@ func (r Runs) transition(c *conn, runID, status string) (string, error) {
 // message summary in one write. The status must be terminal and reachable
 // from the run's current one (completing with the status the run already
 // has, as after an interrupt, records the totals).
-func (r Runs) Complete(ctx context.Context, runID, status, errText string, t RunTotals) error {
+func (r Runs) Complete(ctx context.Context, runID string, status RunStatus, errText string, t RunTotals) error {
 	if err := checkID("run id", runID); err != nil {
 		return err
 	}

@@ -210,8 +210,8 @@ func TestRunCreateRace(t *testing.T) {
 func TestRunTransitions(t *testing.T) {
 	db, _ := openRec(t, nil)
 	r := db.Runs()
-	statuses := []string{RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted}
-	allowedMoves := map[string][]string{
+	statuses := []RunStatus{RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted}
+	allowedMoves := map[RunStatus][]RunStatus{
 		RunPending:     {RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted},
 		RunRunning:     {RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted},
 		RunSuccess:     {RunSuccess},
@@ -255,7 +255,7 @@ func TestRunTransitions(t *testing.T) {
 			if diff := cmp.Diff(&TransitionError{RunID: id, From: from, To: to}, te); diff != "" {
 				t.Errorf("%s -> %s error (-want +got):\n%s", from, to, diff)
 			}
-			if !strings.Contains(err.Error(), from) || !strings.Contains(err.Error(), to) {
+			if !strings.Contains(err.Error(), string(from)) || !strings.Contains(err.Error(), string(to)) {
 				t.Errorf("error %q does not name the transition", err)
 			}
 			if diff := cmp.Diff(before, dumpRecords(t, db)); diff != "" {
@@ -313,7 +313,7 @@ func TestRunComplete(t *testing.T) {
 	}
 	for _, bad := range []struct {
 		name   string
-		status string
+		status RunStatus
 		t      RunTotals
 	}{
 		{"active status", RunRunning, RunTotals{}},
@@ -330,8 +330,8 @@ func TestRunComplete(t *testing.T) {
 func TestRunInterruptAndRollbackStrategies(t *testing.T) {
 	db, clk := openRec(t, nil)
 	r := db.Runs()
-	for _, strategy := range []string{StrategyInterrupt, StrategyRollback} {
-		thread := "t-" + strategy
+	for _, strategy := range []Strategy{StrategyInterrupt, StrategyRollback} {
+		thread := "t-" + string(strategy)
 		mustCreate(t, db, NewRun{RunID: thread + "-1", ThreadID: thread, Status: RunRunning})
 		clk.Add(time.Second)
 		c, err := r.Create(rctx, NewRun{RunID: thread + "-2", ThreadID: thread, MultitaskStrategy: strategy})
@@ -417,7 +417,7 @@ func TestRunDelete(t *testing.T) {
 func TestRunTokenUsage(t *testing.T) {
 	db, _ := openRec(t, nil)
 	r := db.Runs()
-	complete := func(id, model string, status string, tot RunTotals) {
+	complete := func(id, model string, status RunStatus, tot RunTotals) {
 		t.Helper()
 		mustCreate(t, db, NewRun{RunID: id, ThreadID: "t", ModelName: model})
 		if err := r.Complete(rctx, id, status, "", tot); err != nil {
@@ -489,7 +489,7 @@ func TestRunReconcile(t *testing.T) {
 
 	// Opening a second handle reconciles: only the unowned run goes.
 	b := openTest(t, path, &o)
-	status := func(id string) (string, string) {
+	status := func(id string) (RunStatus, string) {
 		run, err := b.Runs().Get(rctx, id)
 		if err != nil {
 			t.Fatal(err)

@@ -55,12 +55,15 @@ func (o Owner) check() error {
 	return checkID("owner", o.id)
 }
 
+// ThreadStatus is a thread's state in the thread list.
+type ThreadStatus string
+
 // Thread statuses.
 const (
-	ThreadIdle        = "idle"
-	ThreadBusy        = "busy"
-	ThreadInterrupted = "interrupted"
-	ThreadError       = "error"
+	ThreadIdle        ThreadStatus = "idle"
+	ThreadBusy        ThreadStatus = "busy"
+	ThreadInterrupted ThreadStatus = "interrupted"
+	ThreadError       ThreadStatus = "error"
 )
 
 // Thread is one thread's list metadata. UserID is its owner ("" for
@@ -70,7 +73,7 @@ type Thread struct {
 	AssistantID string         `json:"assistant_id"`
 	UserID      string         `json:"user_id"`
 	DisplayName string         `json:"display_name"`
-	Status      string         `json:"status"`
+	Status      ThreadStatus   `json:"status"`
 	Metadata    map[string]any `json:"metadata"`
 	CreatedAt   time.Time      `json:"created_at"`
 	UpdatedAt   time.Time      `json:"updated_at"`
@@ -83,7 +86,7 @@ type NewThread struct {
 	ThreadID    string
 	AssistantID string
 	DisplayName string
-	Status      string
+	Status      ThreadStatus
 	Metadata    map[string]any
 }
 
@@ -93,12 +96,12 @@ type NewThread struct {
 // Limit defaults to 100, at most 1000.
 type ThreadQuery struct {
 	Metadata map[string]any
-	Status   string
+	Status   ThreadStatus
 	Limit    int
 	Offset   int
 }
 
-func checkThreadStatus(s string) error {
+func checkThreadStatus(s ThreadStatus) error {
 	switch s {
 	case ThreadIdle, ThreadBusy, ThreadInterrupted, ThreadError:
 		return nil
@@ -234,7 +237,7 @@ func scanThread(st row) (Thread, error) {
 		AssistantID: st.Text(1),
 		UserID:      st.Text(2),
 		DisplayName: st.Text(3),
-		Status:      st.Text(4),
+		Status:      ThreadStatus(st.Text(4)),
 		CreatedAt:   fromUS(st.Int64(6)),
 		UpdatedAt:   fromUS(st.Int64(7)),
 	}
@@ -309,14 +312,14 @@ func (t Threads) SetDisplayName(ctx context.Context, owner Owner, threadID, name
 }
 
 // SetStatus sets the thread's status: idle, busy, interrupted or error.
-func (t Threads) SetStatus(ctx context.Context, owner Owner, threadID, status string) error {
+func (t Threads) SetStatus(ctx context.Context, owner Owner, threadID string, status ThreadStatus) error {
 	if err := t.check(owner, threadID); err != nil {
 		return err
 	}
 	if err := checkThreadStatus(status); err != nil {
 		return err
 	}
-	return t.update(ctx, owner, threadID, sqlThreadStatus, status)
+	return t.update(ctx, owner, threadID, sqlThreadStatus, string(status))
 }
 
 func (t Threads) update(ctx context.Context, owner Owner, threadID, sql, value string) error {

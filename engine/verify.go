@@ -849,14 +849,14 @@ func describeValue(x any) string {
 	return fmt.Sprintf("a %T", x)
 }
 
-var runStatuses = map[string]bool{RunPending: true, RunRunning: true, RunSuccess: true, RunError: true, RunTimeout: true, RunInterrupted: true}
+var runStatuses = map[RunStatus]bool{RunPending: true, RunRunning: true, RunSuccess: true, RunError: true, RunTimeout: true, RunInterrupted: true}
 
 func (v *verifier) runs() error {
 	active := map[string]string{}
 	q := `SELECT run_id, thread_id, status, metadata, kwargs, token_usage_by_model, created_at, updated_at FROM runs WHERE ?1 = '' OR thread_id = ?1 ORDER BY run_id`
 	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.Runs++
-		id, th, status := st.Text(0), st.Text(1), st.Text(2)
+		id, th, status := st.Text(0), st.Text(1), RunStatus(st.Text(2))
 		msg := func(format string, args ...any) {
 			v.addf("run", th, "", "", "run %q: "+format, append([]any{id}, args...)...)
 		}
@@ -930,14 +930,14 @@ func (v *verifier) events() error {
 	return err
 }
 
-var threadStatuses = map[string]bool{ThreadIdle: true, ThreadBusy: true, ThreadInterrupted: true, ThreadError: true}
+var threadStatuses = map[ThreadStatus]bool{ThreadIdle: true, ThreadBusy: true, ThreadInterrupted: true, ThreadError: true}
 
 func (v *verifier) threadRecords() error {
 	q := `SELECT thread_id, status, metadata, pinned FROM threads WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id`
 	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.ThreadRecords++
 		th := st.Text(0)
-		if s := st.Text(1); !threadStatuses[s] {
+		if s := ThreadStatus(st.Text(1)); !threadStatuses[s] {
 			v.addf("thread", th, "", "", "unknown status %q", s)
 		}
 		var md map[string]any

@@ -41,7 +41,7 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
-	list, err := db.ListThreads(ctx, engine.ThreadListOptions{Owner: *owner, Status: *status, Metadata: meta, Limit: *limit, Offset: *offset})
+	list, err := db.ListThreads(ctx, engine.ThreadListOptions{Owner: *owner, Status: engine.ThreadStatus(*status), Metadata: meta, Limit: *limit, Offset: *offset})
 	if err != nil {
 		return argErr(fs, pos[0], err) // the filters are all flags
 	}
@@ -58,14 +58,14 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, t := range list {
 		owner, status, title := "-", "-", "-"
 		if r := t.Record; r != nil {
-			owner, status, title = orDash(r.UserID), r.Status, orDash(clipText(r.DisplayName, 40))
+			owner, status, title = orDash(r.UserID), string(r.Status), orDash(clipText(r.DisplayName, 40))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.ThreadID, orDash(string(t.Mode)), t.Checkpoints, t.Runs, t.Events, owner, status, title)
 	}
 	return tw.Flush()
 }
 
-var threadStatuses = []string{engine.ThreadIdle, engine.ThreadBusy, engine.ThreadInterrupted, engine.ThreadError}
+var threadStatuses = []string{string(engine.ThreadIdle), string(engine.ThreadBusy), string(engine.ThreadInterrupted), string(engine.ThreadError)}
 
 func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("state", "state [--checkpoint ID] [--ns NS] [--safe] [--json] FILE THREAD", stdout)

@@ -208,7 +208,7 @@ func opRunsSetStatus(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	return struct{}{}, nil, h.db.Runs().SetStatus(ctx, r.RunID, r.Status, r.Error)
+	return struct{}{}, nil, h.db.Runs().SetStatus(ctx, r.RunID, engine.RunStatus(r.Status), r.Error)
 }
 
 func opRunsComplete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
@@ -219,7 +219,7 @@ func opRunsComplete(ctx context.Context, h *handle, req []byte, _ in) (any, *out
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	return struct{}{}, nil, h.db.Runs().Complete(ctx, r.RunID, r.Status, r.Error, r.Totals)
+	return struct{}{}, nil, h.db.Runs().Complete(ctx, r.RunID, engine.RunStatus(r.Status), r.Error, r.Totals)
 }
 
 func opRunsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
@@ -362,7 +362,7 @@ func opThreadsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 		return nil, nil, err
 	}
 	t, err := h.db.Threads().Create(ctx, r.engine(), engine.NewThread{
-		ThreadID: r.ThreadID, AssistantID: r.AssistantID, DisplayName: r.DisplayName, Status: r.Status, Metadata: md,
+		ThreadID: r.ThreadID, AssistantID: r.AssistantID, DisplayName: r.DisplayName, Status: engine.ThreadStatus(r.Status), Metadata: md,
 	})
 	return map[string]any{"thread": t}, nil, err
 }
@@ -394,7 +394,7 @@ func opThreadsSearch(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 	if err != nil {
 		return nil, nil, err
 	}
-	ts, err := h.db.Threads().Search(ctx, r.engine(), engine.ThreadQuery{Metadata: md, Status: r.Status, Limit: r.Limit, Offset: r.Offset})
+	ts, err := h.db.Threads().Search(ctx, r.engine(), engine.ThreadQuery{Metadata: md, Status: engine.ThreadStatus(r.Status), Limit: r.Limit, Offset: r.Offset})
 	if ts == nil {
 		ts = []engine.Thread{}
 	}
@@ -422,7 +422,7 @@ func opThreadsUpdate(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 		}
 	}
 	if r.Status != "" {
-		if err := t.SetStatus(ctx, r.engine(), r.ThreadID, r.Status); err != nil {
+		if err := t.SetStatus(ctx, r.engine(), r.ThreadID, engine.ThreadStatus(r.Status)); err != nil {
 			return nil, nil, err
 		}
 	}
