@@ -464,8 +464,9 @@ export class Database {
 // The engine computes on this thread. Each call first lets the event loop
 // turn (timers, I/O, other requests), so a burst of calls never starves it;
 // a single call then runs for its own compute time only (put, get: about
-// a millisecond once warm). For full isolation run it in a Worker.
-const nextTurn = (() => {
+// a millisecond once warm). For full isolation run it in a Worker. Not
+// setTimeout where there is better: browsers make nested timeouts wait 4 ms.
+export const nextTurn = (() => {
   if (typeof setImmediate === "function") return () => new Promise((r) => setImmediate(r));
   if (typeof MessageChannel === "function") {
     const ch = new MessageChannel();

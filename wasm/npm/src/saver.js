@@ -1,6 +1,6 @@
 // AgentStateSaver: a LangGraph.js checkpoint saver on the agentstate engine.
 import { BaseCheckpointSaver, TASKS, getCheckpointId, maxChannelVersion } from "@langchain/langgraph-checkpoint";
-import { AgentStateError, Database } from "./engine.js";
+import { AgentStateError, Database, nextTurn } from "./engine.js";
 import { MessageJSON } from "./message-json.js";
 
 // Channel versions are strings in the engine. LangGraph's default integer
@@ -81,25 +81,6 @@ class Bufs {
 
 const cpKey = (c, id) => `${c.thread_id}\u0000${c.checkpoint_ns}\u0000${id}`;
 const threadKey = (c) => `${c.thread_id}\u0000${c.checkpoint_ns}`;
-
-// A turn of the event loop: what LangGraph queues in microtasks (the put
-// chained behind another, the writes of a task that just ended) has run by
-// then. Not setTimeout where there is better: browsers make nested timeouts
-// wait 4 ms.
-const macrotask = (() => {
-  if (typeof setImmediate === "function") return () => new Promise((r) => setImmediate(r));
-  if (typeof MessageChannel === "function") {
-    const ch = new MessageChannel();
-    const queue = [];
-    ch.port1.onmessage = () => queue.shift()?.();
-    return () =>
-      new Promise((r) => {
-        queue.push(r);
-        ch.port2.postMessage(0);
-      });
-  }
-  return () => new Promise((r) => setTimeout(r, 0));
-})();
 
 // How many checkpoint keys a saver remembers having stored (a hint that a
 // checkpoint exists, so its writes need not wait for puts in flight).
@@ -335,7 +316,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     // The first task planned from this checkpoint often ends (and sends its
     // writes) right after LangGraph calls put: give it a turn of the event
     // loop to join.
-    await macrotask();
+    await nextTurn();
     this.#undispatched.delete(key);
     const parked = this.#parked.get(key);
     this.#parked.delete(key);
@@ -407,7 +388,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       (async () => {
         for (let round = 0; round < 4 && puts.length > 0; round++) {
           await Promise.allSettled(puts);
-          await macrotask();
+          await nextTurn();
           if (taken()) return;
           puts = [...(this.#threadPuts.get(threadKey(req.config)) ?? [])];
         }
