@@ -43,18 +43,7 @@ type expectedCheckpoint struct {
 
 func loadExpected(t *testing.T, path string) expectedFile {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Numbers as the imported values hold them: integers int64, others
-	// float64 ("3.0" stays a float).
-	var out expectedFile
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSONNumbers[expectedFile](t, path)
 	for _, nss := range out.Threads {
 		for _, cps := range nss {
 			for i := range cps {
@@ -621,4 +610,22 @@ func compareTuple(fail func(string, ...any), where string, tup engine.Tuple, par
 	if d := cmp.Diff(wantW, gotW); d != "" {
 		fail("%s: pending writes (-want +got):\n%s", where, d)
 	}
+}
+
+// readJSONNumbers decodes the JSON file at path into a T, keeping its
+// numbers as json.Number for jsonMap to turn into what the imported values
+// hold (integers int64, others float64: "3.0" stays a float).
+func readJSONNumbers[T any](t *testing.T, path string) T {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -1,11 +1,8 @@
 package langgraph
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -36,16 +33,7 @@ type jsState struct {
 
 func loadJSStates(t *testing.T, path string) jsStates {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out jsStates
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSONNumbers[jsStates](t, path)
 	for _, cps := range out.Threads {
 		for i := range cps {
 			cps[i].Metadata = jsonMap(t, cps[i].Metadata)
