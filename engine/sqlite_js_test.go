@@ -5,12 +5,12 @@ package engine
 import (
 	"errors"
 
-	"github.com/agentstate/agentstate/engine/internal/driver/jshost"
+	"github.com/agentstate/agentstate/engine/internal/driver/hostsqlite"
 )
 
 // rawSQL runs statements on a file with plain SQLite, not the engine.
 func rawSQL(path string, stmts ...string) error {
-	c, err := jshost.Open(path, jshost.Options{Create: true})
+	c, err := hostsqlite.Open(path, hostsqlite.Options{Create: true})
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func rawSQL(path string, stmts ...string) error {
 
 // sqliteLeak reports an error that is SQLite's own, not one of the engine's.
 func sqliteLeak(err error) bool {
-	var se *jshost.Error
+	var se *hostsqlite.Error
 	return errors.As(err, &se)
 }
 

@@ -20,6 +20,7 @@ import (
 	"syscall/js"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/wasm/bridge"
 )
 
 func main() {
@@ -29,30 +30,14 @@ func main() {
 			bridgeName = name
 		}
 		if a == "--test-hooks" {
-			addTestHooks()
+			bridge.AddTestHooks()
 		}
 	}
 	if bridgeName != "" {
-		js.Global().Get(bridgeName).Invoke(newBridge().api())
+		js.Global().Get(bridgeName).Invoke(api(bridge.New()))
 		select {} // stay resident; the process ends with the host
 	}
 	smoke()
-}
-
-// addTestHooks adds calls that only the package's own tests ask for
-// (loadEngine({testHooks: true})): "test.crash" panics on a goroutine of
-// its own, where no recover can catch it, as a bug in a background task
-// would, to prove that the JavaScript side survives the engine stopping.
-func addTestHooks() {
-	ops["test.crash"] = func(context.Context, *handle, []byte, in) (any, *out, error) {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			panic("agentstate test hook: crash on purpose")
-		}()
-		<-done
-		return nil, nil, nil
-	}
 }
 
 func smoke() {

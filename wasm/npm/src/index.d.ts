@@ -132,7 +132,7 @@ export interface Info {
 
 export class Database {
   static open(options?: OpenOptions): Promise<Database>;
-  /** Low-level engine call (see wasm/js/checkpoints.go and records.go for the ops). */
+  /** Low-level engine call (see wasm/bridge/checkpoints.go and records.go for the ops). */
   call(op: string, payload?: object, bufs?: Uint8Array[]): Promise<any>;
   info(): Promise<Info>;
   /** A consistent copy of the whole database file. */

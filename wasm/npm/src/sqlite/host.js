@@ -1,5 +1,5 @@
 // The host SQLite protocol: the object the engine's GOOS=js driver
-// (engine/internal/driver/jshost) calls, one synchronous call per
+// (engine/internal/driver/hostsqlite) calls, one synchronous call per
 // statement run. It drives SQLite (loader.js) through its C exports and
 // moves data through scratch buffers in the Go module's memory: the driver
 // passes (ptr, cap) of a buffer of its own on each call; arguments are read

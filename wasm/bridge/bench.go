@@ -1,6 +1,6 @@
-//go:build js && wasm
+//go:build js || wasip1
 
-package main
+package bridge
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 func init() { ops["bench"] = opBench }
 
-func opBench(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opBench(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Turns int `json:"turns"`
 	}

@@ -1,6 +1,6 @@
-//go:build js && wasm
+//go:build js || wasip1
 
-package main
+package bridge
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // op is one call of the bridge on an open handle.
-type op func(ctx context.Context, h *handle, req []byte, i in) (any, *out, error)
+type op func(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error)
 
 // ops maps the names JavaScript calls to their implementations; the record
 // surfaces add theirs in records.go.
@@ -36,7 +36,8 @@ var ops = map[string]op{
 	"image":         opImage,
 }
 
-func (b *bridge) call(id int, name string, req []byte, bufs [][]byte) (any, *out, error) {
+// Call runs op name on handle id.
+func (b *Bridge) Call(id int, name string, req []byte, bufs [][]byte) (any, *Out, error) {
 	h, err := b.get(id)
 	if err != nil {
 		return nil, nil, err
@@ -58,7 +59,7 @@ func (b *bridge) call(id int, name string, req []byte, bufs [][]byte) (any, *out
 // call's time inside the engine, to tell it apart from the bridge's.
 var traceCalls = os.Getenv("AGENTSTATE_TRACE") != ""
 
-func opPut(ctx context.Context, h *handle, req []byte, i in) (any, *out, error) {
+func opPut(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error) {
 	var r struct {
 		Config      engine.Config     `json:"config"`
 		Checkpoint  wCheckpoint       `json:"checkpoint"`
@@ -83,7 +84,7 @@ func opPut(ctx context.Context, h *handle, req []byte, i in) (any, *out, error) 
 	return map[string]any{"config": cfg}, nil, nil
 }
 
-func opPutWrites(ctx context.Context, h *handle, req []byte, i in) (any, *out, error) {
+func opPutWrites(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error) {
 	var r struct {
 		Config engine.Config `json:"config"`
 		Writes []struct {
@@ -117,7 +118,7 @@ var batchable = map[string]op{"put": opPut, "putWrites": opPutWrites}
 // {"error": message, "code": code} and does not stop the ops after it (a
 // write to a checkpoint whose put failed fails by itself, NOT_FOUND).
 // Blob references index the byte arrays of the whole batch.
-func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *out, error) {
+func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error) {
 	var r struct {
 		Ops []struct {
 			Op  string          `json:"op"`
@@ -136,7 +137,7 @@ func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *out,
 	for k, o := range r.Ops {
 		v, _, err := batchable[o.Op](ctx, h, o.Req, i)
 		if err != nil {
-			res[k] = map[string]string{"error": err.Error(), "code": errorCode(err)}
+			res[k] = map[string]string{"error": err.Error(), "code": ErrorCode(err)}
 			continue
 		}
 		res[k] = map[string]any{"ok": v}
@@ -144,8 +145,8 @@ func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *out,
 	return map[string]any{"results": res}, nil, nil
 }
 
-// errorCode is the code jsError gives err.
-func errorCode(err error) string {
+// ErrorCode is the code a host gives err (INTERNAL when it matches no sentinel).
+func ErrorCode(err error) string {
 	for _, c := range errorCodes {
 		if errors.Is(err, c.err) {
 			return c.code
@@ -154,7 +155,7 @@ func errorCode(err error) string {
 	return "INTERNAL"
 }
 
-func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Config engine.Config `json:"config"`
 		// DeltaHistory asks, in the same call, for the delta histories of
@@ -173,7 +174,7 @@ func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *out, er
 	if err != nil {
 		return nil, nil, err
 	}
-	o := &out{}
+	o := &Out{}
 	res := map[string]any{"tuple": o.tuple(t)}
 	if chs := deltaChannels(t); r.DeltaHistory && len(chs) > 0 {
 		// A history that cannot be read is left out: the tuple was asked
@@ -205,7 +206,7 @@ func deltaChannels(t engine.Tuple) []string {
 	return chs
 }
 
-func opListOpen(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opListOpen(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		ThreadID  string         `json:"threadId"`
 		Namespace *string        `json:"namespace"`
@@ -228,7 +229,7 @@ func opListOpen(ctx context.Context, h *handle, req []byte, _ in) (any, *out, er
 
 // opListNext returns up to n more tuples of a cursor; done reports that the
 // listing is over (the cursor is then gone).
-func opListNext(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opListNext(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Cursor int `json:"cursor"`
 		N      int `json:"n"`
@@ -241,7 +242,7 @@ func opListNext(ctx context.Context, h *handle, req []byte, _ in) (any, *out, er
 		return nil, nil, errArg("no list cursor %d (closed or finished)", r.Cursor)
 	}
 	n := max(r.N, 1)
-	o := &out{}
+	o := &Out{}
 	tuples := []wTuple{}
 	for len(tuples) < n {
 		t, err, more := c.next()
@@ -258,7 +259,7 @@ func opListNext(ctx context.Context, h *handle, req []byte, _ in) (any, *out, er
 	return map[string]any{"tuples": tuples, "done": false}, o, nil
 }
 
-func opListClose(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opListClose(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Cursor int `json:"cursor"`
 	}
@@ -269,7 +270,7 @@ func opListClose(ctx context.Context, h *handle, req []byte, _ in) (any, *out, e
 	return struct{}{}, nil, nil
 }
 
-func opDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		ThreadID string `json:"threadId"`
 	}
@@ -279,7 +280,7 @@ func opDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *out
 	return struct{}{}, nil, h.db.DeleteThread(ctx, r.ThreadID)
 }
 
-func opDeleteForRuns(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opDeleteForRuns(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		RunIDs []string `json:"runIds"`
 	}
@@ -289,7 +290,7 @@ func opDeleteForRuns(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 	return struct{}{}, nil, h.db.DeleteForRuns(ctx, r.RunIDs)
 }
 
-func opCopyThread(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opCopyThread(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Src string `json:"src"`
 		Dst string `json:"dst"`
@@ -300,7 +301,7 @@ func opCopyThread(ctx context.Context, h *handle, req []byte, _ in) (any, *out, 
 	return struct{}{}, nil, h.db.CopyThread(ctx, r.Src, r.Dst)
 }
 
-func opPrune(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opPrune(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		ThreadIDs []string `json:"threadIds"`
 		Strategy  string   `json:"strategy"`
@@ -315,7 +316,7 @@ func opPrune(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error
 	return rep, nil, err
 }
 
-func opDeltaHistory(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opDeltaHistory(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Config   engine.Config `json:"config"`
 		Channels []string      `json:"channels"`
@@ -327,11 +328,11 @@ func opDeltaHistory(ctx context.Context, h *handle, req []byte, _ in) (any, *out
 	if err != nil {
 		return nil, nil, err
 	}
-	o := &out{}
+	o := &Out{}
 	return o.histories(hist), o, nil
 }
 
-func opInfo(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
+func opInfo(ctx context.Context, h *handle, _ []byte, _ in) (any, *Out, error) {
 	info, err := h.db.Info(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -343,11 +344,11 @@ func opInfo(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
 	return map[string]any{"info": info, "cache": h.db.CacheStats()}, nil, nil
 }
 
-func opImage(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
+func opImage(ctx context.Context, h *handle, _ []byte, _ in) (any, *Out, error) {
 	b, err := takeImage(ctx, h.db)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w", err)
 	}
-	o := &out{}
+	o := &Out{}
 	return map[string]int{"image": o.add(b)}, o, nil
 }

@@ -1,10 +1,10 @@
-//go:build js && wasm
+//go:build js || (wasip1 && hostsqlite)
 
 // Runs under Node with the SQLite host:
 //
-//	GOOS=js GOARCH=wasm go test -c -o js.test.wasm ./wasm/js
-//	node wasm/js/testhost/run.mjs js.test.wasm
-package main
+//	GOOS=js GOARCH=wasm go test -c -o bridge.test.wasm ./wasm/bridge
+//	node wasm/js/testhost/run.mjs bridge.test.wasm
+package bridge
 
 import (
 	"context"

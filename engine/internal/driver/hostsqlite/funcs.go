@@ -1,13 +1,12 @@
-//go:build js
+//go:build js || (wasip1 && hostsqlite)
 
-package jshost
+package hostsqlite
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
-	"syscall/js"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
@@ -17,14 +16,13 @@ import (
 // the result goes back through resBuf. The engine's functions run no SQL,
 // so calls never nest and one pair of buffers serves every connection.
 var fn struct {
-	once     sync.Once
-	byName   map[string]int // function id by name (ids index list, from 1)
-	list     []driver.Func
-	aux      map[uint32]any // per-statement state (a compiled filter), by id
-	nextAux  uint32
-	argBuf   []byte
-	resBuf   []byte
-	dispatch js.Func
+	once    sync.Once
+	byName  map[string]int // function id by name (ids index list, from 1)
+	list    []driver.Func
+	aux     map[uint32]any // per-statement state (a compiled filter), by id
+	nextAux uint32
+	argBuf  []byte
+	resBuf  []byte
 }
 
 func setupFuncs() {
@@ -33,13 +31,12 @@ func setupFuncs() {
 	fn.aux = map[uint32]any{}
 	fn.argBuf = make([]byte, 4<<10)
 	fn.resBuf = make([]byte, 4<<10)
-	fn.dispatch = js.FuncOf(dispatch)
-	host.Call("setCallback", fn.dispatch)
+	hostSetCallback()
 	registerBuffers()
 }
 
 func registerBuffers() {
-	host.Call("callbackBuffer", ptr(fn.argBuf), len(fn.argBuf), ptr(fn.resBuf))
+	hostCallbackBuffer(fn.argBuf, fn.resBuf)
 }
 
 func (c *Conn) createFunction(f driver.Func, buf []byte) error {
@@ -52,7 +49,7 @@ func (c *Conn) createFunction(f driver.Func, buf []byte) error {
 	} else {
 		fn.list[id] = f
 	}
-	if fns().createFunction.Invoke(c.id, f.Name, f.NArg, id, ptr(buf), len(buf)).Int() < 0 {
+	if hostCreateFunction(c.id, f.Name, f.NArg, id, buf) < 0 {
 		return classify(decodeError(buf))
 	}
 	return nil
@@ -61,17 +58,17 @@ func (c *Conn) createFunction(f driver.Func, buf []byte) error {
 // dispatch is the host's way into Go: (0, fnId, argc, aux) calls a
 // function, (1, n) grows the argument buffer, (2, aux) frees a function's
 // per-statement state. A panic must not escape: it would stop the program.
-func dispatch(_ js.Value, a []js.Value) (res any) {
-	switch a[0].Int() {
+func dispatch(op, a1, a2, a3 int) (res int) {
+	switch op {
 	case 1:
-		fn.argBuf = make([]byte, a[1].Int()+1024)
+		fn.argBuf = make([]byte, a1+1024)
 		registerBuffers()
 		return 0
 	case 2:
-		delete(fn.aux, uint32(a[1].Int()))
+		delete(fn.aux, uint32(a1))
 		return 0
 	}
-	id, argc, auxID := a[1].Int(), a[2].Int(), uint32(a[3].Int())
+	id, argc, auxID := a1, a2, uint32(a3)
 	defer func() {
 		if r := recover(); r != nil {
 			res = fail(fmt.Errorf("agentstate: internal: function panicked: %v", r))

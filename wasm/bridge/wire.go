@@ -1,6 +1,6 @@
-//go:build js && wasm
+//go:build js || wasip1
 
-package main
+package bridge
 
 import (
 	"bytes"
@@ -62,9 +62,9 @@ func (i in) blob(w wBlob) (codec.Blob, error) {
 	return codec.Blob{Type: w.T, Data: i.bufs[w.B]}, nil
 }
 
-func (o *out) blob(b codec.Blob) wBlob { return wBlob{T: b.Type, B: o.add(b.Data)} }
+func (o *Out) blob(b codec.Blob) wBlob { return wBlob{T: b.Type, B: o.add(b.Data)} }
 
-func (o *out) writes(ws []engine.PendingWrite) []wWrite {
+func (o *Out) writes(ws []engine.PendingWrite) []wWrite {
 	res := make([]wWrite, len(ws))
 	for i, w := range ws {
 		res[i] = wWrite{TaskID: w.TaskID, Channel: w.Channel, Value: o.blob(w.Value), TaskPath: w.TaskPath, Idx: w.Idx}
@@ -72,7 +72,7 @@ func (o *out) writes(ws []engine.PendingWrite) []wWrite {
 	return res
 }
 
-func (o *out) histories(hist map[string]engine.History) map[string]wHistory {
+func (o *Out) histories(hist map[string]engine.History) map[string]wHistory {
 	res := make(map[string]wHistory, len(hist))
 	for ch, hh := range hist {
 		w := wHistory{Writes: o.writes(hh.Writes)}
@@ -85,7 +85,7 @@ func (o *out) histories(hist map[string]engine.History) map[string]wHistory {
 	return res
 }
 
-func (o *out) tuple(t engine.Tuple) wTuple {
+func (o *Out) tuple(t engine.Tuple) wTuple {
 	cp := t.Checkpoint
 	values := make(map[string]wBlob, len(cp.ChannelValues))
 	for ch, b := range cp.ChannelValues {

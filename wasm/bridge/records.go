@@ -1,6 +1,6 @@
-//go:build js && wasm
+//go:build js || wasip1
 
-package main
+package bridge
 
 import (
 	"context"
@@ -105,7 +105,7 @@ func (w wStoreOp) engine() (engine.StoreOp, error) {
 	return nil, errArg("store op %q (want get, put, search or list)", w.Op)
 }
 
-func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Ops []wStoreOp `json:"ops"`
 	}
@@ -148,12 +148,12 @@ func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *out, 
 	return map[string]any{"results": results}, nil, nil
 }
 
-func opStoreSweep(ctx context.Context, h *handle, _ []byte, _ in) (any, *out, error) {
+func opStoreSweep(ctx context.Context, h *handle, _ []byte, _ in) (any, *Out, error) {
 	n, err := h.db.Store().Sweep(ctx)
 	return map[string]int64{"deleted": n}, nil, err
 }
 
-func opRunsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opRunsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r engine.NewRun
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -179,7 +179,7 @@ type wRunRef struct {
 	Error    string `json:"error"`
 }
 
-func opRunsGet(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opRunsGet(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r wRunRef
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -188,7 +188,7 @@ func opRunsGet(ctx context.Context, h *handle, req []byte, _ in) (any, *out, err
 	return map[string]any{"run": run}, nil, err
 }
 
-func opRunsList(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opRunsList(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r wRunRef
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -203,7 +203,7 @@ func opRunsList(ctx context.Context, h *handle, req []byte, _ in) (any, *out, er
 	return map[string]any{"runs": runs}, nil, nil
 }
 
-func opRunsSetStatus(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opRunsSetStatus(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r wRunRef
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -211,7 +211,7 @@ func opRunsSetStatus(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 	return struct{}{}, nil, h.db.Runs().SetStatus(ctx, r.RunID, engine.RunStatus(r.Status), r.Error)
 }
 
-func opRunsComplete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opRunsComplete(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		wRunRef
 		Totals engine.RunTotals `json:"totals"`
@@ -222,7 +222,7 @@ func opRunsComplete(ctx context.Context, h *handle, req []byte, _ in) (any, *out
 	return struct{}{}, nil, h.db.Runs().Complete(ctx, r.RunID, engine.RunStatus(r.Status), r.Error, r.Totals)
 }
 
-func opRunsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opRunsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r wRunRef
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -230,7 +230,7 @@ func opRunsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, 
 	return struct{}{}, nil, h.db.Runs().Delete(ctx, r.RunID)
 }
 
-func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		ThreadID      string `json:"thread_id"`
 		IncludeActive bool   `json:"include_active"`
@@ -242,7 +242,7 @@ func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *o
 	return map[string]any{"usage": u}, nil, err
 }
 
-func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Events []engine.Event `json:"events"`
 	}
@@ -263,7 +263,7 @@ func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *out, e
 	return map[string]any{"events": evs}, nil, err
 }
 
-func opEventsListMessages(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opEventsListMessages(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		ThreadID  string `json:"thread_id"`
 		Limit     int    `json:"limit"`
@@ -277,7 +277,7 @@ func opEventsListMessages(ctx context.Context, h *handle, req []byte, _ in) (any
 	return map[string]any{"events": nonNilEvents(evs)}, nil, err
 }
 
-func opEventsListRunEvents(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opEventsListRunEvents(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		ThreadID string   `json:"thread_id"`
 		RunID    string   `json:"run_id"`
@@ -305,7 +305,7 @@ type wThreadRef struct {
 	RunID    string `json:"run_id"`
 }
 
-func opEventsCount(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opEventsCount(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r wThreadRef
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -314,7 +314,7 @@ func opEventsCount(ctx context.Context, h *handle, req []byte, _ in) (any, *out,
 	return map[string]int64{"count": n}, nil, err
 }
 
-func opEventsDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opEventsDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r wThreadRef
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -323,7 +323,7 @@ func opEventsDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any
 	return map[string]int64{"deleted": n}, nil, err
 }
 
-func opEventsDeleteRun(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opEventsDeleteRun(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r wThreadRef
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -345,7 +345,7 @@ func (w wOwner) engine() engine.Owner {
 	return engine.User(w.Owner)
 }
 
-func opThreadsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opThreadsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		wOwner
 		ThreadID    string         `json:"thread_id"`
@@ -367,7 +367,7 @@ func opThreadsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 	return map[string]any{"thread": t}, nil, err
 }
 
-func opThreadsGet(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opThreadsGet(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		wOwner
 		ThreadID string `json:"thread_id"`
@@ -379,7 +379,7 @@ func opThreadsGet(ctx context.Context, h *handle, req []byte, _ in) (any, *out, 
 	return map[string]any{"thread": t}, nil, err
 }
 
-func opThreadsSearch(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opThreadsSearch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		wOwner
 		Metadata map[string]any `json:"metadata"`
@@ -403,7 +403,7 @@ func opThreadsSearch(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 
 // opThreadsUpdate sets the display name and/or status, and/or merges a
 // metadata patch (touch: also bump updated_at).
-func opThreadsUpdate(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opThreadsUpdate(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		wOwner
 		ThreadID    string         `json:"thread_id"`
@@ -438,7 +438,7 @@ func opThreadsUpdate(ctx context.Context, h *handle, req []byte, _ in) (any, *ou
 	return struct{}{}, nil, nil
 }
 
-func opThreadsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *out, error) {
+func opThreadsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		wOwner
 		ThreadID string `json:"thread_id"`

@@ -2,9 +2,9 @@
 
 // These tests run under Node with the SQLite host (wasm/js/testhost):
 //
-//	GOOS=js GOARCH=wasm go test -c -o jshost.test.wasm ./engine/internal/driver/jshost
-//	node wasm/js/testhost/run.mjs jshost.test.wasm -test.v
-package jshost
+//	GOOS=js GOARCH=wasm go test -c -o hostsqlite.test.wasm ./engine/internal/driver/hostsqlite
+//	node wasm/js/testhost/run.mjs hostsqlite.test.wasm -test.v
+package hostsqlite
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-//go:build js
+//go:build js || (wasip1 && hostsqlite)
 
 package engine
 
@@ -7,15 +7,17 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
-	"github.com/agentstate/agentstate/engine/internal/driver/jshost"
+	"github.com/agentstate/agentstate/engine/internal/driver/hostsqlite"
 )
 
-// jsBackend is SQLite provided by the JavaScript host (GOOS=js builds, which
-// link no SQLite): an in-memory database (memdb), an image opened in memory,
-// or a file of a VFS the host registered (a "file:" URI naming it, or a
-// plain path for the host's default VFS).
+// hostBackend is SQLite provided by the host (GOOS=js builds, and GOOS=wasip1
+// builds with the hostsqlite tag, which link no SQLite: the npm package's
+// sqlite3.wasm, the Python package's SQLite): an in-memory database
+// (memdb), an image opened in memory, or a file of a VFS the host
+// registered (a "file:" URI naming it, or a plain path for the host's
+// default VFS).
 //
-// A handle has one connection (oneConn): one JavaScript thread runs every
+// A handle has one connection (oneConn): one host thread runs every
 // statement anyway, an in-memory database or an image belongs to the
 // connection that opened it, and a file needs no shared WAL-index between
 // connections of one process.
@@ -28,7 +30,7 @@ import (
 // the connection's memory: the connection then keeps the file's lock until
 // it closes, so one handle per file per process (the npm package shares
 // one), and a file a native process left in WAL mode opens as it is.
-type jsBackend struct {
+type hostBackend struct {
 	name  string // what the connection opens
 	mem   bool
 	image []byte // deserialized into the connection, for OpenImage
@@ -37,10 +39,10 @@ type jsBackend struct {
 }
 
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
-	if err := jshost.Available(); err != nil {
+	if err := hostsqlite.Available(); err != nil {
 		return nil, err
 	}
-	b := &jsBackend{name: path, o: o, funcs: funcs}
+	b := &hostBackend{name: path, o: o, funcs: funcs}
 	if path == Memory {
 		b.mem = true
 		// A memdb database without a leading slash in its name is private
@@ -50,13 +52,13 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 	return b, nil
 }
 
-func (b *jsBackend) dial(write bool) (driver.Conn, error) {
-	o := jshost.Options{ReadOnly: b.o.ReadOnly, Create: write, BusyTimeout: b.o.BusyTimeout, Funcs: b.funcs}
+func (b *hostBackend) dial(write bool) (driver.Conn, error) {
+	o := hostsqlite.Options{ReadOnly: b.o.ReadOnly, Create: write, BusyTimeout: b.o.BusyTimeout, Funcs: b.funcs}
 	if b.image != nil {
 		// The connection only carries the image, which is read-only or not.
 		o.ReadOnly, o.Create = false, true
 	}
-	c, err := jshost.Open(b.name, o)
+	c, err := hostsqlite.Open(b.name, o)
 	if err != nil {
 		return nil, err
 	}
@@ -87,24 +89,24 @@ func (b *jsBackend) dial(write bool) (driver.Conn, error) {
 	return c, nil
 }
 
-func (b *jsBackend) memory() bool  { return b.mem }
-func (b *jsBackend) close()        {}
-func (b *jsBackend) oneConn() bool { return true }
+func (b *hostBackend) memory() bool  { return b.mem }
+func (b *hostBackend) close()        {}
+func (b *hostBackend) oneConn() bool { return true }
 
-// liveness: none. The host SQLite has no file locks other processes see,
-// so run leases alone decide whether a run's owner is alive.
-func (b *jsBackend) liveness() driver.Liveness { return nil }
+// liveness: none. The driver has no lock of its own that other processes
+// can probe, so run leases alone decide whether a run's owner is alive.
+func (b *hostBackend) liveness() driver.Liveness { return nil }
 
 // scratchConn opens a private, empty in-memory SQLite database with the
 // engine's functions.
 func scratchConn() (driver.Conn, error) {
-	return jshost.Open(":memory:", jshost.Options{Create: true, Funcs: sqlFuncs()})
+	return hostsqlite.Open(":memory:", hostsqlite.Options{Create: true, Funcs: sqlFuncs()})
 }
 
 // walLocking makes WAL possible on c's file: exclusive locking mode when
-// its VFS has no shared memory (see jsBackend). It must run before the
+// its VFS has no shared memory (see hostBackend). It must run before the
 // connection first reads the file.
-func walLocking(c *jshost.Conn) error {
+func walLocking(c *hostsqlite.Conn) error {
 	if c.SharedMemory() {
 		return nil
 	}
@@ -113,8 +115,9 @@ func walLocking(c *jshost.Conn) error {
 }
 
 // OpenImage opens a private in-memory copy of image, the bytes of an
-// agentstate file (what Image returns), as Open opens a file. Only GOOS=js
-// builds have it: there the host's SQLite takes the bytes as they are.
+// agentstate file (what Image returns), as Open opens a file. Only the
+// builds on a host's SQLite have it: there the host takes the bytes as
+// they are.
 func OpenImage(ctx context.Context, image []byte, opts *Options) (*DB, error) {
 	if len(image) < 100 || string(image[:16]) != "SQLite format 3\x00" {
 		return nil, fmt.Errorf("%w: the image is not an SQLite database (%d bytes)", ErrNotAgentstate, len(image))
@@ -132,16 +135,17 @@ func OpenImage(ctx context.Context, image []byte, opts *Options) (*DB, error) {
 	if img[18] == 2 || img[19] == 2 {
 		img[18], img[19] = 1, 1
 	}
-	b := &jsBackend{name: "file:agentstate-image?vfs=memdb", mem: true, image: img, o: o, funcs: sqlFuncs()}
+	b := &hostBackend{name: "file:agentstate-image?vfs=memdb", mem: true, image: img, o: o, funcs: sqlFuncs()}
 	return openWith(ctx, Memory, b, o)
 }
 
 // Image returns a consistent copy of the database's bytes: an SQLite file
-// that OpenImage, or any SQLite, opens. Only GOOS=js builds have it.
+// that OpenImage, or any SQLite, opens. Only the builds on a host's SQLite
+// have it.
 func (db *DB) Image(ctx context.Context) ([]byte, error) {
 	var out []byte
 	err := db.read(ctx, func(c *conn) error {
-		jc, ok := c.d.(*jshost.Conn)
+		jc, ok := c.d.(*hostsqlite.Conn)
 		if !ok {
 			return fmt.Errorf("agentstate: internal: image of a %T", c.d)
 		}

@@ -1,23 +1,25 @@
-//go:build js
+//go:build js || (wasip1 && hostsqlite)
 
-// Package jshost is the engine's driver for SQLite provided by the
-// JavaScript host: the official SQLite WebAssembly build, driven through
-// the protocol object of the npm package's src/sqlite/host.js. It is the
-// driver of GOOS=js builds, which link no SQLite of their own.
+// Package hostsqlite is the engine's driver for SQLite provided by the
+// program's host, for WebAssembly builds that link no SQLite of their own:
+// under GOOS=js the official SQLite WebAssembly build, driven through the
+// protocol object of the npm package's src/sqlite/host.js (host_js.go);
+// under GOOS=wasip1 with the hostsqlite tag, the same protocol as imported
+// functions of module "agentstate_sqlite", which the Python package
+// implements over the host's SQLite (host_wasip1.go).
 //
-// The host object is taken, while the Go program starts, from the global
-// __agentstate_sqlite_host (the npm package's engine.js and the test
-// runner set it before go.run and remove it after). Every call is
-// synchronous and one syscall/js crossing: a statement run binds its
+// Every call is synchronous and one crossing: a statement run binds its
 // arguments, steps to the end (or until the result buffer is full) and
 // writes every row into a buffer in Go memory, which the host reads and
-// writes directly (Go's heap does not move).
+// writes directly (Go's heap does not move). The protocol is written out
+// at the top of wasm/npm/src/sqlite/host.js.
 //
-// One JavaScript thread cannot wait for a lock that another connection of
-// the same thread holds, so the host sets no busy handler: a statement
-// that finds the database busy fails at once, and the driver retries it
-// after sleeping (which yields to the event loop) until the busy timeout.
-package jshost
+// One host thread cannot wait for a lock that another connection of the
+// same thread holds, so the host sets no busy handler: a statement that
+// finds the database busy fails at once, and the driver retries it after
+// sleeping (which yields to the JavaScript event loop, or sleeps the WASI
+// host's thread) until the busy timeout.
+package hostsqlite
 
 import (
 	"context"
@@ -27,49 +29,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall/js"
 	"time"
-	"unsafe"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
-
-// HostGlobal is the global the host object is read from at start.
-const HostGlobal = "__agentstate_sqlite_host"
-
-// The host, captured during package initialisation: the JavaScript side
-// removes the global once go.run returns, so that a second Go instance in
-// the same realm gets its own.
-var host = js.Global().Get(HostGlobal)
-
-type hostFns struct {
-	open, close, prepare, run, next, reset, finalize, autocommit js.Value
-	createFunction, serialize, deserialize                       js.Value
-}
-
-var fns = sync.OnceValue(func() *hostFns {
-	m := func(name string) js.Value {
-		f := host.Get(name)
-		if f.Type() != js.TypeFunction {
-			panic(fmt.Sprintf("agentstate: the SQLite host has no method %s", name))
-		}
-		return f
-	}
-	return &hostFns{
-		open: m("open"), close: m("close"), prepare: m("prepare"), run: m("run"), next: m("next"),
-		reset: m("reset"), finalize: m("finalize"), autocommit: m("autocommit"),
-		createFunction: m("createFunction"), serialize: m("serialize"), deserialize: m("deserialize"),
-	}
-})
-
-// Available reports whether the JavaScript host provided SQLite.
-func Available() error {
-	if host.Type() != js.TypeObject {
-		return errors.New("agentstate: no SQLite host: the JavaScript side must set " + HostGlobal + " before the Go program starts (the npm package does)")
-	}
-	return nil
-}
 
 // Open flags (sqlite3.h).
 const (
@@ -142,8 +105,6 @@ func (c *Conn) putBuf(b []byte) {
 	}
 }
 
-func ptr(b []byte) float64 { return float64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
-
 // Open opens one connection to name: a path, or a "file:" URI.
 func Open(name string, o Options) (*Conn, error) {
 	if err := Available(); err != nil {
@@ -158,7 +119,7 @@ func Open(name string, o Options) (*Conn, error) {
 	c := &Conn{stmts: map[string]*stmt{}, busy: o.BusyTimeout, ctx: context.Background(), autocommit: true}
 	buf := c.getBuf(bufSize)
 	defer c.putBuf(buf)
-	r := fns().open.Invoke(name, flags, o.VFS, ptr(buf), len(buf)).Int()
+	r := hostOpen(name, flags, o.VFS, buf)
 	if r < 0 {
 		return nil, classify(decodeError(buf))
 	}
@@ -179,7 +140,7 @@ func (c *Conn) Close() error {
 	}
 	c.closed = true
 	c.stmts = nil
-	fns().close.Invoke(c.id)
+	hostClose(c.id)
 	return nil
 }
 
@@ -201,7 +162,7 @@ func (c *Conn) prepare(q string) (*stmt, error) {
 		return nil, fmt.Errorf("agentstate: internal: no statement in %q", q)
 	}
 	if strings.TrimSpace(q[tail:]) != "" {
-		fns().finalize.Invoke(st.id)
+		hostFinalize(st.id)
 		return nil, fmt.Errorf("agentstate: internal: more than one statement in %q", q)
 	}
 	st.commit = strings.EqualFold(strings.TrimSpace(q), "COMMIT")
@@ -219,7 +180,7 @@ func (c *Conn) prepareText(q string, buf []byte) (*stmt, int, error) {
 		buf = make([]byte, len(q))
 	}
 	copy(buf, q)
-	r := fns().prepare.Invoke(c.id, ptr(buf), len(buf), len(q)).Int()
+	r := hostPrepare(c.id, buf, len(q))
 	if r < 0 {
 		return nil, 0, classify(decodeError(buf))
 	}
@@ -324,12 +285,12 @@ func (c *Conn) run(st *stmt, args []any, buf []byte, flags int) ([]byte, []byte,
 		if err := c.done(); err != nil {
 			return nil, buf, interrupted(err)
 		}
-		r := fns().run.Invoke(st.id, ptr(buf), len(buf), argLen, flags, c.deadline()).Int()
+		r := hostRun(st.id, buf, argLen, flags, c.deadline())
 		if r <= -3 {
 			// The first row needs a larger buffer; it stays pending.
 			nb := make([]byte, -r-2)
 			buf = nb
-			r = fns().next.Invoke(st.id, ptr(buf), len(buf), c.deadline()).Int()
+			r = hostNext(st.id, buf, c.deadline())
 		}
 		if r >= 0 {
 			res := buf[:r]
@@ -338,7 +299,7 @@ func (c *Conn) run(st *stmt, args []any, buf []byte, flags int) ([]byte, []byte,
 			return res, buf, nil
 		}
 		e := decodeError(buf)
-		c.autocommit = fns().autocommit.Invoke(c.id).Int() != 0
+		c.autocommit = hostAutocommit(c.id) != 0
 		if e.code&0xff == codeInterrupt {
 			return nil, buf, c.interruptErr(e)
 		}
@@ -370,17 +331,17 @@ func (c *Conn) run(st *stmt, args []any, buf []byte, flags int) ([]byte, []byte,
 // more continues a result that said more rows remain.
 func (c *Conn) more(st *stmt, buf []byte) ([]byte, []byte, error) {
 	if err := c.done(); err != nil {
-		fns().reset.Invoke(st.id)
+		hostReset(st.id)
 		return nil, buf, interrupted(err)
 	}
-	r := fns().next.Invoke(st.id, ptr(buf), len(buf), c.deadline()).Int()
+	r := hostNext(st.id, buf, c.deadline())
 	if r <= -3 {
 		buf = make([]byte, -r-2)
-		r = fns().next.Invoke(st.id, ptr(buf), len(buf), c.deadline()).Int()
+		r = hostNext(st.id, buf, c.deadline())
 	}
 	if r < 0 {
 		e := decodeError(buf)
-		c.autocommit = fns().autocommit.Invoke(c.id).Int() != 0
+		c.autocommit = hostAutocommit(c.id) != 0
 		if e.code&0xff == codeInterrupt {
 			return nil, buf, c.interruptErr(e)
 		}
@@ -433,13 +394,13 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 		for range nrows {
 			if err := r.scan(); err != nil {
 				if more {
-					fns().reset.Invoke(st.id)
+					hostReset(st.id)
 				}
 				return err
 			}
 			if err := fn(r); err != nil {
 				if more {
-					fns().reset.Invoke(st.id)
+					hostReset(st.id)
 				}
 				return err
 			}
@@ -477,7 +438,7 @@ func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, er
 			skip, berr := before(text)
 			if berr == nil && skip {
 				if st != nil {
-					fns().finalize.Invoke(st.id)
+					hostFinalize(st.id)
 				}
 				rest = rest[len(text):]
 				continue
@@ -488,12 +449,12 @@ func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, er
 		}
 		if err != nil {
 			if st != nil {
-				fns().finalize.Invoke(st.id)
+				hostFinalize(st.id)
 			}
 			return err
 		}
 		_, buf, err = c.run(st, nil, buf, runDiscard)
-		fns().finalize.Invoke(st.id)
+		hostFinalize(st.id)
 		if err != nil {
 			return err
 		}
@@ -552,46 +513,26 @@ func (c *Conn) Interrupt(ctx context.Context) func() {
 // memory (xShmMap): without it, SQLite runs WAL only in exclusive locking
 // mode.
 func (c *Conn) SharedMemory() bool {
-	return host.Call("shm", c.id).Int() == 1
+	return hostShm(c.id) == 1
 }
 
 // Serialize returns a copy of the bytes of schema's database ("main").
 func (c *Conn) Serialize(schema string) ([]byte, error) {
 	buf := c.getBuf(bufSize)
 	defer c.putBuf(buf)
-	v := fns().serialize.Invoke(c.id, schema, ptr(buf), len(buf))
-	if v.Type() == js.TypeNumber {
+	out, ok := hostSerialize(c.id, schema, buf)
+	if !ok {
 		return nil, classify(decodeError(buf))
 	}
-	out := make([]byte, v.Length())
-	js.CopyBytesToGo(out, v)
 	return out, nil
-}
-
-// SerializeJS is Serialize without the copy into Go memory: a Uint8Array.
-func (c *Conn) SerializeJS(schema string) (js.Value, error) {
-	buf := c.getBuf(bufSize)
-	defer c.putBuf(buf)
-	v := fns().serialize.Invoke(c.id, schema, ptr(buf), len(buf))
-	if v.Type() == js.TypeNumber {
-		return js.Undefined(), classify(decodeError(buf))
-	}
-	return v, nil
 }
 
 // Deserialize replaces schema's database by a private in-memory copy of
 // data (an image).
 func (c *Conn) Deserialize(schema string, data []byte, readOnly bool) error {
-	u8 := js.Global().Get("Uint8Array").New(len(data))
-	js.CopyBytesToJS(u8, data)
-	return c.DeserializeJS(schema, u8, readOnly)
-}
-
-// DeserializeJS is Deserialize of a Uint8Array.
-func (c *Conn) DeserializeJS(schema string, data js.Value, readOnly bool) error {
 	buf := c.getBuf(bufSize)
 	defer c.putBuf(buf)
-	if fns().deserialize.Invoke(c.id, schema, data, readOnly, ptr(buf), len(buf)).Int() < 0 {
+	if hostDeserialize(c.id, schema, data, readOnly, buf) < 0 {
 		return classify(decodeError(buf))
 	}
 	return nil
