@@ -121,6 +121,22 @@ func dropCheckpoints(c *conn, thread string, rows []cpRow, drop map[cpKey]bool, 
 // refuses with ErrConflict, changing nothing, when a checkpoint of another
 // run descends from one it would delete (its state would be lost).
 func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string) error {
+	return db.DeleteForRunsWith(ctx, runIDs, DeleteRunsOptions{})
+}
+
+// DeleteRunsOptions say what DeleteForRunsWith does with the checkpoints of
+// other runs that descend from deleted ones.
+type DeleteRunsOptions struct {
+	// Reroot keeps such a checkpoint as a root of its own (its parent link
+	// is dropped; its own channel values stay whole, but a DeltaChannel's
+	// history that ran through the deleted checkpoints now starts at it),
+	// where DeleteForRuns refuses. This is how LangGraph's own savers
+	// delete runs, and what its conformance suite expects.
+	Reroot bool
+}
+
+// DeleteForRunsWith is DeleteForRuns with options.
+func (db *DB) DeleteForRunsWith(ctx context.Context, runIDs []string, o DeleteRunsOptions) error {
 	runs := map[string]bool{}
 	for _, r := range runIDs {
 		if r == "" {
@@ -159,7 +175,7 @@ func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string) error {
 			if err != nil {
 				return err
 			}
-			if err := dropCheckpoints(c, th, rows, drop, false); err != nil {
+			if err := dropCheckpoints(c, th, rows, drop, o.Reroot); err != nil {
 				return err
 			}
 		}

@@ -283,11 +283,14 @@ func opDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *Out
 func opDeleteForRuns(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		RunIDs []string `json:"runIds"`
+		// Reroot: engine.DeleteRunsOptions.Reroot (the Python saver's
+		// LangGraph semantics).
+		Reroot bool `json:"reroot"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	return struct{}{}, nil, h.db.DeleteForRuns(ctx, r.RunIDs)
+	return struct{}{}, nil, h.db.DeleteForRunsWith(ctx, r.RunIDs, engine.DeleteRunsOptions{Reroot: r.Reroot})
 }
 
 func opCopyThread(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {

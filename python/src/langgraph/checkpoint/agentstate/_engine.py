@@ -1,0 +1,205 @@
+"""The agentstate engine in this process: its WebAssembly module run by
+wasmtime, with SQLite from ``_sqlite_host``.
+
+One module instance serves every handle of the process (the engine keeps
+a table of open databases, as in the npm package). The instance runs one
+call at a time: calls from several threads take turns on a lock.
+
+Compiling the module takes seconds, so the compiled form is kept in a
+cache directory (``AGENTSTATE_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or
+``~/.cache``, under ``langgraph-checkpoint-agentstate``), keyed by the
+module's hash, wasmtime's version and the machine; a process finds it
+there and maps it in milliseconds. ``AGENTSTATE_CACHE_DIR=off`` disables it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import struct
+import tempfile
+import threading
+from importlib import resources
+from typing import Any
+
+import wasmtime
+
+from ._sqlite_host import SQLiteHost
+from .errors import error_for
+
+_U32 = struct.Struct("<I")
+_MODULE_NAME = "agentstate.wasm"
+
+
+def _module_bytes() -> bytes:
+    path = os.environ.get("AGENTSTATE_WASM")
+    if path:
+        with open(path, "rb") as f:
+            return f.read()
+    try:
+        return resources.files(__package__).joinpath(_MODULE_NAME).read_bytes()
+    except FileNotFoundError:
+        raise RuntimeError(
+            "agentstate: the engine module agentstate.wasm is missing from the package: "
+            "install it with `pip install ./python` from a clone (which builds it with Go), "
+            "or set AGENTSTATE_WASM to a built module"
+        ) from None
+
+
+def _cache_dir() -> str | None:
+    d = os.environ.get("AGENTSTATE_CACHE_DIR")
+    if d == "off":
+        return None
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "langgraph-checkpoint-agentstate")
+    return d
+
+
+def _compile(engine: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
+    d = _cache_dir()
+    if d is None:
+        return wasmtime.Module(engine, wasm)
+    key = hashlib.sha256(wasm).hexdigest()[:24]
+    tag = f"{wasmtime.__version__ if hasattr(wasmtime, '__version__') else 'w'}-{platform.machine()}-{platform.system()}"
+    path = os.path.join(d, f"engine-{key}-{tag}.cwasm")
+    if os.path.exists(path):
+        try:
+            return wasmtime.Module.deserialize_file(engine, path)
+        except Exception:  # noqa: BLE001 - a damaged or foreign cache entry: compile again
+            pass
+    module = wasmtime.Module(engine, wasm)
+    try:
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(module.serialize())
+        os.replace(tmp, path)  # atomic: a concurrent process sees all or nothing
+    except OSError:
+        pass  # a read-only home: run without the cache
+    return module
+
+
+class Engine:
+    """The module instance and its calls."""
+
+    def __init__(self) -> None:
+        cfg = wasmtime.Config()
+        self._wasm_engine = wasmtime.Engine(cfg)
+        module = _compile(self._wasm_engine, _module_bytes())
+        self._store = wasmtime.Store(self._wasm_engine)
+        wasi = wasmtime.WasiConfig()
+        wasi.inherit_stderr()
+        env = [(k, v) for k, v in os.environ.items() if k.startswith("AGENTSTATE_")]
+        if env:
+            wasi.env = env
+        self._store.set_wasi(wasi)
+        linker = wasmtime.Linker(self._wasm_engine)
+        linker.define_wasi()
+        self.host = host = SQLiteHost()
+        types = {"i": wasmtime.ValType.i32(), "d": wasmtime.ValType.f64()}
+        for name, (params, results) in SQLiteHost.SIGNATURES.items():
+            ft = wasmtime.FuncType([types[c] for c in params], [types[c] for c in results])
+            linker.define_func("agentstate_sqlite", name, ft, getattr(host, name))
+        self._instance = linker.instantiate(self._store, module)
+        ex = self._instance.exports(self._store)
+        self._memory: wasmtime.Memory = ex["memory"]
+        store = self._store
+        mem = self._memory
+        host.mem_ptr = lambda: ctypes_addr(mem.data_ptr(store))
+        sql_fn = ex["agentstate_sql_function"]
+        host.call_go = lambda op, a, b, c: sql_fn(store, op, a, b, c)
+        self._buffer = ex["agentstate_buffer"]
+        self._call = ex["agentstate_call"]
+        self._buf_ptr = 0
+        self._buf_cap = 0
+        self.lock = threading.RLock()
+        self.dead: str | None = None
+        ex["_initialize"](self._store)
+
+    def call(self, h: int, op: str, req: Any = None, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
+        """Runs op on handle h; returns the result's JSON value and byte arrays."""
+        text = json.dumps(req if req is not None else {}, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+            "utf-8", "surrogatepass"
+        )
+        return self.call_raw(h, op, text, bufs)
+
+    def call_raw(self, h: int, op: str, text: bytes, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
+        opb = op.encode()
+        parts = [_U32.pack(len(opb)), opb, _U32.pack(len(text)), text, _U32.pack(len(bufs))]
+        for b in bufs:
+            parts.append(_U32.pack(len(b)))
+            parts.append(b)
+        req = b"".join(parts)
+        with self.lock:
+            if self.dead is not None:
+                raise error_for("CLOSED", f"agentstate: the engine stopped earlier in this process: {self.dead}")
+            store = self._store
+            n = len(req)
+            if n > self._buf_cap:
+                self._buf_ptr = self._buffer(store, n)
+                self._buf_cap = max(n, 64 << 10)
+            base = ctypes_addr(self._memory.data_ptr(store))
+            ctypes_memmove(base + self._buf_ptr, req, n)
+            try:
+                r = self._call(store, h, n)
+            except wasmtime.Trap as e:
+                self.dead = str(e).splitlines()[0] if str(e) else "trap"
+                raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
+            except wasmtime.ExitTrap as e:
+                self.dead = f"exit {e.code}"
+                raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
+            ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
+            out = ctypes_string_at(ctypes_addr(self._memory.data_ptr(store)) + ptr, ln)
+        return _decode_result(out)
+
+
+def _decode_result(out: bytes) -> tuple[Any, list[bytes]]:
+    status = _U32.unpack_from(out, 0)[0]
+    o = 4
+    if status != 0:
+        n = _U32.unpack_from(out, o)[0]
+        code = out[o + 4 : o + 4 + n].decode()
+        o += 4 + n
+        n = _U32.unpack_from(out, o)[0]
+        msg = out[o + 4 : o + 4 + n].decode("utf-8", "replace")
+        raise error_for(code, msg)
+    n = _U32.unpack_from(out, o)[0]
+    value = json.loads(out[o + 4 : o + 4 + n])
+    o += 4 + n
+    count = _U32.unpack_from(out, o)[0]
+    o += 4
+    bufs = []
+    for _ in range(count):
+        n = _U32.unpack_from(out, o)[0]
+        bufs.append(out[o + 4 : o + 4 + n])
+        o += 4 + n
+    return value, bufs
+
+
+import ctypes  # noqa: E402
+
+
+def ctypes_addr(p) -> int:
+    return ctypes.cast(p, ctypes.c_void_p).value or 0
+
+
+ctypes_memmove = ctypes.memmove
+ctypes_string_at = ctypes.string_at
+
+_engine: Engine | None = None
+_engine_lock = threading.Lock()
+
+
+def engine() -> Engine:
+    """The process's engine, started on first use."""
+    global _engine
+    e = _engine
+    if e is not None and e.dead is None:
+        return e
+    with _engine_lock:
+        if _engine is None or _engine.dead is not None:
+            _engine = Engine()
+        return _engine

@@ -1,0 +1,469 @@
+"""The SQLite host of the engine's WebAssembly module.
+
+The engine (Go, compiled to a WASI reactor with the ``hostsqlite`` tag)
+links no SQLite: it imports the functions of module ``agentstate_sqlite``,
+which this file implements over `apsw <https://rogerbinns.github.io/apsw/>`_
+(SQLite 3.54, the same release the npm package runs as ``sqlite3.wasm``).
+The protocol is the npm package's (``wasm/npm/src/sqlite/host.js``): one
+call per statement run, arguments read from and rows written into a buffer
+in the module's memory, values as a tag byte (0 NULL, 1 INTEGER, 2 FLOAT,
+3 TEXT, 4 BLOB) then int64/float64 or u32 length and bytes, a result as a
+32-byte header then the rows.
+
+No busy handler is set: the engine retries a busy statement itself after
+sleeping, so that two handles of one file in this module never wait on
+each other inside one call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import time
+from collections import OrderedDict
+from typing import Any, Callable
+
+import apsw
+
+HEADER = 32
+FIRST_ROW = 1
+DISCARD = 2
+PROGRESS_OPS = 1000
+
+SQLITE_ERROR = 1
+SQLITE_NOMEM = 7
+SQLITE_IOERR = 10
+SQLITE_MISUSE = 21
+
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+_U32 = struct.Struct("<I")
+_ERR = struct.Struct("<iiiI")
+_HDR = struct.Struct("<BBxxIIxxxxqq")
+_PREP = struct.Struct("<iiiii")
+
+_READONLY_PREFIXES = ("SELECT", "VALUES", "EXPLAIN")
+
+
+def _is_readonly(sql: str) -> bool:
+    head = sql.lstrip().upper()
+    return head.startswith(_READONLY_PREFIXES) and "RETURNING" not in head
+
+
+def _message(e: BaseException) -> str:
+    text = str(e)
+    # apsw prefixes the class name ("SQLError: no such table: t").
+    name = type(e).__name__ + ": "
+    if text.startswith(name):
+        text = text[len(name):]
+    return text
+
+
+def _first_statement(sql: str) -> int:
+    """The length of the first complete statement of sql (with its ';'),
+    or of the whole text when no ';' ends one."""
+    start = 0
+    while True:
+        i = sql.find(";", start)
+        if i < 0:
+            return len(sql)
+        if apsw.complete(sql[: i + 1]):
+            return i + 1
+        start = i + 1
+
+
+def _only_comments(sql: str) -> bool:
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c.isspace() or c == ";":
+            i += 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            return False
+    return True
+
+
+class _Conn:
+    __slots__ = ("db", "deadline", "progress", "aux")
+
+    def __init__(self, db: apsw.Connection) -> None:
+        self.db = db
+        self.deadline = 0.0
+        self.progress = False
+        # Per-function state the Go side keeps for a constant argument (a
+        # compiled filter), by (function id, that argument): apsw has no
+        # sqlite3_set_auxdata, so the host remembers the id, a few at most.
+        self.aux: OrderedDict[tuple[int, Any], int] = OrderedDict()
+
+
+class _Stmt:
+    __slots__ = ("conn", "sql", "cursor", "rows", "pending")
+
+    def __init__(self, conn: _Conn, sql: str) -> None:
+        self.conn = conn
+        self.sql = sql
+        self.cursor: apsw.Cursor | None = None
+        self.rows = None  # the iterator of a running statement
+        self.pending: tuple | None = None  # a row read but not yet sent
+
+
+class SQLiteHost:
+    """The imports of module ``agentstate_sqlite`` for one module instance.
+
+    ``mem`` is set to the instance's memory once it exists; ``call_go`` to
+    a function calling the export ``agentstate_sql_function``.
+    """
+
+    def __init__(self) -> None:
+        self.conns: dict[int, _Conn] = {}
+        self.stmts: dict[int, _Stmt] = {}
+        self._next_conn = 0
+        self._next_stmt = 0
+        self.mem_ptr: Callable[[], int] = lambda: 0
+        self.call_go: Callable[[int, int, int, int], int] = lambda *a: -1
+        self.cb_arg = 0
+        self.cb_cap = 0
+        self.cb_res = 0
+
+    # ---- memory
+
+    def _read(self, ptr: int, n: int) -> bytes:
+        return ctypes.string_at(self.mem_ptr() + ptr, n)
+
+    def _write(self, ptr: int, data: bytes) -> None:
+        ctypes.memmove(self.mem_ptr() + ptr, data, len(data))
+
+    def _error(self, ptr: int, cap: int, rc: int, extended: int, msg: str, offset: int = -1) -> int:
+        if cap < 16:
+            return -1
+        m = msg.encode("utf-8", "replace")[: cap - 16]
+        self._write(ptr, _ERR.pack(rc, extended, offset, len(m)) + m)
+        return -1
+
+    def _exc(self, ptr: int, cap: int, e: BaseException) -> int:
+        if isinstance(e, apsw.Error):
+            rc = getattr(e, "result", SQLITE_ERROR)
+            ext = getattr(e, "extendedresult", rc)
+            if rc is None or rc < 0:
+                rc = SQLITE_ERROR
+            if ext is None or ext < 0:
+                ext = rc
+            return self._error(ptr, cap, rc & 0xFF, ext, _message(e), getattr(e, "error_offset", -1) or -1)
+        if isinstance(e, MemoryError):
+            return self._error(ptr, cap, SQLITE_NOMEM, SQLITE_NOMEM, "agentstate host: out of memory")
+        if isinstance(e, UnicodeError):
+            return self._error(ptr, cap, SQLITE_MISUSE, SQLITE_MISUSE, f"agentstate host: {e}")
+        return self._error(ptr, cap, SQLITE_IOERR, SQLITE_IOERR, f"agentstate host: {type(e).__name__}: {e}")
+
+    # ---- values
+
+    @staticmethod
+    def _decode_values(b: bytes, count: int = -1) -> list:
+        out = []
+        o, n = 0, len(b)
+        while o < n and count != 0:
+            t = b[o]
+            o += 1
+            if t == 1:
+                out.append(_I64.unpack_from(b, o)[0])
+                o += 8
+            elif t == 2:
+                out.append(_F64.unpack_from(b, o)[0])
+                o += 8
+            elif t == 3:
+                ln = _U32.unpack_from(b, o)[0]
+                out.append(b[o + 4 : o + 4 + ln].decode("utf-8"))
+                o += 4 + ln
+            elif t == 4:
+                ln = _U32.unpack_from(b, o)[0]
+                out.append(b[o + 4 : o + 4 + ln])
+                o += 4 + ln
+            else:
+                out.append(None)
+            count -= 1
+        return out
+
+    @staticmethod
+    def _encode_value(parts: list, v: Any) -> int:
+        if v is None:
+            parts.append(b"\x00")
+            return 1
+        if isinstance(v, int):
+            parts.append(b"\x01" + _I64.pack(v))
+            return 9
+        if isinstance(v, float):
+            parts.append(b"\x02" + _F64.pack(v))
+            return 9
+        if isinstance(v, str):
+            e = v.encode("utf-8", "surrogateescape")
+            parts.append(b"\x03" + _U32.pack(len(e)))
+            parts.append(e)
+            return 5 + len(e)
+        e = bytes(v)
+        parts.append(b"\x04" + _U32.pack(len(e)))
+        parts.append(e)
+        return 5 + len(e)
+
+    # ---- the imports
+
+    def open(self, name_p, name_n, flags, vfs_p, vfs_n, buf, cap) -> int:
+        try:
+            name = self._read(name_p, name_n).decode("utf-8")
+            vfs = self._read(vfs_p, vfs_n).decode("utf-8") if vfs_n else None
+            db = apsw.Connection(name, flags=flags, vfs=vfs) if vfs else apsw.Connection(name, flags=flags)
+        except BaseException as e:  # noqa: BLE001 - every failure goes back as an SQLite error
+            return self._exc(buf, cap, e)
+        self._next_conn += 1
+        self.conns[self._next_conn] = _Conn(db)
+        return self._next_conn
+
+    def close(self, conn) -> None:
+        c = self.conns.pop(conn, None)
+        if c is None:
+            return
+        for sid in [k for k, s in self.stmts.items() if s.conn is c]:
+            self.stmts.pop(sid, None)
+        try:
+            c.db.close(True)
+        except apsw.Error:
+            pass
+
+    def prepare(self, conn, buf, cap, sql_len) -> int:
+        c = self.conns.get(conn)
+        try:
+            if c is None:
+                raise apsw.MisuseError("agentstate host: no such connection")
+            text = self._read(buf, sql_len).decode("utf-8")
+            tail_chars = _first_statement(text)
+            first = text[:tail_chars]
+            tail = len(first.encode("utf-8"))
+            if _only_comments(first):
+                self._write(buf, _PREP.pack(0, tail, 0, 0, 0))
+                return 1
+            # Prepare now, so that an error (a missing table) is reported
+            # by prepare, as SQLite's own prepare would: apsw prepares
+            # before it checks the bindings, which it then finds missing.
+            cur = c.db.cursor()
+            try:
+                cur.execute(first, explain=1)
+            except apsw.BindingsError:
+                pass
+            finally:
+                cur.close(True)
+        except BaseException as e:  # noqa: BLE001
+            return self._exc(buf, cap, e)
+        self._next_stmt += 1
+        sid = self._next_stmt
+        self.stmts[sid] = _Stmt(c, first)
+        self._write(buf, _PREP.pack(sid, tail, 0, 0, 1 if _is_readonly(first) else 0))
+        return 0
+
+    def _set_deadline(self, c: _Conn, deadline: float) -> None:
+        if deadline > 0:
+            c.deadline = deadline
+            if not c.progress:
+                c.db.set_progress_handler(lambda: time.time() * 1000 >= c.deadline, PROGRESS_OPS)
+                c.progress = True
+        elif c.progress:
+            c.db.set_progress_handler(None)
+            c.progress = False
+
+    def run(self, stmt, buf, cap, arg_len, flags, deadline) -> int:
+        s = self.stmts.get(stmt)
+        if s is None:
+            return self._error(buf, cap, SQLITE_MISUSE, SQLITE_MISUSE, "agentstate host: no such statement")
+        c = s.conn
+        try:
+            args = self._decode_values(self._read(buf, arg_len)) if arg_len else ()
+            self._set_deadline(c, deadline)
+            s.pending = None
+            s.rows = None
+            cur = s.cursor
+            if cur is None:
+                cur = s.cursor = c.db.cursor()
+            cur.execute(s.sql, args)
+            if flags & DISCARD:
+                for _ in cur:
+                    pass
+                return self._header(buf, c, 0, 0, 0, HEADER)
+            s.rows = iter(cur)
+        except BaseException as e:  # noqa: BLE001
+            s.rows = None
+            return self._exc(buf, cap, e)
+        return self._steps(s, buf, cap, flags)
+
+    def next(self, stmt, buf, cap, deadline) -> int:
+        s = self.stmts.get(stmt)
+        if s is None or (s.rows is None and s.pending is None):
+            return self._error(buf, cap, SQLITE_MISUSE, SQLITE_MISUSE, "agentstate host: statement not running")
+        self._set_deadline(s.conn, deadline)
+        return self._steps(s, buf, cap, 0)
+
+    def _header(self, buf, c: _Conn, status, nrows, ncols, end) -> int:
+        db = c.db
+        self._write(buf, _HDR.pack(status, 1 if db.get_autocommit() else 0, nrows, ncols, db.changes(), db.last_insert_rowid()))
+        return end
+
+    def _steps(self, s: _Stmt, buf, cap, flags) -> int:
+        parts: list = []
+        size = HEADER
+        nrows = 0
+        ncols = 0
+        status = 0
+        rows = s.rows
+        enc = self._encode_value
+        try:
+            while True:
+                row = s.pending
+                if row is None:
+                    if rows is None:
+                        break
+                    row = next(rows, None)
+                    if row is None:
+                        s.rows = None
+                        break
+                ncols = len(row)
+                rp: list = []
+                rs = 0
+                for v in row:
+                    rs += enc(rp, v)
+                if size + rs > cap:
+                    s.pending = row
+                    if nrows == 0:
+                        return -(2 + HEADER + rs)
+                    status = 1
+                    break
+                parts.extend(rp)
+                size += rs
+                s.pending = None
+                nrows += 1
+                if flags & FIRST_ROW:
+                    status = 1
+                    break
+        except BaseException as e:  # noqa: BLE001
+            s.rows = None
+            s.pending = None
+            return self._exc(buf, cap, e)
+        if status == 0:
+            s.rows = None
+        if parts:
+            self._write(buf + HEADER, b"".join(parts))
+        return self._header(buf, s.conn, status, nrows, ncols, size)
+
+    def reset(self, stmt) -> None:
+        s = self.stmts.get(stmt)
+        if s is not None:
+            s.rows = None
+            s.pending = None
+            if s.cursor is not None:
+                try:
+                    s.cursor.close(True)
+                except apsw.Error:
+                    pass
+                s.cursor = None
+
+    def finalize(self, stmt) -> None:
+        self.reset(stmt)
+        self.stmts.pop(stmt, None)
+
+    def autocommit(self, conn) -> int:
+        c = self.conns.get(conn)
+        return 1 if c is None or c.db.get_autocommit() else 0
+
+    def shm(self, conn) -> int:
+        return 1
+
+    def create_function(self, conn, name_p, name_n, n_arg, fn_id, buf, cap) -> int:
+        c = self.conns.get(conn)
+        try:
+            if c is None:
+                raise apsw.MisuseError("agentstate host: no such connection")
+            name = self._read(name_p, name_n).decode("utf-8")
+            c.db.create_scalar_function(name, self._go_function(c, fn_id), n_arg, deterministic=True)
+        except BaseException as e:  # noqa: BLE001
+            return self._exc(buf, cap, e)
+        return 0
+
+    def callback_buffer(self, arg, cap, res) -> None:
+        self.cb_arg, self.cb_cap, self.cb_res = arg, cap, res
+
+    def _go_function(self, c: _Conn, fn_id: int):
+        enc = self._encode_value
+
+        def call(*args):
+            parts: list = []
+            size = 0
+            for v in args:
+                size += enc(parts, v)
+            if size > self.cb_cap:
+                self.call_go(1, size, 0, 0)  # Go grows its buffer (callback_buffer)
+            self._write(self.cb_arg, b"".join(parts))
+            key = None
+            aux = 0
+            if args:
+                last = args[-1]
+                key = (fn_id, last if not isinstance(last, (bytearray, memoryview)) else bytes(last))
+                aux = c.aux.get(key, 0)
+                if aux:
+                    c.aux.move_to_end(key)
+            r = self.call_go(0, fn_id, len(args), aux)
+            if r < 0:
+                msg = self._read(self.cb_res + 4, -1 - r).decode("utf-8", "replace")
+                raise apsw.SQLError(msg)
+            out = self._read(self.cb_res, 4 + r)
+            new_aux = _U32.unpack_from(out, 0)[0]
+            if new_aux and key is not None:
+                c.aux[key] = new_aux
+                if len(c.aux) > 32:
+                    _, old = c.aux.popitem(last=False)
+                    self.call_go(2, old, 0, 0)
+            v = self._decode_values(out[4:], 1)
+            return v[0] if v else None
+
+        return call
+
+    def serialize(self, conn, schema_p, schema_n, buf, cap) -> int:
+        c = self.conns.get(conn)
+        try:
+            if c is None:
+                raise apsw.MisuseError("agentstate host: no such connection")
+            data = c.db.serialize(self._read(schema_p, schema_n).decode("utf-8")) or b""
+        except BaseException as e:  # noqa: BLE001
+            return self._exc(buf, cap, e)
+        if len(data) > cap:
+            return -(2 + len(data))
+        self._write(buf, data)
+        return len(data)
+
+    def deserialize(self, conn, schema_p, schema_n, data_p, data_n, read_only, buf, cap) -> int:
+        c = self.conns.get(conn)
+        try:
+            if c is None:
+                raise apsw.MisuseError("agentstate host: no such connection")
+            c.db.deserialize(self._read(schema_p, schema_n).decode("utf-8"), self._read(data_p, data_n))
+        except BaseException as e:  # noqa: BLE001
+            return self._exc(buf, cap, e)
+        return 0
+
+    # name -> (params, results) in wasm types: "i" i32, "d" f64
+    SIGNATURES = {
+        "open": ("iiiiiii", "i"),
+        "close": ("i", ""),
+        "prepare": ("iiii", "i"),
+        "run": ("iiiiid", "i"),
+        "next": ("iiid", "i"),
+        "reset": ("i", ""),
+        "finalize": ("i", ""),
+        "autocommit": ("i", "i"),
+        "shm": ("i", "i"),
+        "create_function": ("iiiiiii", "i"),
+        "callback_buffer": ("iii", ""),
+        "serialize": ("iiiii", "i"),
+        "deserialize": ("iiiiiiii", "i"),
+    }

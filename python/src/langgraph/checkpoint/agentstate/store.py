@@ -1,0 +1,217 @@
+"""AgentStateStore: LangGraph's BaseStore on the agentstate engine."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+
+from ._db import Database
+from .errors import InvalidArgumentError
+from .saver import _Opener
+
+_MINUTE_MS = 60_000.0
+
+
+def _dt(s: str) -> datetime:
+    return datetime.fromisoformat(s.replace("Z", "+00:00"))
+
+
+def _item(i: dict[str, Any] | None) -> Item | None:
+    if not i:
+        return None
+    return Item(
+        value=i["value"],
+        key=i["key"],
+        namespace=tuple(i["namespace"]),
+        created_at=_dt(i["created_at"]),
+        updated_at=_dt(i["updated_at"]),
+    )
+
+
+def _search_item(i: dict[str, Any]) -> SearchItem:
+    return SearchItem(tuple(i["namespace"]), i["key"], i["value"], _dt(i["created_at"]), _dt(i["updated_at"]))
+
+
+class AgentStateStore(BaseStore):
+    """A LangGraph store (``BaseStore``) in an agentstate file: items by
+    namespace and key, filters on their values, namespace listing, and TTL
+    (minutes, as LangGraph counts them) with refresh on read and a sweeper.
+
+    Args:
+        path: the file (created if missing), or ``":memory:"``.
+        db: an open :class:`Database` (for example ``saver.db``) to share one
+            file and handle with a saver; the store then does not close it.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes),
+            ``refresh_on_read`` (default True), ``sweep_interval_minutes``
+            (starts a sweeper thread; ``stop_ttl_sweeper`` stops it).
+        **options: :class:`Database`'s options.
+
+    Semantic search (an index, ``query``) is not supported: a search with a
+    query is refused, not answered unranked.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        path: str = ":memory:",
+        *,
+        db: Database | None = None,
+        ttl: TTLConfig | None = None,
+        **options: Any,
+    ) -> None:
+        if db is not None and (options or path != ":memory:"):
+            raise InvalidArgumentError("agentstate: give a path with options, or db, not both")
+        self.ttl_config = ttl
+        self._owns_db = db is None
+        self.db = db if db is not None else Database(path, **options)
+        self._sweeper: threading.Thread | None = None
+        self._stop = threading.Event()
+        if ttl and ttl.get("sweep_interval_minutes"):
+            self.start_ttl_sweeper()
+
+    @classmethod
+    def from_conn_string(cls, path: str, **options: Any) -> _Opener:
+        """A context manager (``with`` and ``async with``) giving a store on
+        path, closed on exit."""
+        return _Opener(lambda: cls(path, **options))
+
+    def close(self) -> None:
+        """Stops the sweeper and closes the file if this store opened it."""
+        self.stop_ttl_sweeper()
+        if self._owns_db:
+            self.db.close()
+
+    def __enter__(self) -> AgentStateStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AgentStateStore:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await asyncio.to_thread(self.close)
+
+    # ---- operations
+
+    def _op(self, op: Op) -> dict[str, Any]:
+        if isinstance(op, GetOp):
+            return {"op": "get", "namespace": list(op.namespace), "key": str(op.key), "refresh": bool(op.refresh_ttl)}
+        if isinstance(op, PutOp):
+            req: dict[str, Any] = {"op": "put", "namespace": list(op.namespace), "key": str(op.key), "value": op.value}
+            if op.value is not None:
+                if not isinstance(op.value, dict):
+                    raise InvalidArgumentError(f"agentstate: store values are dicts, got {type(op.value).__name__}")
+                if op.ttl is None:
+                    req["noExpiry"] = True
+                else:
+                    if not op.ttl > 0:
+                        raise InvalidArgumentError(f"agentstate: ttl must be a positive number of minutes or None, got {op.ttl!r}")
+                    req["ttlMs"] = float(op.ttl) * _MINUTE_MS
+            return req
+        if isinstance(op, SearchOp):
+            if op.query:
+                raise InvalidArgumentError(
+                    "agentstate: semantic search (query) is not supported by AgentStateStore; search with a filter instead"
+                )
+            req = {
+                "op": "search",
+                "prefix": list(op.namespace_prefix),
+                "limit": op.limit,
+                "offset": op.offset,
+                "refresh": bool(op.refresh_ttl),
+            }
+            if op.filter:
+                req["filter"] = op.filter
+            return req
+        if isinstance(op, ListNamespacesOp):
+            req = {"op": "list", "maxDepth": op.max_depth or 0, "limit": op.limit, "offset": op.offset}
+            for c in op.match_conditions or ():
+                if c.match_type == "prefix":
+                    req["prefix"] = list(c.path)
+                elif c.match_type == "suffix":
+                    req["suffix"] = list(c.path)
+                else:
+                    raise InvalidArgumentError(f"agentstate: unknown match type {c.match_type!r}")
+            return req
+        raise InvalidArgumentError(f"agentstate: unknown store operation {op!r}")
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Runs ops in one call of the engine, in order (a put then a get of
+        the same key sees the put), in one transaction."""
+        ops = list(ops)
+        if not ops:
+            return []
+        wire = [self._op(op) for op in ops]
+        r, _ = self.db.call("store.batch", {"ops": wire})
+        out: list[Result] = []
+        for w, res in zip(wire, r["results"]):
+            if w["op"] == "get":
+                out.append(_item(res.get("item")))
+            elif w["op"] == "search":
+                out.append([_search_item(i) for i in res["items"]])
+            elif w["op"] == "list":
+                out.append([tuple(ns) for ns in res["namespaces"]])
+            else:
+                out.append(None)
+        return out
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # ---- TTL
+
+    def sweep_ttl(self) -> int:
+        """Deletes expired items now; returns how many."""
+        return int(self.db.call("store.sweep")[0]["deleted"])
+
+    async def asweep_ttl(self) -> int:
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
+        """Starts a daemon thread that sweeps every sweep_interval_minutes
+        (default: the TTL config's, else 5)."""
+        if self._sweeper is not None:
+            return
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.wait(float(interval) * 60):
+                if self.db.closed:
+                    return
+                try:
+                    self.sweep_ttl()
+                except Exception:  # noqa: BLE001 - the next round tries again
+                    pass
+
+        self._sweeper = threading.Thread(target=loop, name="agentstate-ttl-sweeper", daemon=True)
+        self._sweeper.start()
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stops the sweeper thread; True once it has ended."""
+        t = self._sweeper
+        if t is None:
+            return True
+        self._stop.set()
+        t.join(timeout)
+        self._sweeper = None
+        return not t.is_alive()
