@@ -32,9 +32,11 @@ const sqlWalk = walkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS 
 FROM chain LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver
 ORDER BY chain.depth DESC`
 
-// The version of the seed a walk stops at, if it finds one.
+// The version of the seed a walk stops at, if it finds one. CROSS JOIN
+// keeps the chain the outer loop: the other order walks the chain again for
+// each of the channel's stored values, O(thread) per call (sqlBaseSeed too).
 const sqlWalkSeed = walkChain + `SELECT b.version
-FROM chain JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
+FROM chain CROSS JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
 
 // The writes each on-path child consumed from its parent, for one channel.
 // CROSS JOIN keeps json_each as the outer loop: one index search per pair.

@@ -654,7 +654,7 @@ func readChainValue(c *conn, k valueKey, version string, st stamp) (chainValue, 
 // history walk's seed), from checkpoint ?4 (already inserted) up; with the
 // row's stamp.
 const sqlBaseSeed = walkChain + `SELECT b.version, b.checkpoint_id, length(b.data), substr(b.data, 1, 24)
-FROM chain JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
+FROM chain CROSS JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
 
 // A row's stamp, without reading more than its first bytes.
 const sqlStamp = `SELECT checkpoint_id, length(data), substr(data, 1, 24) FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
