@@ -26,6 +26,7 @@ from typing import Any
 
 import wasmtime
 
+from . import _fastcall
 from ._sqlite_host import SQLiteHost
 from .errors import error_for
 
@@ -87,6 +88,10 @@ class Engine:
 
     def __init__(self) -> None:
         cfg = wasmtime.Config()
+        # The module's memory never moves (a 32-bit memory fits the 4 GiB
+        # reservation), so its base address is read once.
+        cfg.memory_reservation = 4 << 30
+        cfg.memory_may_move = False
         self._wasm_engine = wasmtime.Engine(cfg)
         module = _compile(self._wasm_engine, _module_bytes())
         self._store = wasmtime.Store(self._wasm_engine)
@@ -99,20 +104,19 @@ class Engine:
         linker = wasmtime.Linker(self._wasm_engine)
         linker.define_wasi()
         self.host = host = SQLiteHost()
-        types = {"i": wasmtime.ValType.i32(), "d": wasmtime.ValType.f64()}
+        self._keep = []
         for name, (params, results) in SQLiteHost.SIGNATURES.items():
-            ft = wasmtime.FuncType([types[c] for c in params], [types[c] for c in results])
-            linker.define_func("agentstate_sqlite", name, ft, getattr(host, name))
+            func, keep = _fastcall.host_func(self._store, params, results, getattr(host, name))
+            self._keep.append(keep)
+            linker.define(self._store, "agentstate_sqlite", name, func)
         self._instance = linker.instantiate(self._store, module)
         ex = self._instance.exports(self._store)
         self._memory: wasmtime.Memory = ex["memory"]
-        store = self._store
-        mem = self._memory
-        host.mem_ptr = lambda: ctypes_addr(mem.data_ptr(store))
-        sql_fn = ex["agentstate_sql_function"]
-        host.call_go = lambda op, a, b, c: sql_fn(store, op, a, b, c)
-        self._buffer = ex["agentstate_buffer"]
-        self._call = ex["agentstate_call"]
+        self._base = base = ctypes_addr(self._memory.data_ptr(self._store))
+        host.mem_ptr = lambda: base
+        host.call_go = _fastcall.Export(self._store, ex["agentstate_sql_function"], 4, "i")
+        self._buffer = _fastcall.Export(self._store, ex["agentstate_buffer"], 1, "i")
+        self._call = _fastcall.Export(self._store, ex["agentstate_call"], 2, "I")
         self._buf_ptr = 0
         self._buf_cap = 0
         self.lock = threading.RLock()
@@ -136,15 +140,14 @@ class Engine:
         with self.lock:
             if self.dead is not None:
                 raise error_for("CLOSED", f"agentstate: the engine stopped earlier in this process: {self.dead}")
-            store = self._store
             n = len(req)
             if n > self._buf_cap:
-                self._buf_ptr = self._buffer(store, n)
+                self._buf_ptr = self._buffer(n) & 0xFFFFFFFF
                 self._buf_cap = max(n, 64 << 10)
-            base = ctypes_addr(self._memory.data_ptr(store))
+            base = self._base
             ctypes_memmove(base + self._buf_ptr, req, n)
             try:
-                r = self._call(store, h, n)
+                r = self._call(h, n)
             except wasmtime.Trap as e:
                 self.dead = str(e).splitlines()[0] if str(e) else "trap"
                 raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
@@ -152,7 +155,7 @@ class Engine:
                 self.dead = f"exit {e.code}"
                 raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
             ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
-            out = ctypes_string_at(ctypes_addr(self._memory.data_ptr(store)) + ptr, ln)
+            out = ctypes_string_at(base + ptr, ln)
         return _decode_result(out)
 
 
