@@ -92,11 +92,15 @@ class Engine:
         # reservation), so its base address is read once.
         cfg.memory_reservation = 4 << 30
         cfg.memory_may_move = False
+        if os.environ.get("AGENTSTATE_PERFMAP"):
+            cfg.profiler = "perfmap"  # /tmp/perf-PID.map for `perf record` (docs/python.md)
         self._wasm_engine = wasmtime.Engine(cfg)
         module = _compile(self._wasm_engine, _module_bytes())
         self._store = wasmtime.Store(self._wasm_engine)
         wasi = wasmtime.WasiConfig()
         wasi.inherit_stderr()
+        if os.environ.get("AGENTSTATE_TRACE"):
+            wasi.inherit_stdout()  # the engine prints each call's time
         env = [(k, v) for k, v in os.environ.items() if k.startswith("AGENTSTATE_")]
         if env:
             wasi.env = env
