@@ -129,3 +129,41 @@ def test_sigkill_loses_no_acknowledged_checkpoint(db_path):
                 seen.update(m.content for m in st.values.get("messages", []) if m.type == "human")
             missing = [k for k in range(last + 1) if f"k{r} {k}" not in seen]
             assert missing == [], f"round {r}: acknowledged turns lost: {missing}"
+
+
+NODE_SCRIPT = r"""
+const [pkg, file, thread] = process.argv.slice(2);
+const { Database } = await import(pkg);
+const db = await Database.open({ path: file, readOnly: true });
+const { cursor } = await db.call("list.open", { threadId: thread, limit: 0 });
+let ids = [];
+for (let done = false; !done; ) {
+  const r = await db.call("list.next", { cursor, n: 64 });
+  done = r.done;
+  ids.push(...r.tuples.map((t) => t.checkpoint.id));
+}
+const head = await db.call("getTuple", { config: { thread_id: thread, checkpoint_ns: "" } });
+console.log(JSON.stringify({ ids, types: Object.values(head.tuple.checkpoint.values).map((b) => b.t) }));
+await db.close();
+"""
+
+
+def test_the_npm_package_reads_a_python_file(db_path):
+    pkg = os.environ.get("AGENTSTATE_NPM_DIR")
+    if not pkg:
+        if os.environ.get("CI"):
+            pytest.fail("AGENTSTATE_NPM_DIR is not set: CI gives the tests the built npm package")
+        pytest.skip("no built npm package (set AGENTSTATE_NPM_DIR to wasm/npm after npm run build)")
+    with AgentStateSaver(db_path) as saver:
+        cfg = drive(chat(saver), "shared", 3)
+        ids = [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg)]
+    entry = "file://" + os.path.join(os.path.abspath(pkg), "src", "index.js")
+    script = os.path.join(os.path.dirname(db_path), "read.mjs")
+    with open(script, "w") as f:
+        f.write(NODE_SCRIPT)
+    r = subprocess.run(["node", script, entry, db_path, "shared"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["ids"] == ids  # every checkpoint, newest first, as Python lists them
+    assert "msgpack" in got["types"]  # LangGraph Python's serde bytes, stored unread
