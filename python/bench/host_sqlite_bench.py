@@ -21,27 +21,17 @@ INSERT = "INSERT OR IGNORE INTO blobs(thread, ch, version, data) VALUES (?, ?, ?
 SELECT = "SELECT data, length(data) FROM blobs WHERE thread = ? AND ch = ? AND version = ?"
 
 
-def run_apsw(path, n, payload):
-    c = apsw.Connection(path)
-    c.execute("PRAGMA journal_mode=WAL")
-    c.execute("PRAGMA synchronous=NORMAL")
-    cur = c.cursor()
-    t0 = time.process_time()
-    for i in range(n):
-        cur.execute("BEGIN IMMEDIATE")
-        cur.execute(INSERT, ("t", "messages", str(i), payload))
-        for _ in cur.execute(SELECT, ("t", "messages", str(i))):
-            pass
-        cur.execute("COMMIT")
-        for _ in cur.execute(SELECT, ("t", "messages", str(i // 2))):
-            pass
-    dt = time.process_time() - t0
-    c.close()
-    return dt / n * 1e6
+def open_apsw(path):
+    return apsw.Connection(path)
 
 
-def run_stdlib(path, n, payload):
-    c = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+def open_stdlib(path):
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+
+def run(connect, path, n, payload):
+    """CPU microseconds per transaction through the binding connect opens."""
+    c = connect(path)
     c.execute("PRAGMA journal_mode=WAL")
     c.execute("PRAGMA synchronous=NORMAL")
     cur = c.cursor()
@@ -68,12 +58,12 @@ def main():
     d = tempfile.mkdtemp()
     res = {"apsw": [], "sqlite3": []}
     for r in range(a.rounds):
-        for name, fn in (("apsw", run_apsw), ("sqlite3", run_stdlib)):
+        for name, connect in (("apsw", open_apsw), ("sqlite3", open_stdlib)):
             path = os.path.join(d, f"{name}-{r}.db")
             conn = sqlite3.connect(path)
             conn.execute(SCHEMA)
             conn.close()
-            res[name].append(fn(path, a.n, payload))
+            res[name].append(run(connect, path, a.n, payload))
     ratios = [x / y for x, y in zip(res["apsw"], res["sqlite3"])]
     print(f"SQLite: apsw {apsw.sqlite_lib_version()}, sqlite3 {sqlite3.sqlite_version}")
     for k, v in res.items():
