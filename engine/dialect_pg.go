@@ -146,6 +146,8 @@ FROM chain LEFT JOIN LATERAL (SELECT type FROM blobs b
 ORDER BY chain.depth DESC`},
 	sqlWalkSeed: {sql: pgWalkChain + `SELECT b.version FROM chain CROSS JOIN LATERAL (SELECT version FROM blobs b
 	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`},
+	sqlBaseSeed: {sql: pgWalkChain + `SELECT b.version, b.checkpoint_id, length(b.data), substr(b.data, 1, 24) FROM chain CROSS JOIN LATERAL (SELECT version, checkpoint_id, data FROM blobs b
+	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`},
 	sqlHolds: {sql: `SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id FROM (SELECT versions ->> $1 AS ver FROM checkpoints
 	WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4) v
 	LEFT JOIN LATERAL (SELECT type, data, enc, base, checkpoint_id FROM blobs b

@@ -236,7 +236,8 @@ var pgWrittenFor = map[string]string{
 	"cbba8d9fe340": "PRAGMA application_id",
 	"ce2cfadfb24b": "INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, chec",
 	"e2ba7c9f86d7": "PRAGMA page_count",
-	"f1364da2cc37": "WITH RECURSIVE chain(id, child, depth, ver, parent) AS (",
+	"ce414b106582": "WITH RECURSIVE chain(id, child, depth, ver, parent) AS (",
+	"66e643984751": "WITH RECURSIVE chain(id, child, depth, ver, parent) AS (",
 }
 
 func TestPGStatementsMatchTheirSQLite(t *testing.T) {
