@@ -50,7 +50,7 @@ let apiPromise;
  * (agentstate.wasm) and SQLite (the official sqlite3.wasm, with its
  * callback module sqlite-callbacks.wasm), compiled in parallel. Options
  * (first call only), each module as a `WebAssembly.Module` (what workerd
- * and bundlers give for `import m from "agentstate/agentstate.wasm"`) or
+ * and bundlers give for `import m from "langgraph-checkpoint-agentstate/agentstate.wasm"`) or
  * its bytes (ArrayBuffer, typed array), or a URL to fetch it from (default:
  * this package's dist/, read from disk in Node):
  * - `wasmBytes` / `wasmURL`: the engine, agentstate.wasm;

@@ -103,13 +103,13 @@ export interface OpenOptions {
   busyTimeoutMs?: number;
   /** Where browsers fetch agentstate.wasm (default: next to this package's dist/). */
   wasmURL?: string | URL;
-  /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "agentstate/agentstate.wasm"`) or its bytes. */
+  /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "langgraph-checkpoint-agentstate/agentstate.wasm"`) or its bytes. */
   wasmBytes?: BufferSource | WebAssembly.Module;
-  /** SQLite, the official sqlite3.wasm: a WebAssembly.Module (`import sqliteWasm from "agentstate/sqlite3.wasm"`) or its bytes. */
+  /** SQLite, the official sqlite3.wasm: a WebAssembly.Module (`import sqliteWasm from "langgraph-checkpoint-agentstate/sqlite3.wasm"`) or its bytes. */
   sqliteWasm?: BufferSource | WebAssembly.Module;
   /** Where browsers fetch sqlite3.wasm (default: next to this package's dist/). */
   sqliteWasmURL?: string | URL;
-  /** SQLite's callback module: a WebAssembly.Module (`import callbacksWasm from "agentstate/sqlite-callbacks.wasm"`) or its bytes. */
+  /** SQLite's callback module: a WebAssembly.Module (`import callbacksWasm from "langgraph-checkpoint-agentstate/sqlite-callbacks.wasm"`) or its bytes. */
   callbacksWasm?: BufferSource | WebAssembly.Module;
   /** Where browsers fetch sqlite-callbacks.wasm (default: next to this package's dist/). */
   callbacksWasmURL?: string | URL;
