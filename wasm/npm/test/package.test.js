@@ -1,6 +1,7 @@
 // What `npm pack` ships besides the code: the license the package declares.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -48,4 +49,36 @@ describe("package name and exports", () => {
       for (const s of specifiers) expect(s.split("/")[0], `${readme}: ${s}`).toBe(pkg.name);
     }
   });
+});
+
+// The root README's "Depend on it from a clone", as a user does it: the
+// packed tarball installed by the README's npm install line (verbatim, from
+// a project beside the clone) and the README's LangGraph.js example run
+// there, resolving everything from the project's node_modules.
+describe("the tarball, installed as the README says", () => {
+  it("runs the README's example from a project of its own", () => {
+    const readme = fs.readFileSync(path.join(pkgDir, "../../README.md"), "utf8");
+    const install = readme.split("\n").map((l) => l.trim()).find((l) => l.startsWith("npm install ../agentstate/wasm/npm/"));
+    expect(install, "the README's npm install line").toBeDefined();
+    const example = readme.match(/^```js\n([\s\S]*?)^```$/m)[1];
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-tarball-"));
+    try {
+      const clone = path.join(tmp, "agentstate/wasm/npm"); // where the README's npm pack leaves it
+      fs.mkdirSync(clone, { recursive: true });
+      const [packed] = JSON.parse(execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", clone], { cwd: pkgDir, encoding: "utf8" }));
+      expect(install).toContain(`../agentstate/wasm/npm/${packed.filename} `);
+      const app = path.join(tmp, "app");
+      fs.mkdirSync(app);
+      fs.writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+      const [cmd, ...args] = install.split(/\s+/);
+      execFileSync(cmd, [...args, "--prefer-offline", "--no-audit", "--no-fund"], { cwd: app, encoding: "utf8", stdio: "pipe" });
+      fs.writeFileSync(path.join(app, "example.mjs"), example);
+      const out = execFileSync(process.execPath, ["example.mjs"], { cwd: app, encoding: "utf8" }).trim();
+      expect(out).toBe("2 You said: hi");
+      const installed = JSON.parse(fs.readFileSync(path.join(app, "node_modules/langgraph-checkpoint-agentstate/package.json"), "utf8"));
+      expect(installed.name).toBe("langgraph-checkpoint-agentstate");
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  }, 300_000);
 });
