@@ -70,6 +70,7 @@ describe("channel modes", () => {
     expect(err.message).toContain(`${file} was written in delta mode with K=4, not full mode`);
     expect(err.message).toContain(`mode: "auto"`);
     expect(err.message).toContain(`mode: "delta", every: 4`);
+    expect(err.message).toContain("not in the npm package: go install ./cmd/agentstate in a clone of the repository");
     expect(err.message).not.toMatch(/vfs=|file:|SnapshotEvery|Options\.|engine\./);
     const m = err.message.match(/agentstate convert .*$/);
     expect(m).not.toBeNull();
@@ -85,6 +86,18 @@ describe("channel modes", () => {
     expect((await full.db.info()).mode).toBe("full");
     expect((await full.getTuple({ configurable: { thread_id: "t1" } }))?.checkpoint).toBeDefined();
     await full.close();
+  });
+
+  it("refuses every (K) with any mode but delta, where it would mean nothing", async () => {
+    for (const opts of [{ every: 4 }, { mode: "auto", every: 4 }, { mode: "full", every: 4 }]) {
+      const err = await AgentStateSaver.open({ path: "k.db", ...opts }).catch((e) => e);
+      expect(err, JSON.stringify(opts)).toMatchObject({ code: "INVALID_ARGUMENT" });
+      expect(err.message).toContain(`applies to mode: "delta" only`);
+    }
+    expect(fs.existsSync("k.db")).toBe(false);
+    const db = await Database.open({ path: "k.db", mode: "delta", every: 4 });
+    expect(await db.info()).toMatchObject({ mode: "delta", snapshot_every: 4 });
+    await db.close();
   });
 
   it("creates a new file in full mode with mode auto or no mode", async () => {
