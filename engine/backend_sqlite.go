@@ -29,11 +29,6 @@ type sqliteBackend struct {
 	release func()
 }
 
-// HeldError is the error (also ErrConflict) of an Open refused because a
-// JavaScript process (the npm package in Node) has the file open: Holder
-// names it (runtime, pid, host, since). Nothing was written to the file.
-type HeldError = sqlite.HeldError
-
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 	if pgurl.Is(path) {
 		return openPGBackend(path, o)

@@ -58,6 +58,13 @@ var (
 	ErrFileReplaced = errors.New("agentstate: database file was deleted or replaced while open")
 )
 
+// HeldError is the error (also ErrConflict) of an Open refused because a
+// JavaScript process (the npm package in Node) has the file open: Holder
+// names it (runtime, pid, host, since). Nothing was written to the file.
+// Every build has the type; only native and WASI builds return it (in the
+// GOOS=js build the JavaScript host keeps processes apart).
+type HeldError = driver.HeldError
+
 // ModeMismatchError is every ErrModeMismatch error: what the file, thread
 // or export records and what was asked of it. Its message tells a Go caller
 // what to call; front ends with other vocabularies (the CLI, the JavaScript
