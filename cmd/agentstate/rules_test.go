@@ -213,7 +213,7 @@ func runShell(t *testing.T, dir, line string) result {
 	return r
 }
 
-var suggested = regexp.MustCompile(`agentstate (?:convert|upgrade) [^()]*?(?:$|\)|, then)`)
+var suggested = regexp.MustCompile(`agentstate (?:convert|upgrade|import-langgraph|export) [^()]*?(?:$|\)|, then)`)
 
 // suggestion returns the one command an error suggests, as printed.
 func suggestion(t *testing.T, stderr string) string {
@@ -295,6 +295,36 @@ func TestSuggestedCommandsWork(t *testing.T) {
 		again := agentstate(t, nil, "upgrade", old)
 		want(t, again, 0)
 		contains(t, again.stdout, "nothing to do")
+	})
+
+	t.Run("info: a LangGraph SqliteSaver file points to import-langgraph", func(t *testing.T) {
+		src := filepath.Join(spaced, "lg chat.sqlite")
+		b, err := os.ReadFile(langGraphFixture(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(src, b, 0o644)
+		r := agentstate(t, nil, "info", src)
+		want(t, r, 1)
+		contains(t, r.stderr, "not an agentstate database", "is a LangGraph SqliteSaver file")
+		want(t, runShell(t, "/", suggestion(t, r.stderr)), 0)
+		want(t, agentstate(t, nil, "verify", filepath.Join(spaced, "lg chat.agentstate.db")), 0)
+	})
+
+	t.Run("import-langgraph: an agentstate file as SRC is named, not DST", func(t *testing.T) {
+		src, _ := fixture(t, engine.ModeDelta)
+		dst := filepath.Join(spaced, "copy.db")
+		r := agentstate(t, nil, "import-langgraph", src, dst)
+		want(t, r, 1)
+		if first := strings.SplitN(r.stderr, "\n", 2)[0]; !strings.HasPrefix(first, "agentstate import-langgraph: ") || !strings.Contains(first, src) || strings.Contains(first, dst) {
+			t.Fatalf("the error does not name SRC first, or blames DST:\n%s", r.stderr)
+		}
+		contains(t, r.stderr, "is not a LangGraph SqliteSaver file", "is an agentstate file already")
+		if exists(dst) {
+			t.Fatal("a refused import created DST")
+		}
+		want(t, runShell(t, "/", suggestion(t, r.stderr)), 0)
+		want(t, agentstate(t, nil, "verify", dst), 0)
 	})
 
 	t.Run("empty file", func(t *testing.T) {
