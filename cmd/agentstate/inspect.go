@@ -82,6 +82,9 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer db.Close()
+	if err := requireThread(ctx, db, pos[0], pos[1]); err != nil {
+		return argErr(fs, pos[0], err)
+	}
 	view, err := db.ReadState(ctx, engine.Config{ThreadID: pos[1], CheckpointNS: *ns, CheckpointID: *cp})
 	if err != nil {
 		return argErr(fs, pos[0], err)
@@ -118,6 +121,9 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
+	if err := requireThread(ctx, db, pos[0], pos[1]); err != nil {
+		return argErr(fs, pos[0], err)
+	}
 	var tw *tabwriter.Writer
 	if !*asJSON {
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
