@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -379,6 +380,14 @@ func TestRefusesFilesItCannotOwn(t *testing.T) {
 	newer := filepath.Join(dir, "newer.db")
 	db := openTest(t, newer, nil)
 	db.Close()
+	// A file that is not SQLite at all: native and WASI builds read its
+	// first bytes before SQLite does (ErrNotAgentstate, like any file
+	// another program wrote); the js build sees only SQLite's "not a
+	// database" (ErrCorrupt; the npm package checks Node files itself).
+	notSQLite := ErrNotAgentstate
+	if runtime.GOOS == "js" {
+		notSQLite = ErrCorrupt
+	}
 	cases := []struct {
 		name string
 		path string
@@ -388,7 +397,7 @@ func TestRefusesFilesItCannotOwn(t *testing.T) {
 		{"newer schema", newer, rawFile(t, newer, fmt.Sprintf("PRAGMA user_version=%d", SchemaVersion+1)), ErrSchemaTooNew},
 		{"foreign app id", filepath.Join(dir, "foreign.db"), rawFile(t, filepath.Join(dir, "foreign.db"), "PRAGMA application_id=42", "CREATE TABLE t(x)"), ErrNotAgentstate},
 		{"plain sqlite tables", filepath.Join(dir, "plain.db"), rawFile(t, filepath.Join(dir, "plain.db"), "CREATE TABLE users(name)"), ErrNotAgentstate},
-		{"not sqlite at all", filepath.Join(dir, "garbage.db"), bytes.Repeat([]byte("not a database "), 400), ErrCorrupt},
+		{"not sqlite at all", filepath.Join(dir, "garbage.db"), bytes.Repeat([]byte("not a database "), 400), notSQLite},
 	}
 	for _, tc := range cases {
 		os.WriteFile(tc.path, tc.data, 0o644)
