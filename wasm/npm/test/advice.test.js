@@ -88,6 +88,32 @@ describe("channel modes", () => {
     await full.close();
   });
 
+  // What the saver's mode does not change, as its JSDoc and the READMEs
+  // say: a LangGraph.js graph is stored the same in full and delta mode.
+  it("stores a LangGraph.js graph the same in full and delta mode", async () => {
+    const { MessagesAnnotation, START, StateGraph } = await import("@langchain/langgraph");
+    const { AIMessage, HumanMessage } = await import("@langchain/core/messages");
+    const stored = {};
+    for (const mode of ["full", "delta"]) {
+      const file = `graph-${mode}.db`;
+      const saver = await AgentStateSaver.open({ path: file, mode, ...(mode === "delta" ? { every: 10 } : {}) });
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("agent", (state) => ({ messages: [new AIMessage(`reply ${state.messages.length}: ${"x".repeat(200)}`)] }))
+        .addEdge(START, "agent")
+        .compile({ checkpointer: saver });
+      for (let i = 0; i < 30; i++) {
+        await graph.invoke({ messages: [new HumanMessage(`turn ${i}: ${"y".repeat(200)}`)] }, { configurable: { thread_id: "t" } });
+      }
+      const info = await saver.db.info();
+      expect(info.mode).toBe(mode);
+      stored[mode] = { rows: { blobs: info.rows.blobs, checkpoints: info.rows.checkpoints, writes: info.rows.writes, snapshots: info.rows.snapshots ?? 0 } };
+      await saver.close();
+      stored[mode].bytes = fs.statSync(file).size + (fs.existsSync(`${file}-wal`) ? fs.statSync(`${file}-wal`).size : 0);
+    }
+    expect(stored.delta.rows).toEqual(stored.full.rows);
+    expect(Math.abs(stored.delta.bytes - stored.full.bytes) / stored.full.bytes).toBeLessThanOrEqual(0.02);
+  }, 120_000);
+
   it("refuses every (K) with any mode but delta, where it would mean nothing", async () => {
     for (const opts of [{ every: 4 }, { mode: "auto", every: 4 }, { mode: "full", every: 4 }]) {
       const err = await AgentStateSaver.open({ path: "k.db", ...opts }).catch((e) => e);
