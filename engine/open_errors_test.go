@@ -1,7 +1,8 @@
-//go:build !js
+//go:build !js && !(wasip1 && hostsqlite)
 
-// Native and WASI only: the GOOS=js build opens files through its host (the
-// npm package checks these paths itself; see wasm/npm/test/engine.test.js).
+// The builds of backend_sqlite.go only (native, and WASI on ncruces): the
+// builds on a host's SQLite open files through the host (the npm package
+// checks these paths itself; see wasm/npm/test/engine.test.js).
 
 package engine
 
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"testing"
 )
+
+// Open reads a file's first bytes before SQLite does in these builds.
+func init() { opensReadTheHeader = true }
 
 // TestOpenErrorsOfPaths: a path that cannot be a database fails Open with
 // the sentinel that says why, in a message that names the path and says
