@@ -328,7 +328,7 @@ func openErrorForJS(err error, req openRequest, disk bool) error {
 			if mm.WantMode == engine.ModeDelta {
 				cmd += fmt.Sprintf(" --every %d", mm.WantEvery)
 			}
-			msg += ", or convert the file first with the agentstate CLI (not in the npm package: go install ./cmd/agentstate in a clone of the repository): " + cmd
+			msg += ", or convert the file first with the agentstate CLI (not in this package: go install ./cmd/agentstate in a clone of the repository): " + cmd
 		}
 		return &jsAdvice{msg, err}
 	case errors.Is(err, engine.ErrReadOnly) && req.ReadOnly:

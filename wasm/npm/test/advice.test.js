@@ -70,7 +70,7 @@ describe("channel modes", () => {
     expect(err.message).toContain(`${file} was written in delta mode with K=4, not full mode`);
     expect(err.message).toContain(`mode: "auto"`);
     expect(err.message).toContain(`mode: "delta", every: 4`);
-    expect(err.message).toContain("not in the npm package: go install ./cmd/agentstate in a clone of the repository");
+    expect(err.message).toContain("agentstate CLI (not in this package: go install ./cmd/agentstate in a clone of the repository)");
     expect(err.message).not.toMatch(/vfs=|file:|SnapshotEvery|Options\.|engine\./);
     const m = err.message.match(/agentstate convert .*$/);
     expect(m).not.toBeNull();
