@@ -37,6 +37,11 @@ func followConvertFile(t *testing.T, err error) {
 }
 
 func TestModeMismatchAdviceWorks(t *testing.T) {
+	full := func() *Options {
+		o := DefaultOptions()
+		o.Mode = ModeFull
+		return &o
+	}
 	delta := func(k int) *Options {
 		o := DefaultOptions()
 		o.Mode, o.SnapshotEvery = ModeDelta, k
@@ -52,7 +57,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 
 	t.Run("open: delta file, full handle", func(t *testing.T) {
 		path := writeFile(t, delta(4))
-		_, err := Open(bg, path, nil)
+		_, err := Open(bg, path, full())
 		var mm *ModeMismatchError
 		if !errors.As(err, &mm) || !errors.Is(err, ErrModeMismatch) || mm.Op != "open" || mm.Mode != ModeDelta || mm.Every != 4 || mm.WantMode != ModeFull {
 			t.Fatalf("err = %#v", err)
@@ -68,7 +73,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 		openTest(t, path, &o).Close()
 		// The second: the conversion, after which the same Open works.
 		followConvertFile(t, err)
-		openTest(t, path, nil).Close()
+		openTest(t, path, full()).Close()
 	})
 
 	t.Run("open: other K", func(t *testing.T) {

@@ -217,7 +217,7 @@ func pgReadState(d driver.Conn) (st pgState, err error) {
 func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 	restore := w.withCtx(ctx)
 	defer restore()
-	fail := func(err error) error { return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err)) }
+	fail := func(err error) error { return openErr(db.path, wrapErr(ctx, err)) }
 	st, err := pgReadState(w.d)
 	if err != nil {
 		return fail(err)

@@ -3,8 +3,13 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
@@ -24,11 +29,6 @@ type sqliteBackend struct {
 	release func()
 }
 
-// HeldError is the error (also ErrConflict) of an Open refused because a
-// JavaScript process (the npm package in Node) has the file open: Holder
-// names it (runtime, pid, host, since). Nothing was written to the file.
-type HeldError = sqlite.HeldError
-
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 	if pgurl.Is(path) {
 		return openPGBackend(path, o)
@@ -42,6 +42,9 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 		return b, nil
 	}
 	if !strings.HasPrefix(path, "file:") {
+		if err := checkFilePath(path); err != nil {
+			return nil, err
+		}
 		// The npm package cannot take SQLite's POSIX locks: it and this
 		// process take turns by a protocol of files beside the database.
 		release, err := sqlite.Register(path, o.BusyTimeout)
@@ -49,7 +52,7 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 			if _, held := errors.AsType[*sqlite.HeldError](err); held {
 				return nil, fmt.Errorf("%w: %w", ErrConflict, err)
 			}
-			return nil, fmt.Errorf("agentstate: open %s: %w", path, err)
+			return nil, openErr(path, err)
 		}
 		b.release = release
 	}
@@ -105,4 +108,44 @@ func (b *sqliteBackend) close() {
 // engine's functions.
 func scratchConn() (driver.Conn, error) {
 	return sqlite.Open(":memory:", sqlite.Options{Create: true, Funcs: sqlFuncs()})
+}
+
+// sqliteMagic is how every SQLite database file begins.
+const sqliteMagic = "SQLite format 3\x00"
+
+// checkFilePath refuses, before anything is created beside it, a path that
+// cannot be a database file: a directory (ErrInvalidArgument), a file in a
+// directory that does not exist (ErrNotFound: Open creates the file, not
+// its directory), and a file that is not an SQLite database
+// (ErrNotAgentstate). What it cannot tell (no permission to look) is left
+// to SQLite.
+func checkFilePath(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		dir := filepath.Dir(path)
+		if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+			return fmt.Errorf("%w: open %s: directory %s does not exist (Open creates the file, not its directory)", ErrNotFound, path, dir)
+		}
+		return nil
+	}
+	if err != nil {
+		return nil
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%w: open %s: it is a directory, not a database file", ErrInvalidArgument, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteMagic))
+	n, err := io.ReadFull(f, head)
+	if n == 0 || (err != nil && !errors.Is(err, io.ErrUnexpectedEOF)) {
+		return nil // empty (SQLite makes it a database) or unreadable
+	}
+	if !bytes.Equal(head[:n], []byte(sqliteMagic)) {
+		return fmt.Errorf("%w: %s is not an SQLite database (it begins %q)", ErrNotAgentstate, path, head[:n])
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -98,5 +99,52 @@ func TestConvertThreadOnDeltaHandle(t *testing.T) {
 	}
 	if _, err := db.ConvertThread(bg, "langgraph-thread", ModeFull); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("converting a thread the thread API never wrote: %v", err)
+	}
+}
+
+// TestDefaultOpenIsTheFilesMode: without a mode (nil options, or
+// DefaultOptions unchanged) an existing file opens in the mode and K it
+// records, as the npm package opens one without a mode; a new file is
+// created in full mode; only an explicit mode can mismatch.
+func TestDefaultOpenIsTheFilesMode(t *testing.T) {
+	if got := DefaultOptions().Mode; got != ModeAuto {
+		t.Fatalf("DefaultOptions().Mode = %q, want %q", got, ModeAuto)
+	}
+	path := testPath(t, filepath.Join(t.TempDir(), "agent.db"))
+	o := DefaultOptions()
+	o.Mode, o.SnapshotEvery = ModeDelta, 4
+	db := openTest(t, path, &o)
+	mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h1", "hi"))}})
+	db.Close()
+
+	d := DefaultOptions()
+	for name, opts := range map[string]*Options{"nil": nil, "DefaultOptions": &d} {
+		db, err := Open(bg, path, opts)
+		if err != nil {
+			t.Fatalf("%s: open a delta file: %v", name, err)
+		}
+		if got := db.Options(); got.Mode != ModeDelta || got.SnapshotEvery != 4 {
+			t.Errorf("%s: opened in %s K=%d, want the file's delta K=4", name, got.Mode, got.SnapshotEvery)
+		}
+		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h2", "again"))}})
+		db.Close()
+	}
+	full := DefaultOptions()
+	full.Mode = ModeFull
+	if _, err := Open(bg, path, &full); !errors.Is(err, ErrModeMismatch) {
+		t.Errorf("an explicit full mode on a delta file: %v, want ErrModeMismatch", err)
+	}
+
+	fresh := testPath(t, filepath.Join(t.TempDir(), "new.db"))
+	db, err := Open(bg, fresh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := db.Options().Mode; got != ModeFull {
+		t.Errorf("a new file opened without a mode is in %s, want full", got)
+	}
+	db.Close()
+	if _, err := Open(bg, fresh, &o); !errors.Is(err, ErrModeMismatch) {
+		t.Errorf("the new file did not record full mode: delta opens it: %v", err)
 	}
 }

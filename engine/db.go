@@ -89,7 +89,7 @@ func openWith(ctx context.Context, path string, b backend, o Options) (*DB, erro
 	if !o.ReadOnly {
 		if err := db.startRecords(ctx); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("agentstate: open %s: %w", db.path, err)
+			return nil, openErr(db.path, err)
 		}
 	}
 	return db, nil
@@ -98,7 +98,7 @@ func openWith(ctx context.Context, path string, b backend, o Options) (*DB, erro
 func (db *DB) open(ctx context.Context) error {
 	w, err := db.dial(ctx, true)
 	if err != nil {
-		return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+		return openErr(db.path, wrapErr(ctx, err))
 	}
 	writers := 1
 	if sb := db.server(); sb != nil {
@@ -115,7 +115,7 @@ func (db *DB) open(ctx context.Context) error {
 	for range writers - 1 {
 		w, err := db.dial(ctx, true)
 		if err != nil {
-			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+			return openErr(db.path, wrapErr(ctx, err))
 		}
 		db.writer.put(w)
 	}
@@ -127,7 +127,7 @@ func (db *DB) open(ctx context.Context) error {
 	for range db.opts.ReadConns {
 		r, err := db.dial(ctx, false)
 		if err != nil {
-			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+			return openErr(db.path, wrapErr(ctx, err))
 		}
 		db.readers.put(r)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
@@ -16,14 +17,17 @@ var (
 	ErrClosed = errors.New("agentstate: database is closed")
 	// ErrInvalidOption: Open was given an option outside its range.
 	ErrInvalidOption = errors.New("agentstate: invalid option")
-	// ErrInvalidArgument: a call was given a missing or malformed argument.
+	// ErrInvalidArgument: a call was given a missing or malformed argument
+	// (for Open, a path that is a directory).
 	ErrInvalidArgument = errors.New("agentstate: invalid argument")
-	// ErrNotFound: the named thing does not exist (or belongs to another owner).
+	// ErrNotFound: the named thing does not exist (or belongs to another
+	// owner); for Open, the directory of the file's path.
 	ErrNotFound = errors.New("agentstate: not found")
 	// ErrConflict: the call would break a rule the database enforces (one
 	// active run per thread, a duplicate id, a refused status transition).
 	ErrConflict = errors.New("agentstate: conflict")
-	// ErrNotAgentstate: the file is an SQLite database written by something else.
+	// ErrNotAgentstate: the file is an SQLite database written by something
+	// else, or not an SQLite database at all.
 	ErrNotAgentstate = errors.New("agentstate: not an agentstate database")
 	// ErrSchemaTooNew: the file was written by a newer agentstate than this one.
 	ErrSchemaTooNew = errors.New("agentstate: database schema is newer than this build")
@@ -53,6 +57,13 @@ var (
 	// The handle is of no further use: close it and open the path again.
 	ErrFileReplaced = errors.New("agentstate: database file was deleted or replaced while open")
 )
+
+// HeldError is the error (also ErrConflict) of an Open refused because a
+// JavaScript process (the npm package in Node) has the file open: Holder
+// names it (runtime, pid, host, since). Nothing was written to the file.
+// Every build has the type; only native and WASI builds return it (in the
+// GOOS=js build the JavaScript host keeps processes apart).
+type HeldError = driver.HeldError
 
 // ModeMismatchError is every ErrModeMismatch error: what the file, thread
 // or export records and what was asked of it. Its message tells a Go caller
@@ -180,3 +191,19 @@ func wrapErr(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// openError is an error of Open on path: its message names the path once
+// and says "agentstate:" once, however many layers of the engine's own
+// errors (each "agentstate: ...") it wraps.
+type openError struct {
+	path string
+	err  error
+}
+
+func openErr(path string, err error) error { return &openError{path, err} }
+
+func (e *openError) Error() string {
+	return "agentstate: open " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "agentstate: ")
+}
+
+func (e *openError) Unwrap() error { return e.err }

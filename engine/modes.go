@@ -52,7 +52,7 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 	defer restore()
 	mode, every, found, err := fileMode(w)
 	if err != nil {
-		return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+		return openErr(db.path, wrapErr(ctx, err))
 	}
 	if db.opts.Mode == ModeAuto {
 		db.opts.Mode, db.opts.SnapshotEvery = ModeFull, DefaultOptions().SnapshotEvery

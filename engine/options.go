@@ -65,11 +65,15 @@ type Options struct {
 	// locks, no log), which holds because no writer can work where the -shm
 	// cannot be created; a -wal without its -shm there is ErrReadOnly.
 	ReadOnly bool
-	// Mode is the message channel mode, ModeFull (default), ModeDelta or
-	// ModeAuto. It is frozen for the handle's life and must match what the
-	// file records (ErrModeMismatch otherwise; see ConvertFile).
+	// Mode is the message channel mode: ModeAuto (default: an existing file
+	// opens in the mode and K it records, a new one is created in full
+	// mode, as the npm package does without a mode), ModeFull or ModeDelta.
+	// It is frozen for the handle's life; an explicit ModeFull or ModeDelta
+	// must match what the file records (ErrModeMismatch otherwise; see
+	// ConvertFile). After Open, Options reports the mode resolved.
 	Mode Mode
-	// SnapshotEvery is K, the delta snapshot cadence. Default 10; must be >= 1.
+	// SnapshotEvery is K, the delta snapshot cadence with ModeDelta (with
+	// ModeAuto the file's K, or 10 for a new file). Default 10; must be >= 1.
 	SnapshotEvery int
 	// HistoryCacheBytes bounds the delta history cache, and an eighth of
 	// it the frames of compressed message-list chunks that delta snapshots
@@ -124,7 +128,7 @@ func DefaultOptions() Options {
 		Synchronous:       SyncNormal,
 		BusyTimeout:       30 * time.Second,
 		ReadConns:         4,
-		Mode:              ModeFull,
+		Mode:              ModeAuto,
 		SnapshotEvery:     10,
 		HistoryCacheBytes: 64 << 20,
 		Now:               time.Now,

@@ -1,193 +1,277 @@
+//go:build !js && !wasip1
+
+// The README is built with the go command, which a js or wasip1 test
+// binary cannot run.
+
 package engine_test
 
 import (
 	"bufio"
-	"context"
-	"fmt"
-	"log"
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/agentstate/agentstate/codec"
-	"github.com/agentstate/agentstate/engine"
 )
 
-// Example_readme runs the README's Go quick start: readmeQuickStart holds
-// every go block of README.md, verbatim and in order
-// (TestREADMEGoBlocksAreCompiled checks that), in a temporary directory
-// since it writes agent.db.
-func Example_readme() {
-	dir, err := os.MkdirTemp("", "agentstate-readme-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	wd, err := os.Getwd()
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := os.Chdir(dir); err != nil {
-		log.Fatal(err)
-	}
-	defer os.Chdir(wd)
-	readmeQuickStart()
-	// Output:
-	// 1 2
-	// 0 1
-	// -1 0
-	// head before the fork: 2 Sunny, 24 degrees.
-	// head after the rollback: What is the weather in Lisbon? run-2
-	// memories: 1 likes tea
-	// messages: 1 Sure!
-	// tokens: 15 (12 input, 3 output)
-	// safe: 1 false
+// readmeBlock is one fenced block of README.md and the level-2 section it
+// is in.
+type readmeBlock struct {
+	section, lang string
+	lines         []string // as printed, the list indentation of a block inside a list item removed
 }
 
-func readmeQuickStart() {
-	ctx := context.Background()
-	opts := engine.DefaultOptions()
-	opts.Mode, opts.SnapshotEvery, opts.AutoRetain = engine.ModeDelta, 10, true
-	db, err := engine.Open(ctx, "agent.db", &opts) // engine.Memory for an in-memory file
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-
-	// One step: the tasks' writes are reduced with add_messages semantics and
-	// stored with the new checkpoint in one transaction.
-	say := func(run, task string, m codec.Message) engine.Step {
-		return engine.Step{RunID: run, Tasks: []engine.TaskWrites{{TaskID: task,
-			Writes: []engine.ChannelWrite{{Channel: "messages", Value: []codec.Message{m}}}}}}
-	}
-	cfg, err := db.Commit(ctx, "thread-1", say("run-1", "input",
-		codec.Message{Type: codec.Human, Content: "What is the weather in Lisbon?"})) // ids are assigned before storing
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = db.Commit(ctx, "thread-1", say("run-2", "agent", codec.Message{Type: codec.AI, Content: "Sunny, 24 degrees."}))
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	state, err := db.State(ctx, engine.Config{ThreadID: "thread-1"}) // the head
-	if err != nil {
-		log.Fatal(err)
-	}
-	msgs := state.Values["messages"].([]codec.Message) // both messages
-
-	for s, err := range db.StateHistory(ctx, "thread-1", engine.HistoryOptions{Limit: 10}) { // newest first
-		if err != nil {
-			log.Fatal(err)
-		}
-		ms, _ := s.Values["messages"].([]codec.Message) // the root, before any step, has none
-		fmt.Println(s.Metadata["step"], len(ms))
-	}
-	fork, err := db.Fork(ctx, cfg) // time travel: a new head copying cfg's state
-	if err != nil {
-		log.Fatal(err)
-	}
-	summary := []codec.Message{{Type: codec.System, Content: "The user asked about Lisbon's weather."}}
-	_, err = db.Compact(ctx, fork, "messages", summary) // an Overwrite: the list becomes the summary
-	if err != nil {
-		log.Fatal(err)
-	}
-	_, err = db.Rollback(ctx, "thread-1", "run-2") // the state before run-2 (its first step's parent), as a new head
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	// Store: LangGraph BaseStore semantics, optional TTL.
-	ns := []string{"users", "alice", "memories"}
-	err = db.Store().Put(ctx, ns, "m1", map[string]any{"text": "likes tea", "score": 7}, engine.WithTTL(24*time.Hour))
-	items, err := db.Store().Search(ctx, engine.SearchOp{
-		Prefix: []string{"users", "alice"},
-		Filter: map[string]any{"score": map[string]any{"$gte": 5}},
-	})
-
-	// Threads: every call is scoped to an owner; another owner's thread is ErrNotFound.
-	alice := engine.User("alice")
-	th, err := db.Threads().Create(ctx, alice, engine.NewThread{DisplayName: "Trip plan"})
-
-	// Runs: at most one pending/running run per thread, enforced by the database.
-	c, err := db.Runs().Create(ctx, engine.NewRun{ThreadID: th.ThreadID, ModelName: "gpt-x", Status: engine.RunRunning})
-	_, err = db.Runs().Create(ctx, engine.NewRun{ThreadID: th.ThreadID}) // *engine.ActiveRunError, errors.Is(err, engine.ErrConflict)
-
-	// Events: seq is allocated inside the write transaction, gap-free per thread.
-	_, err = db.Events().Put(ctx, engine.Event{ThreadID: th.ThreadID, RunID: c.Run.RunID,
-		EventType: "llm.ai.response", Category: engine.CategoryMessage, Content: "Sure!"})
-	page, err := db.Events().ListMessages(ctx, th.ThreadID, engine.MessageQuery{Limit: 50})
-
-	// Totals left at zero are summed from the by-model breakdown: 12 input, 3 output.
-	err = db.Runs().Complete(ctx, c.Run.RunID, engine.RunSuccess, "", engine.RunTotals{TotalTokens: 15,
-		TokenUsageByModel: map[string]engine.ModelTokens{"gpt-x": {Input: 12, Output: 3, Total: 15}}})
-	usage, err := db.Runs().TokenUsage(ctx, th.ThreadID, false)
-
-	safe := engine.SafeForBrowser(state.Values) // no __pregel_* channels, no hidden inline images
-
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("head before the fork:", len(msgs), msgs[1].Text())
-	head, err := db.State(ctx, engine.Config{ThreadID: "thread-1"})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("head after the rollback:", head.Values["messages"].([]codec.Message)[0].Text(), head.Metadata["rollback_of"])
-	fmt.Println("memories:", len(items), items[0].Value["text"])
-	fmt.Println("messages:", len(page), page[0].Content)
-	fmt.Printf("tokens: %d (%d input, %d output)\n", usage.TotalTokens, usage.TotalInputTokens, usage.TotalOutputTokens)
-	_, private := safe["__pregel_tasks"]
-	fmt.Println("safe:", len(safe), private)
-}
-
-// TestREADMEGoBlocksAreCompiled: every go block of README.md is in
-// readmeQuickStart, line for line (indentation aside), so the README's Go
-// compiles and runs as printed.
-func TestREADMEGoBlocksAreCompiled(t *testing.T) {
+func readmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile("readme_example_test.go")
+	var blocks []readmeBlock
+	var cur *readmeBlock
+	section, indent := "", ""
+	sc := bufio.NewScanner(bytes.NewReader(readme))
+	for sc.Scan() {
+		l := sc.Text()
+		trimmed := strings.TrimLeft(l, " ")
+		switch {
+		case cur == nil && strings.HasPrefix(l, "## "):
+			section = strings.TrimPrefix(l, "## ")
+		case cur == nil && strings.HasPrefix(trimmed, "```") && trimmed != "```":
+			indent = l[:len(l)-len(trimmed)]
+			cur = &readmeBlock{section: section, lang: strings.TrimPrefix(trimmed, "```")}
+		case cur != nil && trimmed == "```":
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			cur.lines = append(cur.lines, strings.TrimPrefix(l, indent))
+		}
+	}
+	return blocks
+}
+
+// readmePackages are the imports the README names for its Go blocks.
+var readmePackages = map[string]string{
+	"context": "context",
+	"errors":  "errors",
+	"fmt":     "fmt",
+	"log":     "log",
+	"time":    "time",
+	"engine":  "github.com/agentstate/agentstate/engine",
+	"codec":   "github.com/agentstate/agentstate/codec",
+}
+
+// readmeProgram is a section's go blocks, in order and as printed, as the
+// body of main, with the imports of readmePackages that the body uses.
+func readmeProgram(t *testing.T, body []string) string {
+	t.Helper()
+	fn := "package main\n\nfunc main() {\n" + strings.Join(body, "\n") + "\n}\n"
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", fn, 0)
+	if err != nil {
+		t.Fatalf("README go blocks do not parse: %v\n%s", err, fn)
+	}
+	used := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if s, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := s.X.(*ast.Ident); ok && readmePackages[id.Name] != "" {
+				used[id.Name] = true
+			}
+		}
+		return true
+	})
+	var imports []string
+	for name := range used {
+		imports = append(imports, "\t"+`"`+readmePackages[name]+`"`)
+	}
+	sort.Strings(imports)
+	checkErrsAreRead(t, f)
+	return "package main\n\nimport (\n" + strings.Join(imports, "\n") + "\n)\n\nfunc main() {\n" + strings.Join(body, "\n") + "\n}\n"
+}
+
+// checkErrsAreRead fails for every err that is assigned and then assigned
+// again, or not at all, before anything reads it: the statement after an
+// assignment to err must mention err (an `if err != nil`, errors.Is, ...),
+// and the first statement of a range loop over (value, err) too.
+func checkErrsAreRead(t *testing.T, f *ast.File) {
+	t.Helper()
+	mentions := func(n ast.Node) bool {
+		found := false
+		ast.Inspect(n, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && id.Name == "err" {
+				found = true
+			}
+			return !found
+		})
+		return found
+	}
+	assignsErr := func(s ast.Stmt) bool {
+		a, ok := s.(*ast.AssignStmt)
+		if !ok {
+			return false
+		}
+		for _, l := range a.Lhs {
+			if id, ok := l.(*ast.Ident); ok && id.Name == "err" {
+				return true
+			}
+		}
+		return false
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.BlockStmt:
+			for i, s := range n.List {
+				if !assignsErr(s) {
+					continue
+				}
+				if i+1 == len(n.List) || !mentions(n.List[i+1]) {
+					t.Errorf("README go block: the err of statement %d of a block (%s) is not checked before the next statement", i+1, stmtText(s))
+				}
+			}
+		case *ast.RangeStmt:
+			if id, ok := n.Value.(*ast.Ident); ok && id.Name == "err" && (len(n.Body.List) == 0 || !mentions(n.Body.List[0])) {
+				t.Errorf("README go block: a range loop does not check its err first")
+			}
+		}
+		return true
+	})
+}
+
+func stmtText(s ast.Stmt) string {
+	var b strings.Builder
+	ast.Inspect(s, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && b.Len() < 60 {
+			b.WriteString(id.Name + " ")
+		}
+		return true
+	})
+	return strings.TrimSpace(b.String())
+}
+
+// TestREADMEGoBlocks builds the README's Go exactly as printed, in a module
+// of its own that depends on this clone the two ways "Depend on it from a
+// clone" shows (a replace directive, a workspace): each section's
+// go blocks are one main, with only the imports the README names; the quick
+// start is run and prints what its comments say.
+func TestREADMEGoBlocks(t *testing.T) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	blocks := readmeBlocks(t)
+	programs := map[string][]string{}
+	var sections []string
+	var setup []string
+	for _, b := range blocks {
+		switch {
+		case b.lang == "go":
+			if programs[b.section] == nil {
+				sections = append(sections, b.section)
+			}
+			programs[b.section] = append(programs[b.section], b.lines...)
+		case b.section == "Depend on it from a clone" && b.lang == "sh" && strings.Contains(strings.Join(b.lines, "\n"), "go mod edit"):
+			setup = b.lines
+		}
+	}
+	if !slices.Equal(sections, []string{"Quick start", "PostgreSQL: one database for many processes"}) {
+		t.Fatalf("go blocks in sections %q, want the quick start's and PostgreSQL's", sections)
+	}
+	if len(setup) == 0 {
+		t.Fatal(`no sh block with "go mod edit" under "Depend on it from a clone"`)
+	}
+	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, l := range strings.Split(string(src), "\n") {
-		lines = append(lines, strings.TrimSpace(l))
+	work := regexp.MustCompile("`(go work init [^`]+)`").FindSubmatch(readme)
+	if work == nil {
+		t.Fatal("README names no `go work init ...` line")
 	}
-	code := "\n" + strings.Join(lines, "\n") + "\n"
-	var block []string
-	in, n := false, 0
-	sc := bufio.NewScanner(strings.NewReader(string(readme)))
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case !in && l == "```go":
-			in, block = true, nil
-		case in && l == "```":
-			in = false
-			n++
-			if want := "\n" + strings.Join(block, "\n") + "\n"; !strings.Contains(code, want) {
-				t.Errorf("README.md go block %d is not in readmeQuickStart as written:\n%s", n, strings.Join(block, "\n"))
+
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if err := os.Symlink(root, filepath.Join(tmp, "agentstate")); err != nil { // the clone, beside the project
+		t.Fatal(err)
+	}
+	// The replace directive's go mod tidy loads the whole module graph: on a
+	// cold module cache it fetches a few go.mod files from the module proxy,
+	// as this module's own first build does; the workspace is offline.
+	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOWORK=off")
+	run := func(dir string, env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(args[0], args[1:]...)
+		if args[0] == "go" {
+			cmd.Path = goBin
+		}
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+		}
+		return string(out)
+	}
+	sources := map[string]string{}
+	for _, section := range sections {
+		sources[section] = readmeProgram(t, programs[section])
+	}
+	project := func(name string) string {
+		dir := filepath.Join(tmp, name)
+		for i, section := range sections {
+			pkg := filepath.Join(dir, []string{"quickstart", "postgres"}[i])
+			if err := os.MkdirAll(pkg, 0o755); err != nil {
+				t.Fatal(err)
 			}
-		case in:
-			block = append(block, strings.TrimSpace(l))
+			if err := os.WriteFile(filepath.Join(pkg, "main.go"), []byte(sources[section]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(dir, env, "go", "mod", "init", "example.com/"+name)
+		return dir
+	}
+
+	// A replace directive: the sh block's commands, as printed.
+	app := project("app")
+	for _, l := range setup {
+		if strings.TrimSpace(l) != "" {
+			run(app, env, strings.Fields(l)...)
 		}
 	}
-	if n < 2 {
-		t.Fatalf("found %d go blocks in README.md", n)
+	run(app, env, "go", "build", "-o", filepath.Join(app, "bin")+string(filepath.Separator), "./...")
+	cwd := t.TempDir() // the quick start writes agent.db
+	out := run(cwd, env, filepath.Join(app, "bin", "quickstart"))
+	want := []string{
+		"2 Sunny, 24 degrees.",
+		"1 2", "0 1", "-1 0",
+		"1 likes tea",
+		"true",
+		"1 Sure!",
+		"15 12 3",
+		"1 false",
 	}
-}
+	if got := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(got, want) {
+		t.Errorf("the README's quick start printed\n%s\nwant\n%s", out, strings.Join(want, "\n"))
+	}
+	// What the blocks' comments say they print is what they print.
+	printed := regexp.MustCompile(`fmt\.Println\(.*\) // ([^:]+)`)
+	for _, l := range programs[sections[0]] {
+		if m := printed.FindStringSubmatch(l); m != nil && !slices.Contains(want, strings.TrimSpace(m[1])) {
+			t.Errorf("README: %q says it prints %q, which the program does not print", strings.TrimSpace(l), m[1])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "agent.db")); err != nil {
+		t.Errorf("the quick start wrote no agent.db: %v", err)
+	}
 
-// readmePostgres is the README's PostgreSQL block: compiled here, never run
-// (it names a server that does not exist; the postgres half of the tests
-// opens real ones).
-func readmePostgres(ctx context.Context, opts engine.Options) (*engine.DB, error) {
-	db, err := engine.Open(ctx, "postgres://agent:secret@db.internal:5432/app?search_path=agentstate&sslmode=require", &opts)
-	return db, err
+	// A workspace: the go.mod is left alone.
+	ws := project("ws")
+	wsEnv := append(os.Environ(), "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local", "GOFLAGS=")
+	run(ws, wsEnv, strings.Fields(string(work[1]))...)
+	run(ws, wsEnv, "go", "vet", "./...")
 }
-
-var _ = readmePostgres

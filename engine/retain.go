@@ -40,6 +40,13 @@ type RetainReport struct {
 	SnapshotsRemoved   int `json:"snapshots_removed"`
 	SnapshotsKept      int `json:"snapshots_kept"`
 	WritesRemoved      int `json:"writes_removed"`
+	// Namespaces counts the checkpoint namespaces of the threads retained
+	// (KeepLatest applies to each).
+	Namespaces int `json:"namespaces"`
+	// CheckpointsSpared counts checkpoints that KeepLatest or DropBranches
+	// would remove but that stay because a kept checkpoint needs them to be
+	// rebuilt (included in CheckpointsKept).
+	CheckpointsSpared int `json:"checkpoints_spared"`
 	// ValuesThinned counts whole values of the checkpoint protocol turned
 	// into version deltas (thinValues).
 	ValuesThinned int   `json:"values_thinned"`
@@ -58,6 +65,8 @@ func (r *RetainReport) add(o RetainReport) {
 	r.SnapshotsRemoved += o.SnapshotsRemoved
 	r.SnapshotsKept += o.SnapshotsKept
 	r.WritesRemoved += o.WritesRemoved
+	r.Namespaces += o.Namespaces
+	r.CheckpointsSpared += o.CheckpointsSpared
 	r.ValuesThinned += o.ValuesThinned
 	r.BytesFreed += o.BytesFreed
 }
@@ -95,10 +104,13 @@ func (db *DB) retainThread(c *conn, thread string, o RetainOptions) (RetainRepor
 			drop[k] = true
 		}
 	}
+	rep.Namespaces = len(byNS)
 	if len(drop) > 0 {
+		planned := len(drop)
 		if err := db.protectSurvivors(c, thread, rows, drop, ours); err != nil {
 			return rep, err
 		}
+		rep.CheckpointsSpared = planned - len(drop)
 		n, err := c.queryInt64(`SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`, thread, dropJSON(drop))
 		if err != nil {
 			return rep, err

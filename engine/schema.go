@@ -118,7 +118,7 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	var st fileState
 	err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err })
 	if err != nil {
-		return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+		return openErr(db.path, wrapErr(ctx, err))
 	}
 	if err := st.check(db.path); err != nil {
 		return err
@@ -139,7 +139,7 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 		// mode; it is switched below.)
 		var mode string
 		if _, err := w.queryRow("PRAGMA journal_mode", nil, func(r row) error { mode = r.Text(0); return nil }); err != nil {
-			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+			return openErr(db.path, wrapErr(ctx, err))
 		}
 		if strings.EqualFold(mode, "wal") {
 			return nil
@@ -150,7 +150,7 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 		// frees to the file system (PRAGMA incremental_vacuum), so a file
 		// shrinks without a VACUUM.
 		if err := db.retryBusy(ctx, func() error { return w.exec("PRAGMA auto_vacuum=INCREMENTAL") }); err != nil {
-			return fmt.Errorf("agentstate: open %s: %w", db.path, wrapErr(ctx, err))
+			return openErr(db.path, wrapErr(ctx, err))
 		}
 	}
 	journal := "WAL"
@@ -164,7 +164,7 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	for {
 		done, err := db.migrateStep(ctx, w, SchemaVersion)
 		if err != nil {
-			return fmt.Errorf("agentstate: open %s: %w", db.path, err)
+			return openErr(db.path, err)
 		}
 		if done {
 			return nil

@@ -182,3 +182,15 @@ func decodePyCheckpoint(data []byte, memo extMemo) (doc, values map[string]any, 
 	}
 	return doc, values, nil
 }
+
+// Probe reports whether src is a LangGraph saver's storage that Import
+// reads (a SqliteSaver file, or a PostgresSaver database given as a
+// postgres:// URL): nil if it is, ErrUnsupportedSource saying why if not.
+// It reads only the schema.
+func Probe(ctx context.Context, src string) error {
+	s, err := openSource(ctx, src)
+	if err != nil {
+		return err
+	}
+	return s.close()
+}

@@ -583,7 +583,7 @@ func TestConvert(t *testing.T) {
 	before := states()
 	r := agentstate(t, nil, "convert", path, "--mode", "delta", "--every", "4")
 	want(t, r, 0)
-	contains(t, r.stdout, "converted 1 threads to delta")
+	contains(t, r.stdout, "converted 1 thread to delta")
 	contains(t, agentstate(t, nil, "info", path).stdout, "delta (K=4)")
 	want(t, agentstate(t, nil, "verify", path), 0)
 	after := states()

@@ -82,6 +82,9 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer db.Close()
+	if err := requireThread(ctx, db, pos[0], pos[1]); err != nil {
+		return argErr(fs, pos[0], err)
+	}
 	view, err := db.ReadState(ctx, engine.Config{ThreadID: pos[1], CheckpointNS: *ns, CheckpointID: *cp})
 	if err != nil {
 		return argErr(fs, pos[0], err)
@@ -118,6 +121,9 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
+	if err := requireThread(ctx, db, pos[0], pos[1]); err != nil {
+		return argErr(fs, pos[0], err)
+	}
 	var tw *tabwriter.Writer
 	if !*asJSON {
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -333,8 +339,8 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *asJSON {
 		return printJSON(stdout, u)
 	}
-	fmt.Fprintf(stdout, "thread %s: %d runs, %d LLM calls, %d tokens (%d input, %d output)\n\n",
-		pos[1], u.Runs, u.LLMCallCount, u.TotalTokens, u.TotalInputTokens, u.TotalOutputTokens)
+	fmt.Fprintf(stdout, "thread %s: %s, %d LLM calls, %d tokens (%d input, %d output)\n\n",
+		pos[1], count(int(u.Runs), "run"), u.LLMCallCount, u.TotalTokens, u.TotalInputTokens, u.TotalOutputTokens)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "model\truns\tinput\toutput\ttotal\t")
 	models := make([]string, 0, len(u.ByModel))
@@ -351,5 +357,10 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(tw, "lead agent\t%d\t\t\t\t\n", u.ByCaller.LeadAgent)
 	fmt.Fprintf(tw, "subagent\t%d\t\t\t\t\n", u.ByCaller.Subagent)
 	fmt.Fprintf(tw, "middleware\t%d\t\t\t\t\n", u.ByCaller.Middleware)
+	// Runs that recorded totals but no split by caller: without this row the
+	// callers would sum to less than the total with nothing saying why.
+	if rest := u.TotalTokens - u.ByCaller.LeadAgent - u.ByCaller.Subagent - u.ByCaller.Middleware; rest > 0 {
+		fmt.Fprintf(tw, "not recorded\t%d\t\t\t\t\n", rest)
+	}
 	return tw.Flush()
 }

@@ -160,11 +160,34 @@ func (fs *flagSet) usageErr(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...), fs.usage}
 }
 
+// printHelp prints the usage line and each flag as the usage line spells
+// it (--name; flag.PrintDefaults would print -name).
 func (fs *flagSet) printHelp() {
 	fmt.Fprintf(fs.stdout, "Usage: agentstate %s\n", fs.usage)
-	fs.SetOutput(fs.stdout)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		switch def := f.DefValue; {
+		case def == "" || def == "0" || def == "false":
+		case fmt.Sprintf("%T", f.Value) == "*flag.stringValue":
+			line += fmt.Sprintf(" (default %q)", def)
+		default:
+			line += fmt.Sprintf(" (default %v)", def)
+		}
+		fmt.Fprintln(fs.stdout, line)
+	})
+}
+
+// count is "1 thread", "2 threads": n and noun, plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // parse parses args, allowing flags after positional arguments, and checks

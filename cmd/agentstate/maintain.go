@@ -53,9 +53,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "%s: %d more problems not listed (--max)\n", pgurl.Redacted(pos[0]), rep.Truncated)
 		}
 		if rep.OK {
-			fmt.Fprintf(stdout, "%s: ok: %d threads, %d checkpoints (%d replayed, %d snapshots compared, %d delta reads), %d writes, %d values, %d runs, %d events, %d thread records, %d store items\n",
-				pgurl.Redacted(pos[0]), rep.Threads, rep.Checkpoints, rep.Replayed, rep.SnapshotsChecked, rep.DeltaReads, rep.Writes, rep.Blobs,
-				rep.Runs, rep.Events, rep.ThreadRecords, rep.StoreItems)
+			// Threads with checkpoints: a thread only a run, an event or a
+			// thread record knows (which `threads` lists) has none to check.
+			fmt.Fprintf(stdout, "%s: ok: %s with checkpoints, %s (%d replayed, %s compared, %d delta reads), %s, %s, %s, %s, %s, %s\n",
+				pgurl.Redacted(pos[0]), count(rep.Threads, "thread"), count(rep.Checkpoints, "checkpoint"), rep.Replayed, count(rep.SnapshotsChecked, "snapshot"), rep.DeltaReads,
+				count(rep.Writes, "write"), count(rep.Blobs, "value"), count(rep.Runs, "run"), count(rep.Events, "event"), count(rep.ThreadRecords, "thread record"), count(rep.StoreItems, "store item"))
 		}
 	}
 	if !rep.OK {
@@ -116,13 +118,26 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			*engine.WALStatus
 		}{res, before, after, wal})
 	}
-	verb := "would remove"
+	verb, thin := "would remove", "would store"
 	if *apply {
-		verb = "removed"
+		verb, thin = "removed", "stored"
 	}
-	fmt.Fprintf(stdout, "%s: %s %d checkpoints (kept %d), %d snapshots (kept %d), %d writes in %d threads: %d bytes of stored data (%d snapshot bytes)\n",
-		pgurl.Redacted(pos[0]), verb, res.CheckpointsRemoved, res.CheckpointsKept, res.SnapshotsRemoved, res.SnapshotsKept, res.WritesRemoved, res.Threads,
-		res.DataBytesFreed, res.BytesFreed)
+	// Every byte freed has its cause on the line: whole values of version
+	// delta chains turned into deltas free bytes without removing a row.
+	line := fmt.Sprintf("%s %s (kept %d), %s (kept %d) and %s", verb, count(res.CheckpointsRemoved, "checkpoint"), res.CheckpointsKept,
+		count(res.SnapshotsRemoved, "snapshot"), res.SnapshotsKept, count(res.WritesRemoved, "write"))
+	if res.ValuesThinned > 0 {
+		line += fmt.Sprintf(", and %s %s as version deltas", thin, count(res.ValuesThinned, "whole value"))
+	}
+	fmt.Fprintf(stdout, "%s: %s, in %s: %d bytes of stored data (%d of them by thinning)\n",
+		pgurl.Redacted(pos[0]), line, count(res.Threads, "thread"), res.DataBytesFreed, res.BytesFreed)
+	if *keep > 0 && res.CheckpointsKept > *keep {
+		why := fmt.Sprintf("--keep-latest %d keeps the newest %d of each namespace of each thread (%s in %s)", *keep, *keep, count(res.Namespaces, "namespace"), count(res.Threads, "thread"))
+		if res.CheckpointsSpared > 0 {
+			why += fmt.Sprintf(", and %s stay because a kept checkpoint needs them to be rebuilt", count(res.CheckpointsSpared, "older checkpoint"))
+		}
+		fmt.Fprintf(stdout, "%s: kept %d checkpoints, not %d: %s\n", pgurl.Redacted(pos[0]), res.CheckpointsKept, *keep, why)
+	}
 	switch {
 	case *apply && pgurl.Is(pos[0]):
 		fmt.Fprintf(stdout, "%s: tables and indexes hold %d bytes (PostgreSQL reuses the space retention frees; agentstate vacuum gives it back)\n", pgurl.Redacted(pos[0]), after)
@@ -245,7 +260,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *asJSON {
 		return printJSON(stdout, rep)
 	}
-	fmt.Fprintf(stdout, "%s: converted %d threads to %s: %d snapshots added, %d removed\n", pgurl.Redacted(pos[0]), rep.Threads, *mode, rep.SnapshotsAdded, rep.SnapshotsRemoved)
+	fmt.Fprintf(stdout, "%s: converted %s to %s: %s added, %d removed\n", pgurl.Redacted(pos[0]), count(rep.Threads, "thread"), *mode, count(rep.SnapshotsAdded, "snapshot"), rep.SnapshotsRemoved)
 	return nil
 }
 

@@ -8,10 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentstate/agentstate/engine"
 	"github.com/agentstate/agentstate/internal/pgurl"
+	"github.com/agentstate/agentstate/langgraph"
 )
 
 // openFile opens an existing agentstate file (or a PostgreSQL URL) in the
@@ -27,6 +29,12 @@ func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, erro
 		opts.ReconcileOnOpen = false
 	}
 	db, err := engine.Open(ctx, path, &opts)
+	if errors.Is(err, engine.ErrNotAgentstate) && langgraph.Probe(ctx, path) == nil {
+		// A LangGraph saver's file: the command that reads it.
+		dst := strings.TrimSuffix(path, filepath.Ext(path)) + ".agentstate.db"
+		return nil, fmt.Errorf("%w\n%s is a LangGraph SqliteSaver file: copy its threads into an agentstate file with: agentstate import-langgraph %s %s",
+			err, path, shellQuote(path), shellQuote(dst))
+	}
 	if readOnly && errors.Is(err, engine.ErrReadOnly) {
 		// The only refusal of a read-only Open: an older schema.
 		return nil, fmt.Errorf("%s was written by an older agentstate (this one has schema version %d) and a read-only command does not upgrade it; upgrade it in place with: agentstate upgrade %s",

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,7 +214,7 @@ func runShell(t *testing.T, dir, line string) result {
 	return r
 }
 
-var suggested = regexp.MustCompile(`agentstate (?:convert|upgrade) [^()]*?(?:$|\)|, then)`)
+var suggested = regexp.MustCompile(`agentstate (?:convert|upgrade|import-langgraph|export) [^()]*?(?:$|\)|, then)`)
 
 // suggestion returns the one command an error suggests, as printed.
 func suggestion(t *testing.T, stderr string) string {
@@ -295,6 +296,36 @@ func TestSuggestedCommandsWork(t *testing.T) {
 		again := agentstate(t, nil, "upgrade", old)
 		want(t, again, 0)
 		contains(t, again.stdout, "nothing to do")
+	})
+
+	t.Run("info: a LangGraph SqliteSaver file points to import-langgraph", func(t *testing.T) {
+		src := filepath.Join(spaced, "lg chat.sqlite")
+		b, err := os.ReadFile(langGraphFixture(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(src, b, 0o644)
+		r := agentstate(t, nil, "info", src)
+		want(t, r, 1)
+		contains(t, r.stderr, "not an agentstate database", "is a LangGraph SqliteSaver file")
+		want(t, runShell(t, "/", suggestion(t, r.stderr)), 0)
+		want(t, agentstate(t, nil, "verify", filepath.Join(spaced, "lg chat.agentstate.db")), 0)
+	})
+
+	t.Run("import-langgraph: an agentstate file as SRC is named, not DST", func(t *testing.T) {
+		src, _ := fixture(t, engine.ModeDelta)
+		dst := filepath.Join(spaced, "copy.db")
+		r := agentstate(t, nil, "import-langgraph", src, dst)
+		want(t, r, 1)
+		if first := strings.SplitN(r.stderr, "\n", 2)[0]; !strings.HasPrefix(first, "agentstate import-langgraph: ") || !strings.Contains(first, src) || strings.Contains(first, dst) {
+			t.Fatalf("the error does not name SRC first, or blames DST:\n%s", r.stderr)
+		}
+		contains(t, r.stderr, "is not a LangGraph SqliteSaver file", "is an agentstate file already")
+		if exists(dst) {
+			t.Fatal("a refused import created DST")
+		}
+		want(t, runShell(t, "/", suggestion(t, r.stderr)), 0)
+		want(t, agentstate(t, nil, "verify", dst), 0)
 	})
 
 	t.Run("empty file", func(t *testing.T) {
@@ -460,5 +491,101 @@ func TestTokensTotalsMatchByModel(t *testing.T) {
 	contains(t, r.stdout, "15 tokens (12 input, 3 output)")
 	if !regexp.MustCompile(`gpt-x\s+1\s+12\s+3\s+15`).MatchString(r.stdout) {
 		t.Fatalf("by-model row:\n%s", r.stdout)
+	}
+}
+
+// TestTroubleshootingQuotesTheCLI: the README's Troubleshooting rows that
+// quote the CLI quote what it prints, in the situation the row describes
+// (run in a directory of files named as the rows name them). A "..." in a
+// quote separates fragments that must each appear.
+func TestTroubleshootingQuotesTheCLI(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "\n## Troubleshooting\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	quote := regexp.MustCompile("^\\| `([^`]+)`")
+	var quotes []string
+	for _, l := range strings.Split(section, "\n") {
+		if m := quote.FindStringSubmatch(l); m != nil {
+			quotes = append(quotes, m[1])
+		}
+	}
+	dir := t.TempDir()
+	inDir := func(stdin []byte, args ...string) result {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = dir
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if stdin != nil {
+			cmd.Stdin = bytes.NewReader(stdin)
+		}
+		err := cmd.Run()
+		r := result{stdout: out.String(), stderr: errb.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		}
+		return r
+	}
+	copyTo := func(src, name string) {
+		t.Helper()
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each situation, keyed by how its row's quote begins.
+	situations := map[string]func() result{
+		"channel mode mismatch: agent.db": func() result {
+			want(t, inDir(nil, "demo", "--db", "agent.db"), 0) // delta, K=4
+			return inDir(nil, "import-langgraph", langGraphFixture(t), "agent.db", "--mode", "full")
+		},
+		"agentstate import: channel mode mismatch": func() result {
+			want(t, inDir(nil, "bench", "--turns", "1", "--mode", "delta", "--every", "10", "--db", "b.db"), 0)
+			return inDir([]byte(inDir(nil, "export", "--quiet", "agent.db").stdout), "import", "b.db")
+		},
+		"... was written by an older agentstate": func() result {
+			copyTo(filepath.Join("..", "..", "testdata", "schema_v1.db"), "FILE")
+			defer os.Remove(filepath.Join(dir, "FILE"))
+			return inDir(nil, "info", "FILE")
+		},
+		"FILE is empty": func() result {
+			os.WriteFile(filepath.Join(dir, "FILE"), nil, 0o644)
+			defer os.Remove(filepath.Join(dir, "FILE"))
+			return inDir(nil, "info", "FILE")
+		},
+		"not an agentstate database": func() result {
+			copyTo(langGraphFixture(t), "lg.sqlite")
+			return inDir(nil, "info", "lg.sqlite")
+		},
+		"database schema is newer": func() result {
+			copyTo(filepath.Join(dir, "agent.db"), "new.db")
+			rawExec(t, filepath.Join(dir, "new.db"), "PRAGMA user_version = 999")
+			return inDir(nil, "info", "new.db")
+		},
+		"not found: no thread": func() result { return inDir(nil, "state", "agent.db", "t1") },
+	}
+	order := []string{"channel mode mismatch: agent.db", "agentstate import: channel mode mismatch", "... was written by an older agentstate",
+		"FILE is empty", "not an agentstate database", "database schema is newer", "not found: no thread"}
+	for _, key := range order {
+		i := slices.IndexFunc(quotes, func(q string) bool { return strings.HasPrefix(q, key) })
+		if i < 0 {
+			t.Errorf("the Troubleshooting table has no row quoting %q", key)
+			continue
+		}
+		r := situations[key]()
+		if r.code != 1 {
+			t.Errorf("%q: exit %d, want 1\n%s", key, r.code, r.stderr)
+		}
+		for _, frag := range strings.Split(quotes[i], "...") {
+			if frag = strings.TrimSpace(frag); frag != "" && !strings.Contains(r.stderr, frag) {
+				t.Errorf("the README quotes %q, the CLI prints:\n%s", quotes[i], r.stderr)
+			}
+		}
 	}
 }

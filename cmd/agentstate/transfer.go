@@ -136,6 +136,18 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := notDir(dst); err != nil {
 		return err
 	}
+	// The source is checked before DST is opened (or created): an error
+	// about the source names the source.
+	if err := langgraph.Probe(ctx, src); err != nil {
+		if !isURL {
+			if db, oerr := openFile(ctx, src, true); oerr == nil {
+				db.Close()
+				err = fmt.Errorf("%w\n%s is an agentstate file already: use it as it is, or copy it with: agentstate export %s | agentstate import %s",
+					err, src, shellQuote(src), shellQuote(dst))
+			}
+		}
+		return inFile(pgurl.Redacted(src), err)
+	}
 	opts := engine.DefaultOptions()
 	opts.ReconcileOnOpen = false
 	opts.Mode, opts.SnapshotEvery = engine.ModeDelta, *every

@@ -1,4 +1,4 @@
-//go:build js || wasip1
+//go:build js || (wasip1 && hostsqlite)
 
 // Package bridge is the engine's call table for WebAssembly hosts: the
 // GOOS=js module the npm package loads (wasm/js) and the WASI reactor the
@@ -210,7 +210,7 @@ func openErrorForJS(err error, req openRequest, disk bool) error {
 			if mm.WantMode == engine.ModeDelta {
 				cmd += fmt.Sprintf(" --every %d", mm.WantEvery)
 			}
-			msg += ", or convert the file first with the agentstate CLI: " + cmd
+			msg += ", or convert the file first with the agentstate CLI (not in this package: go install ./cmd/agentstate in a clone of the repository): " + cmd
 		}
 		return &jsAdvice{msg, err}
 	case errors.Is(err, engine.ErrReadOnly) && req.ReadOnly:

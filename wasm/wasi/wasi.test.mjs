@@ -38,7 +38,7 @@ test("a file written by the native CLI opens and verifies under WASI", () => {
   const dir = tmp();
   ok(native(dir, "demo", "--db", "native.db"), "native demo");
   const v = ok(wasi(dir, "verify", "native.db"), "wasi verify");
-  assert.match(v.out, /native\.db: ok: 1 threads, 12 checkpoints/);
+  assert.match(v.out, /native\.db: ok: 1 thread with checkpoints, 12 checkpoints/);
   const info = JSON.parse(ok(wasi(dir, "info", "--json", "native.db"), "wasi info").out);
   assert.equal(info.rows?.checkpoints ?? info.file?.rows?.checkpoints ?? 12, 12);
   fs.rmSync(dir, { recursive: true, force: true });
@@ -49,7 +49,7 @@ test("a file written under WASI opens natively", () => {
   ok(wasi(dir, "demo", "--db", "wasi.db"), "wasi demo");
   assert.deepEqual(fs.readdirSync(dir).sort(), ["wasi.db"]); // no lock, no -shm, no -wal left
   const v = ok(native(dir, "verify", "wasi.db"), "native verify");
-  assert.match(v.out, /wasi\.db: ok: 1 threads, 12 checkpoints/);
+  assert.match(v.out, /wasi\.db: ok: 1 thread with checkpoints, 12 checkpoints/);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,5 +1,7 @@
 // The demo page: talks to the worker, draws the thread, its checkpoints and
 // the storage figures.
+import { openFailure, opfsLabel } from "./ui.js";
+
 const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
 const $ = (s) => document.querySelector(s);
 let seq = 0;
@@ -60,7 +62,7 @@ function render(state) {
   const s = state.storage;
   $("#storage").innerHTML = [
     ["Database file (SQLite pages)", kb(s.fileBytes)],
-    ["On disk in OPFS (file + journal)", kb(s.opfsBytes)],
+    [opfsLabel, kb(s.opfsBytes)],
     ["Pages", `${s.pages} × ${s.pageSize} B`],
     ["Checkpoints / writes / stored values", `${s.checkpoints} / ${s.writes} / ${s.values}`],
     ["History cache hits / misses", `${s.cacheHits} / ${s.cacheMisses}`],
@@ -83,10 +85,24 @@ $("#composer").addEventListener("submit", async (ev) => {
     await ask({ type: "send", text });
     setStatus("ready");
   } finally {
-    input.disabled = false;
-    input.focus();
+    if (!locked) {
+      input.disabled = false;
+      input.focus();
+    }
   }
 });
+
+// The engine could not open the chat (a second tab: BUSY): nothing typed
+// could be stored, so the composer is disabled and the thread panel says why.
+let locked = false;
+function lock(message) {
+  const s = openFailure(message);
+  locked = s.composerDisabled;
+  for (const el of [$("#input"), $("#composer button"), $("#reset")]) el.disabled = locked;
+  $("#input").placeholder = s.status;
+  $("#thread").replaceChildren(Object.assign(document.createElement("p"), { className: "empty", textContent: s.banner }));
+  setStatus(s.status, true);
+}
 
 $("#reset").addEventListener("click", async () => {
   await ask({ type: "reset" });
@@ -94,4 +110,7 @@ $("#reset").addEventListener("click", async () => {
 });
 
 setStatus("loading the engine…");
-ask({ type: "init" }).then(() => setStatus("ready"));
+ask({ type: "init" }).then(
+  () => setStatus("ready"),
+  (e) => lock(e.message),
+);

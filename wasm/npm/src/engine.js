@@ -50,7 +50,7 @@ let apiPromise;
  * (agentstate.wasm) and SQLite (the official sqlite3.wasm, with its
  * callback module sqlite-callbacks.wasm), compiled in parallel. Options
  * (first call only), each module as a `WebAssembly.Module` (what workerd
- * and bundlers give for `import m from "agentstate/agentstate.wasm"`) or
+ * and bundlers give for `import m from "langgraph-checkpoint-agentstate/agentstate.wasm"`) or
  * its bytes (ArrayBuffer, typed array), or a URL to fetch it from (default:
  * this package's dist/, read from disk in Node):
  * - `wasmBytes` / `wasmURL`: the engine, agentstate.wasm;
@@ -293,15 +293,26 @@ export class Database {
    * - `host`: a FileHost (see index.d.ts) that serves the database file it
    *   names in host.path: Durable Objects (durableObjectHost), or your own;
    * - `image`: bytes of a database file, opened as a private in-memory copy;
-   * - `mode`: "full", "delta" or "auto" (the mode an existing file records;
-   *   full for a new one). Omitted: "auto". `every`: the delta snapshot
-   *   cadence K of a new delta file (default 10);
+   * - `mode`: the file's channel mode (docs/contract.md §2.2), "full",
+   *   "delta" or "auto" (the mode an existing file records; full for a new
+   *   one). Omitted: "auto". It governs the engine's thread API on this file
+   *   (Go's Commit and State; the CLI's views and conversions), not how
+   *   AgentStateSaver stores a LangGraph.js graph (see AgentStateSaver.open).
+   *   `every`: the snapshot cadence K with `mode: "delta"` (default 10;
+   *   refused with any other mode, where it would mean nothing);
    *   `cacheBytes` (history cache bound), `readOnly`, `busyTimeoutMs`,
    *   `storeDefaultTtlMs`, `storeRefreshOnRead`, `storeSweepIntervalMs`;
    * - `wasmURL` / `wasmBytes` / `trace`: how to load the engine (first
    *   open; see loadEngine).
    */
   static async open(options = {}) {
+    if (options.every !== undefined && options.mode !== "delta") {
+      throw new AgentStateError(
+        `agentstate: every (the snapshot cadence K) applies to mode: "delta" only, not to mode: ${JSON.stringify(options.mode ?? "auto")} ` +
+          `(an existing delta file's K comes with it under "auto")`,
+        "INVALID_ARGUMENT",
+      );
+    }
     const api = await loadEngine(options);
     const req = {
       mode: options.mode,

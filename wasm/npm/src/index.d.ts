@@ -90,12 +90,20 @@ export interface OpenOptions {
   /** Open `path` in the origin private file system (default in browsers). */
   opfs?: boolean;
   /**
-   * Channel mode. "auto" (the default) opens an existing file in the mode
-   * it records and creates a new one in full mode; "full" or "delta" must
-   * match an existing file's mode (MODE_MISMATCH otherwise).
+   * The file's channel mode (docs/contract.md §2.2). "auto" (the default)
+   * opens an existing file in the mode it records and creates a new one in
+   * full mode; "full" or "delta" must match an existing file's mode
+   * (MODE_MISMATCH otherwise). It governs the engine's thread API on the
+   * file (Go's Commit and State, the CLI), not how AgentStateSaver stores a
+   * LangGraph.js graph: every channel is stored as LangGraph serialises it,
+   * each version once, in every mode; for a message list kept as deltas use
+   * LangGraph's `DeltaValue` channel (`snapshotFrequency: K`).
    */
   mode?: "full" | "delta" | "auto";
-  /** Delta snapshot cadence K of a new delta file (default 10); an existing delta file's K must match. */
+  /**
+   * Snapshot cadence K with `mode: "delta"` (default 10; an existing delta
+   * file's K must match). Refused (INVALID_ARGUMENT) with any other mode.
+   */
   every?: number;
   /** History cache bound in bytes (default 64 MiB; 0 disables). */
   cacheBytes?: number;
@@ -103,13 +111,13 @@ export interface OpenOptions {
   busyTimeoutMs?: number;
   /** Where browsers fetch agentstate.wasm (default: next to this package's dist/). */
   wasmURL?: string | URL;
-  /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "agentstate/agentstate.wasm"`) or its bytes. */
+  /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "langgraph-checkpoint-agentstate/agentstate.wasm"`) or its bytes. */
   wasmBytes?: BufferSource | WebAssembly.Module;
-  /** SQLite, the official sqlite3.wasm: a WebAssembly.Module (`import sqliteWasm from "agentstate/sqlite3.wasm"`) or its bytes. */
+  /** SQLite, the official sqlite3.wasm: a WebAssembly.Module (`import sqliteWasm from "langgraph-checkpoint-agentstate/sqlite3.wasm"`) or its bytes. */
   sqliteWasm?: BufferSource | WebAssembly.Module;
   /** Where browsers fetch sqlite3.wasm (default: next to this package's dist/). */
   sqliteWasmURL?: string | URL;
-  /** SQLite's callback module: a WebAssembly.Module (`import callbacksWasm from "agentstate/sqlite-callbacks.wasm"`) or its bytes. */
+  /** SQLite's callback module: a WebAssembly.Module (`import callbacksWasm from "langgraph-checkpoint-agentstate/sqlite-callbacks.wasm"`) or its bytes. */
   callbacksWasm?: BufferSource | WebAssembly.Module;
   /** Where browsers fetch sqlite-callbacks.wasm (default: next to this package's dist/). */
   callbacksWasmURL?: string | URL;

@@ -257,6 +257,45 @@ function clearLeftovers(db) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+const SQLITE_MAGIC = "SQLite format 3\0";
+
+/**
+ * Refuses, before anything is created beside it, a path that cannot be a
+ * database file, as the native engine's Open does: a directory
+ * (INVALID_ARGUMENT), a file in a directory that does not exist (NOT_FOUND:
+ * open creates the file, not its directory), a file that is not an SQLite
+ * database (NOT_AGENTSTATE). What it cannot tell is left to SQLite.
+ */
+function checkFilePath(given, db) {
+  let st;
+  try {
+    st = fs.statSync(db);
+  } catch (e) {
+    if (e.code !== "ENOENT") return;
+    const dir = path.dirname(given);
+    if (!fs.existsSync(path.dirname(db))) {
+      throw new AgentStateError(`agentstate: open ${given}: directory ${dir} does not exist (open creates the file, not its directory)`, "NOT_FOUND");
+    }
+    return;
+  }
+  if (st.isDirectory()) throw new AgentStateError(`agentstate: open ${given}: it is a directory, not a database file`, "INVALID_ARGUMENT");
+  let head;
+  try {
+    const fd = fs.openSync(db, "r");
+    try {
+      head = Buffer.alloc(SQLITE_MAGIC.length);
+      head = head.subarray(0, fs.readSync(fd, head, 0, head.length, 0));
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return;
+  }
+  if (head.length > 0 && head.toString("latin1") !== SQLITE_MAGIC) {
+    throw new AgentStateError(`agentstate: ${given} is not an SQLite database (it begins ${JSON.stringify(head.toString("latin1"))})`, "NOT_AGENTSTATE");
+  }
+}
+
 /**
  * Opens the file host of a database file: takes it for this process,
  * retrying for up to min(busyTimeoutMs, 1000) while another process holds
@@ -267,6 +306,7 @@ export async function openNodeFileHost(dbPath, { readOnly = false, busyTimeoutMs
   const deadline = Date.now() + Math.min(Math.max(0, busyTimeoutMs ?? 0), SHARE_GRACE_MS);
   let delay = 5;
   const db = resolvePath(dbPath);
+  checkFilePath(dbPath, db);
   for (;;) {
     try {
       return new NodeFileHost(db, { readOnly, release: await acquireOwnerWaiting(db) });

@@ -112,9 +112,20 @@ export class AgentStateSaver extends BaseCheckpointSaver {
 
   /**
    * Opens a saver. `options`: `path` (a file under Node, an OPFS name in a
-   * browser worker; omitted: a fresh in-memory database), `mode` ("full" |
-   * "delta" | "auto", the default: an existing file's own mode), `every`
-   * (K), `serde`, and the other Database.open options.
+   * browser worker; omitted: a fresh in-memory database), `serde`, and the
+   * other Database.open options.
+   *
+   * `mode` ("full" | "delta" | "auto", the default: an existing file's own
+   * mode) and `every` (K, with "delta" only) are the file's channel mode:
+   * what the engine's thread API (Go's Commit and State, the CLI) writes to
+   * the file, recorded in it and checked at every open (MODE_MISMATCH). They
+   * do not change how this saver stores a LangGraph.js graph: LangGraph
+   * serialises its channels itself, and each version of a value is stored
+   * once, as a delta against the version before it when that is smaller, in
+   * every mode. For a message list kept as its steps' writes with a snapshot
+   * every K updates, give the graph a `DeltaValue` channel
+   * (`snapshotFrequency: K`); the saver serves its history
+   * (getDeltaChannelHistory) in every mode.
    */
   static async open(options = {}) {
     const db = await Database.open(options);

@@ -1,5 +1,5 @@
 // AgentStateStore: a LangGraph.js BaseStore on the agentstate engine.
-import { BaseStore, validateNamespace } from "@langchain/langgraph-checkpoint";
+import { AsyncBatchedStore, BaseStore, validateNamespace } from "@langchain/langgraph-checkpoint";
 import { AgentStateError, Database } from "./engine.js";
 
 const MINUTE = 60_000;
@@ -25,6 +25,30 @@ function toItem(i) {
   };
 }
 
+// LangGraph runs a graph's nodes against an AsyncBatchedStore wrapping the
+// store given to compile(), and its put(namespace, key, value) drops put's
+// fourth and fifth arguments: `config.store.put(ns, key, value, undefined,
+// { ttl: 60 })` in a node stored the item with the default TTL, silently.
+// For an AgentStateStore behind it, put forwards the TTL into the batch
+// (which this store reads; an invalid one is refused there, as by put);
+// every other store, and every call without options, gets LangGraph's own
+// put. The peer dependency is pinned, so the wrapper's queue is the one this
+// was written against; test/store.test.js checks it in a graph.
+function forwardTtlThroughBatchedStore() {
+  const proto = AsyncBatchedStore?.prototype;
+  if (!proto || typeof proto.put !== "function" || proto.put.forwardsAgentStateTtl) return;
+  const put = proto.put;
+  const forwarding = function (namespace, key, value, index, options) {
+    if (this.store instanceof AgentStateStore && options?.ttl !== undefined && typeof this.enqueueOperation === "function") {
+      validateNamespace(namespace);
+      return this.enqueueOperation({ namespace, key, value, ttl: options.ttl });
+    }
+    return put.call(this, namespace, key, value, index, options);
+  };
+  forwarding.forwardsAgentStateTtl = true;
+  proto.put = forwarding;
+}
+
 export class AgentStateStore extends BaseStore {
   /** @type {Database} */
   db;
@@ -35,6 +59,7 @@ export class AgentStateStore extends BaseStore {
     if (!(db instanceof Database)) throw new TypeError("AgentStateStore: use AgentStateStore.open(options) or pass a Database");
     this.db = db;
     this.#ownsDb = ownsDb;
+    forwardTtlThroughBatchedStore();
   }
 
   /**

@@ -70,6 +70,7 @@ describe("channel modes", () => {
     expect(err.message).toContain(`${file} was written in delta mode with K=4, not full mode`);
     expect(err.message).toContain(`mode: "auto"`);
     expect(err.message).toContain(`mode: "delta", every: 4`);
+    expect(err.message).toContain("agentstate CLI (not in this package: go install ./cmd/agentstate in a clone of the repository)");
     expect(err.message).not.toMatch(/vfs=|file:|SnapshotEvery|Options\.|engine\./);
     const m = err.message.match(/agentstate convert .*$/);
     expect(m).not.toBeNull();
@@ -80,11 +81,49 @@ describe("channel modes", () => {
     expect((await viaAuto.db.info()).mode).toBe("delta");
     await viaAuto.close();
     // ...and so does the second, pasted as printed; then the same open succeeds.
-    expect(shell(m[0])).toMatch(/converted \d+ threads to full/);
+    expect(shell(m[0])).toMatch(/converted \d+ threads? to full/);
     const full = await AgentStateSaver.open({ path: file, mode: "full" });
     expect((await full.db.info()).mode).toBe("full");
     expect((await full.getTuple({ configurable: { thread_id: "t1" } }))?.checkpoint).toBeDefined();
     await full.close();
+  });
+
+  // What the saver's mode does not change, as its JSDoc and the READMEs
+  // say: a LangGraph.js graph is stored the same in full and delta mode.
+  it("stores a LangGraph.js graph the same in full and delta mode", async () => {
+    const { MessagesAnnotation, START, StateGraph } = await import("@langchain/langgraph");
+    const { AIMessage, HumanMessage } = await import("@langchain/core/messages");
+    const stored = {};
+    for (const mode of ["full", "delta"]) {
+      const file = `graph-${mode}.db`;
+      const saver = await AgentStateSaver.open({ path: file, mode, ...(mode === "delta" ? { every: 10 } : {}) });
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("agent", (state) => ({ messages: [new AIMessage(`reply ${state.messages.length}: ${"x".repeat(200)}`)] }))
+        .addEdge(START, "agent")
+        .compile({ checkpointer: saver });
+      for (let i = 0; i < 30; i++) {
+        await graph.invoke({ messages: [new HumanMessage(`turn ${i}: ${"y".repeat(200)}`)] }, { configurable: { thread_id: "t" } });
+      }
+      const info = await saver.db.info();
+      expect(info.mode).toBe(mode);
+      stored[mode] = { rows: { blobs: info.rows.blobs, checkpoints: info.rows.checkpoints, writes: info.rows.writes, snapshots: info.rows.snapshots ?? 0 } };
+      await saver.close();
+      stored[mode].bytes = fs.statSync(file).size + (fs.existsSync(`${file}-wal`) ? fs.statSync(`${file}-wal`).size : 0);
+    }
+    expect(stored.delta.rows).toEqual(stored.full.rows);
+    expect(Math.abs(stored.delta.bytes - stored.full.bytes) / stored.full.bytes).toBeLessThanOrEqual(0.02);
+  }, 120_000);
+
+  it("refuses every (K) with any mode but delta, where it would mean nothing", async () => {
+    for (const opts of [{ every: 4 }, { mode: "auto", every: 4 }, { mode: "full", every: 4 }]) {
+      const err = await AgentStateSaver.open({ path: "k.db", ...opts }).catch((e) => e);
+      expect(err, JSON.stringify(opts)).toMatchObject({ code: "INVALID_ARGUMENT" });
+      expect(err.message).toContain(`applies to mode: "delta" only`);
+    }
+    expect(fs.existsSync("k.db")).toBe(false);
+    const db = await Database.open({ path: "k.db", mode: "delta", every: 4 });
+    expect(await db.info()).toMatchObject({ mode: "delta", snapshot_every: 4 });
+    await db.close();
   });
 
   it("creates a new file in full mode with mode auto or no mode", async () => {

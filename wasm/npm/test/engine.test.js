@@ -122,6 +122,37 @@ describe("files under Node", () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  // As the native engine's Open (engine/open_errors_test.go): a code that
+  // says why, a message that names the path and says agentstate: once, and
+  // nothing left beside the path.
+  it("refuses a directory, a missing directory and a file that is not SQLite with a code", async () => {
+    const dir = tmpdir();
+    try {
+      const text = path.join(dir, "notes.txt");
+      fs.writeFileSync(text, "hello, this is a plain text file\n");
+      const sub = path.join(dir, "a dir");
+      fs.mkdirSync(sub);
+      const cases = [
+        [sub, "INVALID_ARGUMENT", "it is a directory, not a database file"],
+        [path.join(dir, "nope", "x.db"), "NOT_FOUND", `directory ${path.join(dir, "nope")} does not exist`],
+        [text, "NOT_AGENTSTATE", `is not an SQLite database (it begins "hello, this is a")`],
+      ];
+      for (const [file, code, says] of cases) {
+        const before = fs.readdirSync(dir).sort();
+        for (const readOnly of [false, true]) {
+          const err = await AgentStateSaver.open({ path: file, readOnly }).catch((e) => e);
+          expect(err, `${file} readOnly ${readOnly}`).toMatchObject({ name: "AgentStateError", code });
+          expect(err.message).toContain(says);
+          expect(err.message).toContain(file);
+          expect(err.message.match(/agentstate:/g)).toHaveLength(1);
+        }
+        expect(fs.readdirSync(dir).sort()).toEqual(before);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("images", () => {

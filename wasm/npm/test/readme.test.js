@@ -1,5 +1,5 @@
 // The READMEs' JavaScript blocks run as written: each is saved as a module
-// inside this package (so that "agentstate" and the LangGraph.js packages
+// inside this package (so that "langgraph-checkpoint-agentstate" and the LangGraph.js packages
 // resolve as they do for a user who installed them) and run twice with
 // Node in an empty directory: the second run finds the thread the first
 // one wrote.

@@ -160,6 +160,46 @@ describe("AgentStateStore", () => {
     }
   });
 
+  // LangGraph hands a node an AsyncBatchedStore whose own put drops the
+  // TTL; through an AgentStateStore the TTL reaches the item, and an invalid
+  // one fails the node instead of being ignored.
+  it("honours a TTL put from inside a graph node", async () => {
+    const ms = 1 / 60_000;
+    const s = await AgentStateStore.open({});
+    try {
+      const State = new StateSchema({ ttl: z.any().optional() });
+      const graph = new StateGraph(State)
+        .addNode("remember", async (state, config) => {
+          await config.store.put(["n"], "short", { v: 1 }, undefined, { ttl: state.ttl });
+          await config.store.put(["n"], "forever", { v: 2 }, undefined, { ttl: null });
+          await config.store.put(["n"], "default", { v: 3 });
+          return {};
+        })
+        .addEdge(START, "remember")
+        .addEdge("remember", END)
+        .compile({ store: s });
+      await graph.invoke({ ttl: 400 * ms });
+      expect((await s.search(["n"])).map((i) => i.key).sort()).toEqual(["default", "forever", "short"]);
+      await sleep(900);
+      expect(await s.get(["n"], "short")).toBeNull();
+      expect((await s.search(["n"])).map((i) => i.key).sort()).toEqual(["default", "forever"]);
+      await expect(graph.invoke({ ttl: -1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      // Other stores keep LangGraph's own put.
+      const mem = new InMemoryStore();
+      const g2 = new StateGraph(State)
+        .addNode("remember", async (_, config) => {
+          await config.store.put(["n"], "k", { v: 1 }, undefined, { ttl: 1 });
+          return {};
+        })
+        .addEdge(START, "remember")
+        .compile({ store: mem });
+      await g2.invoke({});
+      expect((await mem.get(["n"], "k")).value).toEqual({ v: 1 });
+    } finally {
+      await s.close();
+    }
+  }, 30_000);
+
   it("serves a graph's memory, shared with the saver in one file", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-store-"));
     const file = path.join(dir, "agent.db");

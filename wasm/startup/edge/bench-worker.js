@@ -3,7 +3,7 @@
 import wasm from "./agentstate.wasm";
 import sqliteWasm from "./sqlite3.wasm";
 import callbacksWasm from "./sqlite-callbacks.wasm";
-import { AgentStateSaver } from "agentstate";
+import { AgentStateSaver } from "langgraph-checkpoint-agentstate";
 
 let saver;
 let n = 0;

@@ -9,7 +9,7 @@ import callbacksWasm from "./sqlite-callbacks.wasm";
 import * as langgraph from "langgraph-entry";
 import * as messages from "@langchain/core/messages";
 import { DurableObject } from "cloudflare:workers";
-import { AgentStateSaver, durableObjectHost } from "agentstate";
+import { AgentStateSaver, durableObjectHost } from "langgraph-checkpoint-agentstate";
 import { buildGraph, turn } from "./graph.js";
 
 export class Agent extends DurableObject {

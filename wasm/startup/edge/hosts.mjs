@@ -37,7 +37,7 @@ export async function bundle(entry, outfile, { conditions = [], external = [], p
     platform,
     target: "es2022",
     conditions,
-    alias: { agentstate: path.join(npmDir, "src/index.js"), ...alias },
+    alias: { "langgraph-checkpoint-agentstate": path.join(npmDir, "src/index.js"), ...alias },
     nodePaths: [path.join(npmDir, "node_modules")],
     external: ["node:*", "*.wasm", ...external],
     logLevel: "error",
@@ -100,7 +100,7 @@ export async function startWorkerd({ nodejsCompat, entry = path.join(here, "work
   const dir = tmpdir("workerd");
   await bundle(entry, path.join(dir, "worker.js"), {
     conditions: ["workerd", "worker", "browser"],
-    alias: { agentstate: path.join(pkg, "src/index.js"), "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
+    alias: { "langgraph-checkpoint-agentstate": path.join(pkg, "src/index.js"), "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
   });
   fs.copyFileSync(wasm ?? (pkg === npmDir ? wasmFile : path.join(pkg, "dist/agentstate.wasm")), path.join(dir, "agentstate.wasm"));
   // SQLite and its callback module, imported as modules like the engine

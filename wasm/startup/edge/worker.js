@@ -9,7 +9,7 @@ import callbacksWasm from "./sqlite-callbacks.wasm";
 // entry without: the harness aliases this name to one of them.
 import * as langgraph from "langgraph-entry";
 import * as messages from "@langchain/core/messages";
-import { AgentStateSaver } from "agentstate";
+import { AgentStateSaver } from "langgraph-checkpoint-agentstate";
 import { buildGraph, turn } from "./graph.js";
 
 let ready; // one saver and graph per isolate, in memory

@@ -44,54 +44,12 @@ import (
 )
 
 // Holder is a process that has a database file open, as its registration
-// file records it.
-type Holder struct {
-	Runtime string `json:"runtime"` // "node", "native" or "wasi"
-	PID     int    `json:"pid,omitempty"`
-	Host    string `json:"host,omitempty"`
-	Since   string `json:"since,omitempty"`
-	Program string `json:"program,omitempty"`
-}
-
-func (h Holder) String() string {
-	var b strings.Builder
-	b.WriteString(h.Runtime)
-	if h.Runtime == "" {
-		b.WriteString("another process")
-	}
-	if h.Program != "" {
-		fmt.Fprintf(&b, " (%s)", h.Program)
-	}
-	if h.PID > 0 {
-		fmt.Fprintf(&b, " pid %d", h.PID)
-	}
-	if h.Host != "" {
-		fmt.Fprintf(&b, " on host %s", h.Host)
-	}
-	if h.Since != "" {
-		fmt.Fprintf(&b, " since %s", h.Since)
-	}
-	return b.String()
-}
+// file records it (declared in package driver, so that every build has it).
+type Holder = driver.Holder
 
 // HeldError reports a database file open in a JavaScript process. It is
 // also a driver.ErrBusy.
-type HeldError struct {
-	Path   string // the database file
-	Record string // the file that records the holder
-	Holder Holder
-	Stale  string // advice when the holder cannot be checked, or ""
-}
-
-func (e *HeldError) Error() string {
-	msg := fmt.Sprintf("%s is open in %s; a JavaScript process and the native engine cannot have one file open at once: close it there first", e.Path, e.Holder)
-	if e.Stale != "" {
-		msg += "; " + e.Stale
-	}
-	return msg
-}
-
-func (e *HeldError) Unwrap() error { return driver.ErrBusy }
+type HeldError = driver.HeldError
 
 // shareGrace bounds how long Register retries while a JavaScript process
 // owns the file: long enough for one that is closing, or that started at
