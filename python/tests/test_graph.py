@@ -176,3 +176,20 @@ def test_bad_input_gets_langgraph_exceptions(db_path):
     saver.close()  # twice is fine
     with pytest.raises(ClosedError):
         saver.get_tuple({"configurable": {"thread_id": "t1"}})
+
+
+def test_paths_that_cannot_be_a_database(tmp_path):
+    from langgraph.checkpoint.agentstate import InvalidArgumentError, NotAgentStateError, NotFoundError
+
+    with pytest.raises(InvalidArgumentError, match="is a directory"):
+        AgentStateSaver(str(tmp_path))
+    missing = tmp_path / "nope" / "x.db"
+    with pytest.raises(NotFoundError, match="does not exist"):
+        AgentStateSaver(str(missing))
+    assert not (tmp_path / "nope").exists()
+    text = tmp_path / "notes.txt"
+    text.write_text("hello, this is a text file")
+    with pytest.raises(NotAgentStateError, match="not an SQLite database"):
+        AgentStateSaver(str(text))
+    assert text.read_text() == "hello, this is a text file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing created beside it

@@ -9,7 +9,7 @@ import weakref
 from typing import Any
 
 from . import _engine
-from .errors import ClosedError, InvalidArgumentError
+from .errors import ClosedError, InvalidArgumentError, NotAgentStateError, NotFoundError
 
 _MODES = ("full", "delta", "auto")
 
@@ -58,6 +58,7 @@ class Database:
         if p != ":memory:":
             if p == "":
                 raise InvalidArgumentError("agentstate: path is empty (use ':memory:' for an in-memory database)")
+            _check_file_path(p)
             req["path"] = os.path.abspath(p)
             req["name"] = p
             req["disk"] = True
@@ -109,6 +110,40 @@ class Database:
     def info(self) -> dict[str, Any]:
         """What ``agentstate info`` shows: schema, mode, sizes, rows."""
         return self.call("info")[0]
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_file_path(path: str) -> None:
+    """Refuses, before anything is created beside it, a path that cannot be
+    a database file, as the native engine does (the host's files are the
+    host's to look at): a directory, a file in a directory that does not
+    exist (the file is created, not its directory), a file that is not an
+    SQLite database. What cannot be told (no permission to look) is left to
+    SQLite."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        d = os.path.dirname(os.path.abspath(path))
+        if not os.path.exists(d):
+            raise NotFoundError(
+                f"agentstate: open {path}: directory {d} does not exist (a file is created, not its directory)"
+            ) from None
+        return
+    except OSError:
+        return
+    import stat as _stat
+
+    if _stat.S_ISDIR(st.st_mode):
+        raise InvalidArgumentError(f"agentstate: open {path}: it is a directory, not a database file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except OSError:
+        return
+    if head and head != _SQLITE_MAGIC[: len(head)] or 0 < len(head) < len(_SQLITE_MAGIC):
+        raise NotAgentStateError(f"agentstate: {path} is not an SQLite database (it begins {head!r})")
 
 
 def _close_handle(engine: _engine.Engine, h: int) -> None:
