@@ -167,3 +167,58 @@ def test_the_npm_package_reads_a_python_file(db_path):
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["ids"] == ids  # every checkpoint, newest first, as Python lists them
     assert "msgpack" in got["types"]  # LangGraph Python's serde bytes, stored unread
+
+
+def test_a_forked_child_opens_its_own_handle(db_path):
+    import multiprocessing as mp
+
+    saver = AgentStateSaver(db_path)
+    g = chat(saver)
+    cfg = drive(g, "fork", 2)
+
+    def child(q):
+        from langgraph.checkpoint.agentstate import ClosedError
+
+        try:
+            saver.get_tuple(cfg)
+            q.put("parent's handle worked in the child")
+            return
+        except ClosedError as e:
+            first = "closed: " + str(e)
+        with AgentStateSaver(db_path) as own:
+            drive(chat(own), "fork", 1, start=2)
+            q.put(first + " | " + str(len(own.get_tuple(cfg).checkpoint["channel_values"]["messages"])))
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(60)
+    out = q.get(timeout=5)
+    assert out.startswith("closed: ") and "forked" in out and out.endswith("| 6"), out
+    assert len(saver.get_tuple(cfg).checkpoint["channel_values"]["messages"]) == 6  # the parent goes on
+    saver.close()
+
+
+def test_keyboard_interrupt_inside_a_call_leaves_the_engine_usable(db_path, monkeypatch):
+    from langgraph.checkpoint.agentstate import _sqlite_host
+
+    saver = AgentStateSaver(db_path)
+    g = chat(saver)
+    cfg = drive(g, "ki", 1)
+    real = _sqlite_host.SQLiteHost._decode_values
+    calls = [0]
+
+    def decode(b, count=-1):
+        calls[0] += 1
+        if calls[0] == 3:  # inside a statement of the next put (a Ctrl-C arriving there)
+            raise KeyboardInterrupt
+        return real(b, count)
+
+    monkeypatch.setattr(_sqlite_host.SQLiteHost, "_decode_values", staticmethod(decode))
+    with pytest.raises(KeyboardInterrupt):
+        drive(g, "ki", 1, start=1)
+    monkeypatch.setattr(_sqlite_host.SQLiteHost, "_decode_values", staticmethod(real))
+    drive(g, "ki", 1, start=1)  # the same handle goes on
+    assert [m.content for m in g.get_state(cfg).values["messages"] if m.type == "human"][-1] == "hi 1"
+    saver.close()

@@ -143,7 +143,7 @@ class Engine:
         req = b"".join(parts)
         with self.lock:
             if self.dead is not None:
-                raise error_for("CLOSED", f"agentstate: the engine stopped earlier in this process: {self.dead}")
+                raise error_for("CLOSED", f"agentstate: this handle cannot be used: {self.dead}")
             n = len(req)
             if n > self._buf_cap:
                 self._buf_ptr = self._buffer(n) & 0xFFFFFFFF
@@ -152,14 +152,23 @@ class Engine:
             ctypes_memmove(base + self._buf_ptr, req, n)
             try:
                 r = self._call(h, n)
-            except wasmtime.Trap as e:
-                self.dead = str(e).splitlines()[0] if str(e) else "trap"
-                raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
             except wasmtime.ExitTrap as e:
                 self.dead = f"exit {e.code}"
                 raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
+            except BaseException as e:
+                # A trap unwound the engine's stack (a bug, or an exception a
+                # host function let through): its state is unknown, so this
+                # instance takes no more calls; the next handle opened starts
+                # a new one.
+                self.dead = (str(e).splitlines() or ["trap"])[0]
+                if isinstance(e, wasmtime.Trap):
+                    raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
+                raise
             ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
             out = ctypes_string_at(base + ptr, ln)
+            exc, self.host.pending = self.host.pending, None
+        if exc is not None:
+            raise exc
         return _decode_result(out)
 
 
@@ -198,6 +207,20 @@ ctypes_string_at = ctypes.string_at
 
 _engine: Engine | None = None
 _engine_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    # A forked child must not use the parent's SQLite connections: handles
+    # opened before the fork raise ClosedError there; new ones start a new
+    # engine.
+    global _engine
+    if _engine is not None:
+        _engine.dead = "the process forked after this handle was opened: open the file again in the child"
+    _engine = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def engine() -> Engine:

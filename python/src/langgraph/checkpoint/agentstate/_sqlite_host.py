@@ -32,6 +32,7 @@ PROGRESS_OPS = 1000
 
 SQLITE_ERROR = 1
 SQLITE_NOMEM = 7
+SQLITE_INTERRUPT = 9
 SQLITE_IOERR = 10
 SQLITE_MISUSE = 21
 
@@ -130,6 +131,9 @@ class SQLiteHost:
         self.cb_arg = 0
         self.cb_cap = 0
         self.cb_res = 0
+        # A KeyboardInterrupt or SystemExit caught in a host function, raised
+        # again when the engine's call returns.
+        self.pending: BaseException | None = None
 
     # ---- memory
 
@@ -147,6 +151,14 @@ class SQLiteHost:
         return -1
 
     def _exc(self, ptr: int, cap: int, e: BaseException) -> int:
+        if not isinstance(e, Exception):
+            # KeyboardInterrupt, SystemExit: the statement stops as an
+            # interrupt, the engine unwinds its call in order, and the
+            # exception is raised again once the call has returned (a trap
+            # through Go's stack would leave the engine unusable).
+            if self.pending is None:
+                self.pending = e
+            return self._error(ptr, cap, SQLITE_INTERRUPT, SQLITE_INTERRUPT, f"interrupted by {type(e).__name__}")
         if isinstance(e, apsw.Error):
             rc = getattr(e, "result", SQLITE_ERROR)
             ext = getattr(e, "extendedresult", rc)
