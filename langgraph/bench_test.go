@@ -52,7 +52,7 @@ func BenchmarkImportPython(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				rep, err := Import(ctx, db, src, Options{})
+				rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -76,7 +76,7 @@ func TestLangGraphPythonBenchFile(t *testing.T) {
 	}
 	ctx := context.Background()
 	db := openDst(t, engine.ModeDelta, 10)
-	rep, err := Import(ctx, db, path, Options{})
+	rep, err := Import(ctx, db, path, Options{Into: IntoMessages})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestLangGraphPythonBenchFile(t *testing.T) {
 	if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
-	if n, diffs, err := Compare(ctx, db, path, Options{}); err != nil || n != 80 || len(diffs) > 0 {
+	if n, diffs, err := Compare(ctx, db, path, Options{Into: IntoMessages}); err != nil || n != 80 || len(diffs) > 0 {
 		t.Fatalf("compare: %d %v %v", n, err, diffs)
 	}
 }

@@ -1,0 +1,279 @@
+package langgraph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine"
+	"github.com/google/go-cmp/cmp"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Imports into the protocol's form (the default), checked against what the
+// source's own LangGraph read back from it (the expected-states files) and
+// against the source's rows, byte for byte.
+
+// sourceCounts counts a SqliteSaver file's checkpoints and the writes that
+// belong to one, with SQL of its own.
+func sourceCounts(t *testing.T, path string) (cps, writes int) {
+	t.Helper()
+	c, err := sqlite3.OpenFlags("file:"+path+"?mode=ro&immutable=1", sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for q, n := range map[string]*int{
+		`SELECT count(*) FROM checkpoints`: &cps,
+		`SELECT count(*) FROM writes w WHERE EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id)`: &writes,
+	} {
+		st, _, err := c.Prepare(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Step() {
+			*n = st.ColumnInt(0)
+		}
+		st.Close()
+	}
+	return cps, writes
+}
+
+// dirState is a directory's names and the bytes of its files.
+func dirState(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = b
+	}
+	return out
+}
+
+// importProtocolFixture imports a fixture from a read-only directory and
+// checks what every protocol import must give: all of it, verified, every
+// checkpoint the same bytes, the source untouched and nothing beside it.
+func importProtocolFixture(t *testing.T, fixture string) *engine.DB {
+	t.Helper()
+	ctx := context.Background()
+	src := copyFile(t, fixture)
+	dir := filepath.Dir(src)
+	before := dirState(t, dir)
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	wantCPs, wantWrites := sourceCounts(t, src)
+	db := openDst(t, engine.ModeDelta, 10)
+	rep, err := Import(ctx, db, src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Into != string(IntoProtocol) || rep.Checkpoints != wantCPs || rep.Writes != wantWrites || len(rep.Skipped) != 0 || rep.Renumbered != 0 {
+		t.Fatalf("report %+v; the source has %d checkpoints and %d writes", rep, wantCPs, wantWrites)
+	}
+	vr, err := db.Verify(ctx, engine.VerifyOptions{})
+	if err != nil || !vr.OK {
+		t.Fatalf("verify: %v %v", err, vr.Problems)
+	}
+	n, diffs, err := Compare(ctx, db, src, Options{})
+	if err != nil || n != wantCPs || len(diffs) > 0 {
+		t.Fatalf("compare: %d of %d, %v, %v", n, wantCPs, err, diffs)
+	}
+	if after := dirState(t, dir); !cmp.Equal(before, after) {
+		t.Fatalf("the source's directory changed: %d files before, %d after", len(before), len(after))
+	}
+	return db
+}
+
+func TestImportProtocolPython(t *testing.T) {
+	ctx := context.Background()
+	db := importProtocolFixture(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-sqlite.json"))
+	checked := 0
+	for thread, nss := range exp.Threads {
+		for ns, cps := range nss {
+			for _, e := range cps {
+				checked++
+				tup, err := db.GetTuple(ctx, engine.Config{ThreadID: thread, CheckpointNS: ns, CheckpointID: e.CheckpointID})
+				if err != nil {
+					t.Fatalf("%s/%s/%s: %v", thread, ns, e.CheckpointID, err)
+				}
+				checkRawTuple(t, thread+"/"+ns+"/"+e.CheckpointID, tup, e.Parent, e.Metadata, e.Pending, e.Raw.ChannelValues)
+			}
+		}
+	}
+	if checked != exp.Checkpoints {
+		t.Fatalf("checked %d of %d", checked, exp.Checkpoints)
+	}
+}
+
+func TestImportProtocolJS(t *testing.T) {
+	ctx := context.Background()
+	db := importProtocolFixture(t, jsFixture)
+	exp := loadJSStates(t, jsStatesFile)
+	checked := 0
+	for thread, cps := range exp.Threads {
+		for _, e := range cps {
+			checked++
+			tup, err := db.GetTuple(ctx, engine.Config{ThreadID: thread, CheckpointNS: e.NS, CheckpointID: e.ID})
+			if err != nil {
+				t.Fatalf("%s/%s/%s: %v", thread, e.NS, e.ID, err)
+			}
+			values := jsonMap(t, e.ChannelValues)
+			for ch, v := range values {
+				// A channel without a version holds its empty value in
+				// LangGraph.js's file and nothing in the engine.
+				if _, ok := tup.Checkpoint.ChannelVersions[ch]; !ok && (cmp.Equal(v, []any{}) || cmp.Equal(v, int64(0))) {
+					delete(values, ch)
+				}
+			}
+			checkRawTuple(t, thread+"/"+e.NS+"/"+e.ID, undefinedDropped(tup), e.Parent, e.Metadata, e.Pending, values)
+		}
+	}
+	if checked != 63 {
+		t.Fatalf("checked %d checkpoints", checked)
+	}
+}
+
+// checkRawTuple compares a checkpoint as GetTuple returns it, its values
+// decoded by SerdeJSON, with the source LangGraph's own get_tuple: parent,
+// metadata, pending writes (task, channel, value, in order) and channel
+// values.
+func checkRawTuple(t *testing.T, where string, tup engine.Tuple, parent *string, md map[string]any, pending [][3]any, values map[string]any) {
+	t.Helper()
+	gotParent := ""
+	if tup.ParentConfig != nil {
+		gotParent = tup.ParentConfig.CheckpointID
+	}
+	if want := ""; parent != nil && *parent != gotParent || parent == nil && gotParent != want {
+		t.Errorf("%s: parent %q, want %v", where, gotParent, parent)
+	}
+	if d := cmp.Diff(md, jsonMap(t, tup.Metadata)); d != "" {
+		t.Errorf("%s: metadata (-want +got):\n%s", where, d)
+	}
+	got := []any{}
+	for _, w := range tup.PendingWrites {
+		v, ok, err := SerdeJSON(w.Value)
+		if !ok || err != nil {
+			t.Fatalf("%s: write %s/%s: a %q value: %v", where, w.TaskID, w.Channel, w.Value.Type, err)
+		}
+		got = append(got, []any{w.TaskID, w.Channel, normalizeSets(v)})
+	}
+	want := []any{}
+	for _, p := range pending {
+		want = append(want, []any{p[0], p[1], normalizeSets(jsonAny(t, p[2]))})
+	}
+	if d := cmp.Diff(jsonAny(t, want), jsonAny(t, got)); d != "" {
+		t.Errorf("%s: pending writes (-want +got):\n%s", where, d)
+	}
+	gotValues := map[string]any{}
+	for ch, b := range tup.Checkpoint.ChannelValues {
+		v, ok, err := SerdeJSON(b)
+		if !ok || err != nil {
+			t.Fatalf("%s: channel %s: a %q value: %v", where, ch, b.Type, err)
+		}
+		gotValues[ch] = normalizeSets(v)
+	}
+	if d := cmp.Diff(normalizeSets(values), jsonAny(t, gotValues)); d != "" {
+		t.Errorf("%s: channel values (-want +got):\n%s", where, d)
+	}
+}
+
+// jsonAny is a value through JSON and codec.JSONNumbers, so both sides of a
+// comparison have the same Go types.
+func jsonAny(t *testing.T, v any) any {
+	t.Helper()
+	m := jsonMap(t, map[string]any{"v": v})
+	return m["v"]
+}
+
+// TestImportProtocolSourceWAL: a source with a write-ahead log still to
+// read (its saver has it open, or did not close it) is read through the
+// log, not around it.
+func TestImportProtocolSourceWAL(t *testing.T) {
+	ctx := context.Background()
+	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A writer that keeps the file open: its last commit is only in the WAL.
+	for _, q := range []string{`PRAGMA journal_mode=WAL`, `PRAGMA wal_autocheckpoint=0`,
+		`INSERT INTO checkpoints SELECT 'wal-only', checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints WHERE thread_id = 'chat'`} {
+		if err := c.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(src + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("no WAL: %v", err)
+	}
+	db := openDst(t, engine.ModeDelta, 10)
+	if _, err := Import(ctx, db, src, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := db.GetTuple(ctx, engine.Config{ThreadID: "chat"})
+	b, err := db.GetTuple(ctx, engine.Config{ThreadID: "wal-only"})
+	if err != nil || a.Config.CheckpointID != b.Config.CheckpointID || !bytes.Equal(a.Checkpoint.ChannelValues["messages"].Data, b.Checkpoint.ChannelValues["messages"].Data) {
+		t.Fatalf("the thread only the WAL holds: %v", err)
+	}
+}
+
+// undefinedDropped decodes a LangGraph.js tuple's values and writes as
+// LangGraph.js revives them and JSON.stringify (which wrote the states
+// file) shows them: the serde's {"lc": 2, "type": "undefined"} is undefined,
+// which JSON leaves out.
+func undefinedDropped(tup engine.Tuple) engine.Tuple {
+	fix := func(b codec.Blob) codec.Blob {
+		v, err := codec.DecodeJSON(b.Data)
+		if b.Type != "json" || err != nil {
+			return b
+		}
+		data, _ := json.Marshal(dropUndefined(v))
+		return codec.Blob{Type: "json", Data: data}
+	}
+	out := tup
+	out.Checkpoint.ChannelValues = map[string]codec.Blob{}
+	for ch, b := range tup.Checkpoint.ChannelValues {
+		out.Checkpoint.ChannelValues[ch] = fix(b)
+	}
+	out.PendingWrites = slices.Clone(tup.PendingWrites)
+	for i := range out.PendingWrites {
+		out.PendingWrites[i].Value = fix(out.PendingWrites[i].Value)
+	}
+	return out
+}
+
+func dropUndefined(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = dropUndefined(e)
+		}
+		return out
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if m, ok := e.(map[string]any); ok && len(m) == 2 && m["type"] == "undefined" && m["lc"] == int64(2) {
+				continue
+			}
+			out[k] = dropUndefined(e)
+		}
+		return out
+	}
+	return v
+}
