@@ -148,6 +148,7 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 				}
 			}
 			rep.add(counts)
+			rep.Imported = append(rep.Imported, th)
 		}
 		if err := ctx.Err(); err != nil {
 			return err

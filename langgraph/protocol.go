@@ -58,7 +58,7 @@ func importProtocol(ctx context.Context, db *engine.DB, src string, o Options) (
 	// into one the destination has.
 	for _, th := range threads {
 		if _, err := db.GetTuple(ctx, engine.Config{ThreadID: th}); err == nil {
-			return Report{}, fmt.Errorf("%w: thread %q is in the destination already; an import only adds threads", engine.ErrConflict, th)
+			return Report{}, fmt.Errorf("%w: thread %q already exists in the destination; an import only adds threads", engine.ErrConflict, th)
 		} else if !errors.Is(err, engine.ErrNotFound) {
 			return Report{}, err
 		}
@@ -97,6 +97,7 @@ func importProtocol(ctx context.Context, db *engine.DB, src string, o Options) (
 				}
 			}
 			rep.add(pl.rep)
+			rep.Imported = append(rep.Imported, th)
 		}
 		if err := ctx.Err(); err != nil {
 			return err

@@ -110,6 +110,8 @@ type Report struct {
 	// not yet written, [] or 0): not stored, as a saver on the engine does
 	// not store them; LangGraph starts such a channel empty.
 	Unversioned int `json:"unversioned"`
+	// Imported lists the ids of the threads imported.
+	Imported []string `json:"-"`
 	// Skipped lists the threads not imported (Options.SkipUnsupported).
 	Skipped []Problem `json:"skipped"`
 }

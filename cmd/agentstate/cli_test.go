@@ -706,25 +706,39 @@ func TestImportLangGraphPython(t *testing.T) {
 	if err := os.WriteFile(src, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Two threads hold a DeltaChannel whose reducer the file does not name:
-	// both are listed, nothing is imported, DST is not created.
+	// The checkpoint protocol's form (the default) keeps every value as
+	// LangGraph's serde wrote it: every thread imports, and state shows the
+	// values decoded.
+	dst0 := filepath.Join(t.TempDir(), "py0.db")
+	r := agentstate(t, nil, "import-langgraph", src, dst0)
+	want(t, r, 0)
+	contains(t, r.stdout, "imported 8 threads (10 namespaces, 101 checkpoints, 193 writes)", "checkpoint protocol's form", "verified, and all 101 checkpoints read as in")
+	st := agentstate(t, nil, "state", dst0, "chat", "--json")
+	want(t, st, 0)
+	contains(t, st.stdout, `"$type":"message"`, `"langchain_core.messages.tool.ToolMessage"`, `"status":"error"`, `"artifact"`)
+	st = agentstate(t, nil, "state", dst0, "types", "--json")
+	want(t, st, 0)
+	contains(t, st.stdout, `"$type":"datetime"`, `"$type":"bytes"`)
+	// Into messages, two threads hold a DeltaChannel whose reducer the file
+	// does not name: both are listed, nothing is imported, DST is not
+	// created.
 	dst := filepath.Join(t.TempDir(), "py.db")
-	r := agentstate(t, nil, "import-langgraph", src, dst)
+	r = agentstate(t, nil, "import-langgraph", "--into", "messages", src, dst)
 	want(t, r, 1)
 	contains(t, r.stderr, `thread "delta" checkpoint`, `thread "delta-exit" checkpoint`, `channel "notes"`, "--delta-reducer notes=concat",
 		"2 of 8 threads", "nothing was imported", "--skip-unsupported imports the other 6 threads")
 	if exists(dst) {
 		t.Fatal("a failed import left DST behind")
 	}
-	r = agentstate(t, nil, "import-langgraph", "--skip-unsupported", src, dst)
+	r = agentstate(t, nil, "import-langgraph", "--into", "messages", "--skip-unsupported", src, dst)
 	want(t, r, 0)
 	contains(t, r.stdout, "imported 6 threads", `skipped thread "delta"`, `skipped thread "delta-exit"`, "datetime.datetime", "verified, and all 68 checkpoints read as in")
 	dst2 := filepath.Join(t.TempDir(), "py2.db")
-	r = agentstate(t, nil, "import-langgraph", "--delta-reducer", "notes=concat", "--mode", "full", src, dst2)
+	r = agentstate(t, nil, "import-langgraph", "--into", "messages", "--delta-reducer", "notes=concat", "--mode", "full", src, dst2)
 	want(t, r, 0)
 	contains(t, r.stdout, "imported 8 threads", "DeltaChannels rebuilt", "concat 2", "messages 2", "verified, and all 101 checkpoints read as in")
 	want(t, agentstate(t, nil, "verify", dst2), 0)
-	st := agentstate(t, nil, "state", dst2, "delta", "--json")
+	st = agentstate(t, nil, "state", dst2, "delta", "--json")
 	want(t, st, 0)
 	contains(t, st.stdout, `"notes"`, `"messages"`)
 	want(t, agentstate(t, nil, "import-langgraph", "--delta-reducer", "notes=sum", src, filepath.Join(t.TempDir(), "x.db")), 2)
