@@ -232,7 +232,13 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 			for k := 0; ; k++ {
 				ver := src
 				if k > 0 {
+					// A number stays a number that sorts between src and
+					// the next integer (LangGraph.js compares versions with
+					// >): "3.11", "3.21", ..., "3.101", never a trailing 0.
 					ver = src + "." + strconv.Itoa(k)
+					if cp.numeric[ch] {
+						ver += "1"
+					}
 					renamed = true
 				}
 				c, ok := claimed[[2]string{ch, ver}]
