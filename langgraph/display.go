@@ -252,7 +252,7 @@ func extJSON(e *pyExt) (any, error) {
 			return map[string]any{"$type": "path", "class": "pathlib." + e.name, "parts": parts}, err
 		case cls == "re.compile":
 			return map[string]any{"$type": "regex", "pattern": args[0], "flags": args[1]}, nil
-		case cls == "langgraph.types.Send":
+		case cls == "langgraph.types.Send" || cls == "langgraph.constants.Send": // the latter before 0.3
 			a, err := pyJSON(args[1])
 			out := map[string]any{"$type": "send", "node": args[0], "arg": a}
 			if len(args) > 2 {

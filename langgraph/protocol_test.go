@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
@@ -65,7 +68,7 @@ func dirState(t *testing.T, dir string) map[string][]byte {
 // importProtocolFixture imports a fixture from a read-only directory and
 // checks what every protocol import must give: all of it, verified, every
 // checkpoint the same bytes, the source untouched and nothing beside it.
-func importProtocolFixture(t *testing.T, fixture string) *engine.DB {
+func importProtocolFixture(t *testing.T, fixture string, o Options) *engine.DB {
 	t.Helper()
 	ctx := context.Background()
 	src := copyFile(t, fixture)
@@ -77,7 +80,7 @@ func importProtocolFixture(t *testing.T, fixture string) *engine.DB {
 	t.Cleanup(func() { os.Chmod(dir, 0o755) })
 	wantCPs, wantWrites := sourceCounts(t, src)
 	db := openDst(t, engine.ModeDelta, 10)
-	rep, err := Import(ctx, db, src, Options{})
+	rep, err := Import(ctx, db, src, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +91,7 @@ func importProtocolFixture(t *testing.T, fixture string) *engine.DB {
 	if err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
-	n, diffs, err := Compare(ctx, db, src, Options{})
+	n, diffs, err := Compare(ctx, db, src, o)
 	if err != nil || n != wantCPs || len(diffs) > 0 {
 		t.Fatalf("compare: %d of %d, %v, %v", n, wantCPs, err, diffs)
 	}
@@ -100,7 +103,7 @@ func importProtocolFixture(t *testing.T, fixture string) *engine.DB {
 
 func TestImportProtocolPython(t *testing.T) {
 	ctx := context.Background()
-	db := importProtocolFixture(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+	db := importProtocolFixture(t, filepath.Join(pyDir, "langgraph-py.sqlite"), Options{})
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-sqlite.json"))
 	checked := 0
 	for thread, nss := range exp.Threads {
@@ -122,7 +125,7 @@ func TestImportProtocolPython(t *testing.T) {
 
 func TestImportProtocolJS(t *testing.T) {
 	ctx := context.Background()
-	db := importProtocolFixture(t, jsFixture)
+	db := importProtocolFixture(t, jsFixture, Options{})
 	exp := loadJSStates(t, jsStatesFile)
 	checked := 0
 	for thread, cps := range exp.Threads {
@@ -276,4 +279,109 @@ func dropUndefined(v any) any {
 		return out
 	}
 	return v
+}
+
+// compatKey is the key generate.sh --compat encrypts
+// langgraph-py-encrypted.sqlite with.
+const compatKey = "0123456789abcdef0123456789abcdef"
+
+// TestImportProtocolCompat: files of LangGraph 0.2.20 (checkpoint format 1)
+// and 0.3.34 (format 3) with pending_sends, of 1.2.24, and of 1.2.24 with
+// EncryptedSerializer, each holding a ChatMessage, a FunctionMessage, an
+// AIMessage whose content list holds a bare string block and a datetime,
+// a Send fan-out and an update_state fork of a checkpoint with a child:
+// every checkpoint imports, and reads as that LangGraph read it (sends of
+// an old format in __pregel_tasks, where LangGraph moves them on read).
+func TestImportProtocolCompat(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, version string
+		o             Options
+	}{
+		{"0.2", "0.2.20", Options{}},
+		{"0.3", "0.3.34", Options{}},
+		{"compat", "1.2.24", Options{}},
+		{"encrypted", "1.2.24", Options{Key: []byte(compatKey)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := importProtocolFixture(t, filepath.Join(pyDir, "langgraph-py-"+c.name+".sqlite"), c.o)
+			exp := readJSONNumbers[compatExpected](t, filepath.Join(pyDir, "expected-py-"+c.name+".json"))
+			if exp.Versions["langgraph"] != c.version {
+				t.Fatalf("the fixture was written by langgraph %s", exp.Versions["langgraph"])
+			}
+			checked, sends := 0, 0
+			for thread, nss := range exp.Threads {
+				for ns, cps := range nss {
+					for _, e := range cps {
+						checked++
+						tup, err := db.GetTuple(ctx, engine.Config{ThreadID: thread, CheckpointNS: ns, CheckpointID: e.CheckpointID})
+						if err != nil {
+							t.Fatal(err)
+						}
+						values := jsonMap(t, e.Checkpoint.ChannelValues)
+						if len(e.Checkpoint.PendingSends) > 0 {
+							values[tasksChannel] = jsonAny(t, e.Checkpoint.PendingSends)
+							sends += len(e.Checkpoint.PendingSends)
+						}
+						if tup.Checkpoint.V != e.Checkpoint.V {
+							t.Errorf("%s: format %d, want %d", e.CheckpointID, tup.Checkpoint.V, e.Checkpoint.V)
+						}
+						// Before 0.3, metadata "writes" held the step's writes in
+						// LangChain's JSON form (lc, constructor), as the file
+						// keeps them and as they are imported; LangGraph revived
+						// the messages in them on read.
+						md := jsonMap(t, e.Metadata)
+						if _, ok := md["writes"]; ok && c.version != "1.2.24" {
+							if _, ok := tup.Metadata["writes"]; !ok {
+								t.Errorf("%s: metadata without its writes", e.CheckpointID)
+							}
+							delete(md, "writes")
+							tup.Metadata = maps.Clone(tup.Metadata)
+							delete(tup.Metadata, "writes")
+						}
+						checkRawTuple(t, thread+"/"+ns+"/"+e.CheckpointID, tup, e.Parent, md, e.Pending, values)
+					}
+				}
+			}
+			if checked != exp.Checkpoints || checked < 10 {
+				t.Fatalf("checked %d of %d", checked, exp.Checkpoints)
+			}
+			if c.version != "1.2.24" && sends == 0 {
+				t.Fatal("no pending_sends in a file of an old format")
+			}
+		})
+	}
+	t.Run("encrypted without the key", func(t *testing.T) {
+		db := openDst(t, engine.ModeDelta, 10)
+		_, err := Import(ctx, db, copyFile(t, filepath.Join(pyDir, "langgraph-py-encrypted.sqlite")), Options{})
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || len(ue.Problems) != 1 || !strings.Contains(ue.Problems[0].Reason, "set "+EncryptionKeyEnv) {
+			t.Fatalf("%v", err)
+		}
+		_, err = Import(ctx, db, copyFile(t, filepath.Join(pyDir, "langgraph-py-encrypted.sqlite")), Options{Key: []byte("fedcba9876543210fedcba9876543210")})
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "does not verify") {
+			t.Fatalf("a wrong key: %v", err)
+		}
+		if _, err := db.GetTuple(ctx, engine.Config{ThreadID: "compat"}); !errors.Is(err, engine.ErrNotFound) {
+			t.Fatalf("a refused import wrote: %v", err)
+		}
+	})
+}
+
+type compatExpected struct {
+	Versions    map[string]string                        `json:"versions"`
+	Checkpoints int                                      `json:"checkpoints"`
+	Threads     map[string]map[string][]compatCheckpoint `json:"threads"`
+}
+
+type compatCheckpoint struct {
+	CheckpointID string         `json:"checkpoint_id"`
+	Parent       *string        `json:"parent_checkpoint_id"`
+	Metadata     map[string]any `json:"metadata"`
+	Pending      [][3]any       `json:"pending_writes"`
+	Checkpoint   struct {
+		V             int            `json:"v"`
+		ChannelValues map[string]any `json:"channel_values"`
+		PendingSends  []any          `json:"pending_sends"`
+	} `json:"checkpoint"`
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -742,6 +743,53 @@ func TestImportLangGraphPython(t *testing.T) {
 	want(t, st, 0)
 	contains(t, st.stdout, `"notes"`, `"messages"`)
 	want(t, agentstate(t, nil, "import-langgraph", "--delta-reducer", "notes=sum", src, filepath.Join(t.TempDir(), "x.db")), 2)
+}
+
+// TestImportLangGraphCompat: files of LangGraph 0.2 and 0.3 (old checkpoint
+// formats with pending_sends, update_state forks, ChatMessage,
+// FunctionMessage, a string content block, a datetime) import as they are,
+// from the committed files, which stay alone in their directory; an
+// EncryptedSerializer file needs LANGGRAPH_AES_KEY and says so.
+func TestImportLangGraphCompat(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "langgraph", "python")
+	listing := func() []string {
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	before := listing()
+	for _, name := range []string{"0.2", "0.3", "compat"} {
+		dst := filepath.Join(t.TempDir(), "c.db")
+		r := agentstate(t, nil, "import-langgraph", filepath.Join(dir, "langgraph-py-"+name+".sqlite"), dst)
+		want(t, r, 0)
+		contains(t, r.stdout, "imported 1 threads", "verified, and all 11 checkpoints read as in")
+		st := agentstate(t, nil, "state", dst, "compat", "--json")
+		want(t, st, 0)
+		contains(t, st.stdout, "langchain_core.messages.chat.ChatMessage", "langchain_core.messages.function.FunctionMessage", `"plain string block"`, `"$type":"datetime"`)
+	}
+	if after := listing(); !slices.Equal(before, after) {
+		t.Fatalf("the import left files beside its sources: %v, then %v", before, after)
+	}
+	src := filepath.Join(dir, "langgraph-py-encrypted.sqlite")
+	dst := filepath.Join(t.TempDir(), "e.db")
+	t.Setenv(langgraph.EncryptionKeyEnv, "")
+	r := agentstate(t, nil, "import-langgraph", src, dst)
+	want(t, r, 1)
+	contains(t, r.stderr, "EncryptedSerializer", "set LANGGRAPH_AES_KEY", "nothing was imported")
+	if exists(dst) {
+		t.Fatal("a failed import left DST behind")
+	}
+	t.Setenv(langgraph.EncryptionKeyEnv, "0123456789abcdef0123456789abcdef")
+	r = agentstate(t, nil, "import-langgraph", src, dst)
+	want(t, r, 0)
+	contains(t, r.stdout, "verified, and all 11 checkpoints read as in")
+	contains(t, agentstate(t, nil, "state", dst, "compat").stdout, "langchain_core.messages.function.FunctionMessage")
 }
 
 func TestProgressOnlyOnTerminals(t *testing.T) {

@@ -172,7 +172,11 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		}
 		var ue *langgraph.UnsupportedError
 		if errors.As(err, &ue) && !*skip {
-			err = fmt.Errorf("%w\nnothing was imported; --skip-unsupported imports the other %d threads", err, ue.Importable)
+			if ue.Importable == 0 {
+				err = fmt.Errorf("%w\nnothing was imported", err)
+			} else {
+				err = fmt.Errorf("%w\nnothing was imported; --skip-unsupported imports the other %d threads", err, ue.Importable)
+			}
 		}
 		return inFile(dst, err)
 	}
