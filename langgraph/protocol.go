@@ -174,7 +174,7 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 	ns := cps[0].ns
 	done := map[string]*bytePlanned{}
 	claimed := map[[2]string]claim{}
-	renamed := false
+	renamed := map[string]bool{} // channels with a renamed version in this namespace
 	inSource := make(map[string]bool, len(cps))
 	for _, cp := range cps {
 		inSource[cp.id] = true
@@ -239,7 +239,7 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 					if cp.numeric[ch] {
 						ver += "1"
 					}
-					renamed = true
+					renamed[ch] = true
 				}
 				c, ok := claimed[[2]string{ch, ver}]
 				if ok && c.has == has && (!has || sameBlob(c.blob, b)) {
@@ -260,8 +260,8 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 			}
 		}
 		out.ChannelVersions = d.versions
-		if renamed {
-			out.VersionsSeen = mapSeen(d, cp.seen)
+		if len(renamed) > 0 {
+			out.VersionsSeen = mapSeen(d, cp.seen, renamed)
 		}
 		// The parent's writes, sealed by this put.
 		if parent != nil && !parent.sealed {
@@ -288,21 +288,34 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 }
 
 // mapSeen renames the versions a checkpoint's nodes have seen as the
-// versions they name were renamed: a seen version is the one the
-// checkpoint or its nearest ancestor gave the channel.
-func mapSeen(d *bytePlanned, seen map[string]map[string]string) map[string]map[string]string {
-	out := make(map[string]map[string]string, len(seen))
+// versions they name were renamed: a seen version of a renamed channel is
+// the one the checkpoint or its nearest ancestor gave it.
+func mapSeen(d *bytePlanned, seen map[string]map[string]string, renamed map[string]bool) map[string]map[string]string {
+	var out map[string]map[string]string
 	for node, m := range seen {
-		out[node] = make(map[string]string, len(m))
 		for ch, v := range m {
-			out[node][ch] = v
+			if !renamed[ch] {
+				continue
+			}
 			for a := d; a != nil; a = a.parent {
-				if a.cp.versions[ch] == v {
-					out[node][ch] = a.versions[ch]
-					break
+				if a.cp.versions[ch] != v {
+					continue
 				}
+				if w := a.versions[ch]; w != v {
+					if out == nil {
+						out = make(map[string]map[string]string, len(seen))
+						for n, mm := range seen {
+							out[n] = maps.Clone(mm)
+						}
+					}
+					out[node][ch] = w
+				}
+				break
 			}
 		}
+	}
+	if out == nil {
+		return seen
 	}
 	return out
 }

@@ -52,7 +52,8 @@ type byteWrite struct {
 }
 
 // typedBlob is a stored value as the protocol keeps it, decrypted when the
-// source's serde was LangGraph's EncryptedSerializer ("msgpack+aes").
+// source's serde was LangGraph's EncryptedSerializer ("msgpack+aes"). data
+// is the caller's to give: the blob may share it.
 func typedBlob(typ string, data []byte, key []byte) (codec.Blob, error) {
 	if base, cipher, ok := strings.Cut(typ, "+"); ok {
 		plain, err := decrypt(base, cipher, data, key)
@@ -60,8 +61,6 @@ func typedBlob(typ string, data []byte, key []byte) (codec.Blob, error) {
 			return codec.Blob{}, err
 		}
 		typ, data = base, plain
-	} else {
-		data = bytes.Clone(data)
 	}
 	switch typ {
 	case "json", "msgpack", "bytes", "bytearray", "null":
@@ -74,8 +73,10 @@ func typedBlob(typ string, data []byte, key []byte) (codec.Blob, error) {
 // splitCheckpoint reads a SqliteSaver checkpoint document (the whole
 // Checkpoint dict in one serde value): its fields, and each channel value's
 // bytes as the serde wrote them alone (both serdes encode a dict entry as
-// they encode the value by itself).
-func splitCheckpoint(typ string, data []byte, key []byte) (*byteCheckpoint, error) {
+// they encode the value by itself). The values share data, which the caller
+// gives up; intern, if not nil, shares the strings of the fields (versions
+// repeat from checkpoint to checkpoint).
+func splitCheckpoint(typ string, data []byte, key []byte, intern map[string]string) (*byteCheckpoint, error) {
 	b, err := typedBlob(typ, data, key)
 	if err != nil {
 		return nil, err
@@ -84,7 +85,7 @@ func splitCheckpoint(typ string, data []byte, key []byte) (*byteCheckpoint, erro
 	case "json":
 		return splitJSONCheckpoint(b.Data)
 	case "msgpack":
-		return splitPyCheckpoint(b.Data)
+		return splitPyCheckpoint(b.Data, intern)
 	}
 	return nil, fmt.Errorf("a checkpoint document of serde type %q, not json or msgpack", b.Type)
 }
@@ -128,8 +129,8 @@ func splitJSONCheckpoint(data []byte) (*byteCheckpoint, error) {
 	return cp, nil
 }
 
-func splitPyCheckpoint(data []byte) (*byteCheckpoint, error) {
-	r := &pyReader{b: data}
+func splitPyCheckpoint(data []byte, intern map[string]string) (*byteCheckpoint, error) {
+	r := &pyReader{b: data, intern: intern}
 	n, p, err := r.mapLen(0)
 	if err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func splitPyCheckpoint(data []byte) (*byteCheckpoint, error) {
 					return nil, &channelError{ch, err}
 				}
 				if key == "pending_sends" {
-					cp.sends = append(cp.sends, bytes.Clone(data[q:end]))
+					cp.sends = append(cp.sends, data[q:end])
 				} else {
 					cp.values[ch] = pyBlob(data[q:end])
 				}
@@ -200,9 +201,9 @@ func pyBlob(v []byte) codec.Blob {
 		return codec.Blob{Type: "null", Data: []byte{}}
 	case len(v) > 0 && v[0] >= 0xc4 && v[0] <= 0xc6:
 		size := 1 << (v[0] - 0xc4)
-		return codec.Blob{Type: "bytes", Data: bytes.Clone(v[1+size:])}
+		return codec.Blob{Type: "bytes", Data: v[1+size:]}
 	}
-	return codec.Blob{Type: "msgpack", Data: bytes.Clone(v)}
+	return codec.Blob{Type: "msgpack", Data: v}
 }
 
 // fields sets the checkpoint's own fields from the decoded document.

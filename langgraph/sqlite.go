@@ -173,10 +173,11 @@ func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, err
 
 func (s *sqliteSource) readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error) {
 	t := &byteThread{id: thread, writes: map[cpKey][]*byteWrite{}}
+	intern := map[string]string{}
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
 		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread}, func(st *sqlite3.Stmt) error {
 		ns, id, parent := st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)
-		cp, err := splitCheckpoint(st.ColumnText(3), st.ColumnRawBlob(4), key)
+		cp, err := splitCheckpoint(st.ColumnText(3), st.ColumnBlob(4, nil), key, intern)
 		if err == nil {
 			cp.metadata, err = decodeMetadata(st.ColumnRawBlob(5))
 		}
@@ -198,7 +199,7 @@ func (s *sqliteSource) readBytes(ctx context.Context, thread string, key []byte)
 		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, `+path+`, task_id, idx`, []any{thread}, func(st *sqlite3.Stmt) error {
 		k := cpKey{st.ColumnText(0), st.ColumnText(1)}
 		w := &byteWrite{task: st.ColumnText(2), path: st.ColumnText(3), idx: st.ColumnInt(4), channel: st.ColumnText(5)}
-		b, err := typedBlob(st.ColumnText(6), st.ColumnRawBlob(7), key)
+		b, err := typedBlob(st.ColumnText(6), st.ColumnBlob(7, nil), key)
 		if err != nil {
 			return writeProblem(thread, k, &rawWrite{task: w.task, idx: w.idx, channel: w.channel}, err)
 		}
