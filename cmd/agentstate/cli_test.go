@@ -252,6 +252,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"retain", path, "--keep-latest", "-2"},
 		{"verify", path, "--no-such-flag"},
 		{"import-langgraph", "a"},
+		{"import-langgraph", "--into", "sideways", path, "b"},
+		{"import-langgraph", "--delta-reducer", "notes=concat", path, "b"},
+		{"export-langgraph", path},
+		{"export-langgraph", "--layout", "yaml", path, "b"},
 	} {
 		r := agentstate(t, nil, args...)
 		if r.code != 2 {
@@ -790,6 +794,37 @@ func TestImportLangGraphCompat(t *testing.T) {
 	want(t, r, 0)
 	contains(t, r.stdout, "verified, and all 11 checkpoints read as in")
 	contains(t, agentstate(t, nil, "state", dst, "compat").stdout, "langchain_core.messages.function.FunctionMessage")
+}
+
+// TestExportLangGraph: the way back. An imported file written as a
+// SqliteSaver file imports again as the same checkpoints; an existing DST
+// and a file of the thread API are refused, and leave nothing.
+func TestExportLangGraph(t *testing.T) {
+	for _, c := range []struct{ fixture, layout string }{
+		{filepath.Join("..", "..", "testdata", "langgraph", "python", "langgraph-py.sqlite"), "Python"},
+		{filepath.Join("..", "..", "testdata", "langgraph", "langgraph-js.sqlite"), "JS"},
+	} {
+		dir := t.TempDir()
+		db, out, again := filepath.Join(dir, "a.db"), filepath.Join(dir, "out.sqlite"), filepath.Join(dir, "b.db")
+		want(t, agentstate(t, nil, "import-langgraph", c.fixture, db), 0)
+		r := agentstate(t, nil, "export-langgraph", db, out)
+		want(t, r, 0)
+		contains(t, r.stdout, "as a LangGraph "+c.layout+" SqliteSaver file")
+		r = agentstate(t, nil, "import-langgraph", out, again)
+		want(t, r, 0)
+		contains(t, r.stdout, "verified, and all")
+		r = agentstate(t, nil, "export-langgraph", db, out)
+		want(t, r, 1)
+		contains(t, r.stderr, out, "exists")
+	}
+	path, _ := fixture(t, engine.ModeFull)
+	dir := t.TempDir()
+	r := agentstate(t, nil, "export-langgraph", path, filepath.Join(dir, "x.sqlite"))
+	want(t, r, 1)
+	contains(t, r.stderr, "thread API")
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Fatalf("a refused export left %d files", len(es))
+	}
 }
 
 func TestProgressOnlyOnTerminals(t *testing.T) {
