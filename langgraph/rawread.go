@@ -135,7 +135,7 @@ func splitPyCheckpoint(data []byte, intern map[string]string) (*byteCheckpoint, 
 	if err != nil {
 		return nil, err
 	}
-	cp := &byteCheckpoint{docType: "msgpack", values: map[string]codec.Blob{}}
+	cp := &byteCheckpoint{docType: "msgpack", values: map[string]codec.Blob{}, numeric: map[string]bool{}}
 	fields := map[string]any{}
 	for range n {
 		k, next, err := r.value(p, 1)
@@ -181,6 +181,31 @@ func splitPyCheckpoint(data []byte, intern map[string]string) (*byteCheckpoint, 
 				q = end
 			}
 			p = q
+		case "channel_versions":
+			m, q, err := r.versions(next, cp)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint field %q: %w", key, err)
+			}
+			cp.versions, p = m, q
+		case "versions_seen":
+			n, q, err := r.mapLen(next)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint field %q: %w", key, err)
+			}
+			cp.seen = make(map[string]map[string]string, n)
+			for range n {
+				k, q2, err := r.value(q, 2)
+				if err != nil {
+					return nil, fmt.Errorf("checkpoint field %q: %w", key, err)
+				}
+				node, _ := k.(string)
+				m, q3, err := r.versions(q2, nil)
+				if err != nil {
+					return nil, fmt.Errorf("checkpoint field %q: %w", key, err)
+				}
+				cp.seen[node], q = m, q3
+			}
+			p = q
 		default:
 			v, next, err := r.value(next, 1)
 			if err != nil {
@@ -189,8 +214,50 @@ func splitPyCheckpoint(data []byte, intern map[string]string) (*byteCheckpoint, 
 			fields[key], p = v, next
 		}
 	}
+	versions, seen := cp.versions, cp.seen
 	cp.fields(fields)
+	if versions != nil {
+		cp.versions = versions
+	}
+	if seen != nil {
+		cp.seen = seen
+	}
 	return cp, nil
+}
+
+// versions reads a map of channel versions (strings in LangGraph Python,
+// numbers in old files) at pos; numeric versions are noted in cp (if not
+// nil).
+func (r *pyReader) versions(pos int, cp *byteCheckpoint) (map[string]string, int, error) {
+	if pos < len(r.b) && r.b[pos] == 0xc0 {
+		return map[string]string{}, pos + 1, nil
+	}
+	n, p, err := r.mapLen(pos)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make(map[string]string, n)
+	for range n {
+		k, q, err := r.value(p, 3)
+		if err != nil {
+			return nil, 0, err
+		}
+		v, q2, err := r.value(q, 3)
+		if err != nil {
+			return nil, 0, err
+		}
+		ch, _ := k.(string)
+		if s, ok := v.(string); ok {
+			out[ch] = s
+		} else {
+			out[ch] = versionString(v)
+			if cp != nil {
+				cp.numeric[ch] = true
+			}
+		}
+		p = q2
+	}
+	return out, p, nil
 }
 
 // pyBlob is one msgpack value as JsonPlusSerializer.dumps_typed would have
@@ -218,7 +285,9 @@ func (cp *byteCheckpoint) fields(doc map[string]any) {
 	}
 	cp.ts, _ = doc["ts"].(string)
 	cp.versions = map[string]string{}
-	cp.numeric = map[string]bool{}
+	if cp.numeric == nil {
+		cp.numeric = map[string]bool{}
+	}
 	for ch, v := range fieldsOf(doc["channel_versions"]) {
 		cp.versions[ch] = versionString(v)
 		if _, isStr := v.(string); !isStr {
