@@ -385,3 +385,41 @@ type compatCheckpoint struct {
 		PendingSends  []any          `json:"pending_sends"`
 	} `json:"checkpoint"`
 }
+
+// TestSplitCheckpointDamaged: every truncation and a flipped byte of real
+// checkpoint documents (Python's msgpack, LangGraph.js's JSON, encrypted)
+// give an error or a value, never a panic.
+func TestSplitCheckpointDamaged(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		key  []byte
+	}{
+		{filepath.Join(pyDir, "langgraph-py-0.2.sqlite"), nil},
+		{filepath.Join(pyDir, "langgraph-py-compat.sqlite"), nil},
+		{filepath.Join(pyDir, "langgraph-py-encrypted.sqlite"), []byte(compatKey)},
+		{jsFixture, nil},
+	} {
+		c2, err := sqlite3.OpenFlags("file:"+c.file+"?mode=ro&immutable=1", sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _, err := c2.Prepare(`SELECT type, checkpoint FROM checkpoints ORDER BY length(checkpoint) DESC LIMIT 2`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for st.Step() {
+			typ, doc := st.ColumnText(0), st.ColumnBlob(1, nil)
+			if _, err := splitCheckpoint(typ, bytes.Clone(doc), c.key, nil); err != nil {
+				t.Fatalf("%s: the whole document: %v", c.file, err)
+			}
+			for n := range len(doc) {
+				splitCheckpoint(typ, bytes.Clone(doc[:n]), c.key, nil)
+				d := bytes.Clone(doc)
+				d[n] ^= 0xff
+				splitCheckpoint(typ, d, c.key, map[string]string{})
+			}
+		}
+		st.Close()
+		c2.Close()
+	}
+}
