@@ -6,8 +6,8 @@
 // The source side is LangGraph.js's own MemorySaver holding the source
 // file's rows as they are (checkpoint, metadata and write bytes, parents),
 // so LangGraph.js reads the source's bytes with its own serde. The import
-// is made by the Go command (`go run ./cmd/agentstate`), from the committed
-// fixture, which it must leave as it is.
+// is made by the native CLI (AGENTSTATE_CLI, else built here), from the
+// committed fixture, which it must leave as it is.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -119,7 +119,14 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-import-lg-"));
   const before = fs.readdirSync(path.dirname(fixture)).sort();
   const dst = path.join(dir, "imported.db");
-  const out = execFileSync("go", ["run", "./cmd/agentstate", "import-langgraph", fixture, dst], { cwd: repo, encoding: "utf8", timeout: 900_000 });
+  // The CLI comes from AGENTSTATE_CLI (CI builds it once), else it is built
+  // here with the Go toolchain.
+  let cli = process.env.AGENTSTATE_CLI;
+  if (!cli) {
+    cli = path.join(dir, "agentstate");
+    execFileSync("go", ["build", "-o", cli, "./cmd/agentstate"], { cwd: repo, stdio: "inherit", timeout: 900_000 });
+  }
+  const out = execFileSync(cli, ["import-langgraph", fixture, dst], { encoding: "utf8" });
   expect(out).toContain("verified, and all 63 checkpoints read as in");
   expect(fs.readdirSync(path.dirname(fixture)).sort()).toEqual(before); // nothing beside the source
   source = await sourceSaver(fixture);
