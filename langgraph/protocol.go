@@ -57,10 +57,11 @@ func importProtocol(ctx context.Context, db *engine.DB, src string, o Options) (
 	// The engine's protocol calls add to a thread; an import never writes
 	// into one the destination has.
 	for _, th := range threads {
-		if _, err := db.GetTuple(ctx, engine.Config{ThreadID: th}); err == nil {
+		for _, err := range db.List(ctx, engine.ListOptions{ThreadID: th, Limit: 1}) { // any namespace
+			if err != nil {
+				return Report{}, err
+			}
 			return Report{}, fmt.Errorf("%w: thread %q already exists in the destination; an import only adds threads", engine.ErrConflict, th)
-		} else if !errors.Is(err, engine.ErrNotFound) {
-			return Report{}, err
 		}
 	}
 	rep := newReport(s, db.Options().Mode)
