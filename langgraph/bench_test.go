@@ -77,6 +77,7 @@ func BenchmarkImportPython(b *testing.B) {
 		b.Run("messages-"+string(mode), func(b *testing.B) {
 			ctx := context.Background()
 			n := 0
+			var cpu int64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				o := engine.DefaultOptions()
@@ -86,7 +87,9 @@ func BenchmarkImportPython(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
+				c0 := processCPU()
 				rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
+				cpu += processCPU() - c0
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -96,6 +99,9 @@ func BenchmarkImportPython(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "checkpoints/s")
+			if cpu > 0 {
+				b.ReportMetric(float64(n)/(float64(cpu)/1e9), "checkpoints/cpu-s")
+			}
 		})
 	}
 }

@@ -256,8 +256,10 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 				}
 				claimed[[2]string{ch, ver}] = claim{has, b}
 				d.versions[ch] = ver
-				newVersions[ch] = ver
 				if has {
+					// A new version without a value stores nothing; that no
+					// other checkpoint's value has it is the claim's to say.
+					newVersions[ch] = ver
 					out.ChannelValues[ch] = b
 					pl.rep.Blobs[b.Type]++
 				}
