@@ -423,3 +423,41 @@ func TestSplitCheckpointDamaged(t *testing.T) {
 		c2.Close()
 	}
 }
+
+// TestImportProtocolUnreadable: threads whose values no LangGraph serde of
+// this build reads (a "pickle" value, a damaged document) are all listed,
+// nothing is written, and SkipUnsupported imports the others.
+func TestImportProtocolUnreadable(t *testing.T) {
+	ctx := context.Background()
+	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE writes SET type = 'pickle' WHERE rowid = (SELECT min(rowid) FROM writes WHERE thread_id = 'chat')`,
+		`UPDATE checkpoints SET checkpoint = substr(checkpoint, 1, 20) WHERE rowid = (SELECT max(rowid) FROM checkpoints WHERE thread_id = 'fork')`,
+	} {
+		if err := c.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	db := openDst(t, engine.ModeDelta, 10)
+	_, err = Import(ctx, db, src, Options{})
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || len(ue.Problems) != 2 || ue.Importable != 6 ||
+		ue.Problems[0].ThreadID != "chat" || !strings.Contains(ue.Problems[0].Reason, `"pickle"`) || ue.Problems[1].ThreadID != "fork" {
+		t.Fatalf("%v", err)
+	}
+	if ts, _ := db.ListThreads(ctx, engine.ThreadListOptions{}); len(ts) != 0 {
+		t.Fatalf("a refused import wrote %d threads", len(ts))
+	}
+	rep, err := Import(ctx, db, src, Options{SkipUnsupported: true})
+	if err != nil || rep.Threads != 6 || len(rep.Skipped) != 2 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	if n, diffs, err := Compare(ctx, db, src, Options{}); err != nil || len(diffs) > 0 || n == 0 {
+		t.Fatalf("compare: %d %v %v", n, err, diffs)
+	}
+}
