@@ -827,6 +827,73 @@ func TestExportLangGraph(t *testing.T) {
 	}
 }
 
+// TestImportLangGraphReadOnlySource: a SqliteSaver file in a directory
+// nobody may write (as on read-only media) imports, and nothing appears
+// beside it. As root, whom permissions do not stop, the command runs as
+// user nobody (runuser), so the directory is read-only for it too.
+func TestImportLangGraphReadOnlySource(t *testing.T) {
+	base := t.TempDir()
+	// nobody must reach it: the test's temporary directories are the
+	// test's own.
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro := filepath.Join(base, "ro")
+	out := filepath.Join(base, "out")
+	bin := filepath.Join(base, "agentstate")
+	for _, d := range []string{ro, out} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(out, 0o777)
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "langgraph", "python", "langgraph-py.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(ro, "saver.sqlite")
+	if err := os.WriteFile(src, data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(ro, 0o755) })
+	args := []string{bin, "import-langgraph", src, filepath.Join(out, "dst.db")}
+	if os.Geteuid() == 0 {
+		args = append([]string{"runuser", "-u", "nobody", "--"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "HOME="+out, "GOCACHE="+out)
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, got)
+	}
+	if !strings.Contains(string(got), "verified, and all 101 checkpoints read as in") {
+		t.Fatalf("%s", got)
+	}
+	if es, _ := os.ReadDir(ro); len(es) != 1 {
+		t.Fatalf("the import left %d files in the source's directory", len(es))
+	}
+	// The same directory, writable: still nothing beside the source.
+	if err := os.Chmod(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want(t, agentstate(t, nil, "import-langgraph", src, filepath.Join(out, "dst2.db")), 0)
+	if es, _ := os.ReadDir(ro); len(es) != 1 {
+		t.Fatalf("the import left %d files in the source's directory", len(es))
+	}
+}
+
 func TestProgressOnlyOnTerminals(t *testing.T) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
