@@ -177,6 +177,9 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 			} else {
 				err = fmt.Errorf("%w\nnothing was imported; --skip-unsupported imports the other %d threads", err, ue.Importable)
 			}
+			if lo.Into == langgraph.IntoMessages {
+				err = fmt.Errorf("%w; without --into messages the import keeps LangGraph's values as they are (the checkpoint protocol's form)", err)
+			}
 		}
 		return inFile(dst, err)
 	}
