@@ -77,6 +77,9 @@ func typedBlob(typ string, data []byte, key []byte) (codec.Blob, error) {
 // gives up; intern, if not nil, shares the strings of the fields (versions
 // repeat from checkpoint to checkpoint).
 func splitCheckpoint(typ string, data []byte, key []byte, intern map[string]string) (*byteCheckpoint, error) {
+	if typ == "" {
+		typ = "json" // a type-less row of an old saver, as the messages form reads it
+	}
 	b, err := typedBlob(typ, data, key)
 	if err != nil {
 		return nil, err
