@@ -29,8 +29,8 @@ venv() { # name, pip arguments...
 	echo "$dir"
 }
 py=${VENV:-$(venv venv -r "$here/requirements.txt" pycryptodome==4.4.0)}
-py02=${VENV02:-$(venv venv02 langgraph==0.2.20 langgraph-checkpoint-sqlite)}
-py03=${VENV03:-$(venv venv03 langgraph==0.3.34 langgraph-checkpoint-sqlite)}
+py02=${VENV02:-$(venv venv02 langgraph==0.2.20 langgraph-checkpoint==1.0.12 langgraph-checkpoint-sqlite==1.0.4 langchain-core==0.3.86)}
+py03=${VENV03:-$(venv venv03 langgraph==0.3.34 langgraph-checkpoint==2.1.2 langgraph-checkpoint-sqlite==2.0.11 langchain-core==0.3.86)}
 
 (cd "$repo" && go build -o "$work/agentstate" ./cmd/agentstate)
 
