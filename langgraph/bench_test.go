@@ -20,7 +20,8 @@ import (
 // checkpoints), the default messages channel (the whole list in every
 // checkpoint), "turns" and "topic" beside it, pending writes as the loop
 // stores them. AGENTSTATE_BENCH_SRC=path benchmarks another file instead (a
-// real one, to check that this one is representative).
+// real one, to check that this one is representative);
+// AGENTSTATE_BENCH_WRITE=path writes the file there and keeps it.
 //
 //	go test ./langgraph -run '^$' -bench ImportPython -benchtime 3x
 
@@ -31,6 +32,9 @@ func benchSource(b *testing.B) string {
 		return p
 	}
 	path := filepath.Join(b.TempDir(), "bench.sqlite")
+	if keep := os.Getenv("AGENTSTATE_BENCH_WRITE"); keep != "" {
+		path = keep // kept, to time the command on it
+	}
 	if err := writePythonBench(path, 10000); err != nil {
 		b.Fatal(err)
 	}
@@ -39,10 +43,41 @@ func benchSource(b *testing.B) string {
 
 func BenchmarkImportPython(b *testing.B) {
 	src := benchSource(b)
+	b.Run("protocol", func(b *testing.B) {
+		ctx := context.Background()
+		n := 0
+		var cpu int64
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			o := engine.DefaultOptions()
+			db, err := engine.Open(ctx, filepath.Join(b.TempDir(), fmt.Sprintf("dst%d.db", i)), &o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			c0 := processCPU()
+			rep, err := Import(ctx, db, src, Options{})
+			cpu += processCPU() - c0
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			n += rep.Checkpoints
+			db.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "checkpoints/s")
+		if cpu > 0 {
+			// The process's CPU time (all threads): what the load of the
+			// shared machine leaves aside.
+			b.ReportMetric(float64(n)/(float64(cpu)/1e9), "checkpoints/cpu-s")
+		}
+	})
 	for _, mode := range []engine.Mode{engine.ModeDelta, engine.ModeFull} {
-		b.Run(string(mode), func(b *testing.B) {
+		b.Run("messages-"+string(mode), func(b *testing.B) {
 			ctx := context.Background()
 			n := 0
+			var cpu int64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				o := engine.DefaultOptions()
@@ -52,7 +87,9 @@ func BenchmarkImportPython(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				rep, err := Import(ctx, db, src, Options{})
+				c0 := processCPU()
+				rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
+				cpu += processCPU() - c0
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -62,6 +99,9 @@ func BenchmarkImportPython(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "checkpoints/s")
+			if cpu > 0 {
+				b.ReportMetric(float64(n)/(float64(cpu)/1e9), "checkpoints/cpu-s")
+			}
 		})
 	}
 }
@@ -76,7 +116,7 @@ func TestLangGraphPythonBenchFile(t *testing.T) {
 	}
 	ctx := context.Background()
 	db := openDst(t, engine.ModeDelta, 10)
-	rep, err := Import(ctx, db, path, Options{})
+	rep, err := Import(ctx, db, path, Options{Into: IntoMessages})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +126,72 @@ func TestLangGraphPythonBenchFile(t *testing.T) {
 	if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
-	if n, diffs, err := Compare(ctx, db, path, Options{}); err != nil || n != 80 || len(diffs) > 0 {
+	if n, diffs, err := Compare(ctx, db, path, Options{Into: IntoMessages}); err != nil || n != 80 || len(diffs) > 0 {
 		t.Fatalf("compare: %d %v %v", n, err, diffs)
 	}
+}
+
+// writePythonLongThread writes one thread of turns turns (turns/2 pairs of
+// a plain question and a tool loop) as LangGraph Python's SqliteSaver
+// stores it: the whole message list in every checkpoint.
+func writePythonLongThread(path string, turns int) error {
+	return writeBenchFile(path, func(g *benchGraph) error { return g.threadTurns("long", 0, turns/2) })
+}
+
+// BenchmarkImportLongThread imports a 400-turn thread (1,600 checkpoints)
+// and reports the source's and the destination's bytes (after a VACUUM of
+// both: the pages the data takes) and their ratio.
+//
+//	go test ./langgraph -run '^$' -bench ImportLongThread -benchtime 1x
+func BenchmarkImportLongThread(b *testing.B) {
+	ctx := context.Background()
+	src := filepath.Join(b.TempDir(), "long.sqlite")
+	if err := writePythonLongThread(src, 400); err != nil {
+		b.Fatal(err)
+	}
+	srcBytes := fileBytes(b, src)
+	for i := 0; i < b.N; i++ {
+		dst := filepath.Join(b.TempDir(), "long.db")
+		o := engine.DefaultOptions()
+		db, err := engine.Open(ctx, dst, &o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := Import(ctx, db, src, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Vacuum(ctx); err != nil {
+			b.Fatal(err)
+		}
+		db.Close()
+		dstBytes := fileBytes(b, dst)
+		if keep := os.Getenv("AGENTSTATE_BENCH_KEEP"); keep != "" {
+			data, _ := os.ReadFile(dst)
+			os.WriteFile(keep, data, 0o644)
+		}
+		b.ReportMetric(float64(rep.Checkpoints), "checkpoints")
+		b.ReportMetric(float64(srcBytes)/1e6, "source-MB")
+		b.ReportMetric(float64(dstBytes)/1e6, "imported-MB")
+		b.ReportMetric(float64(srcBytes)/float64(dstBytes), "x-smaller")
+	}
+}
+
+// fileBytes is a SQLite file's size after a VACUUM of a copy of it.
+func fileBytes(b *testing.B, path string) int64 {
+	c, err := sqlite3.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Exec(`PRAGMA wal_checkpoint(TRUNCATE); VACUUM`); err != nil {
+		b.Fatal(err)
+	}
+	c.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fi.Size()
 }
 
 // writePythonBench writes n checkpoints (a multiple of 40) of the chat
@@ -97,6 +200,18 @@ func writePythonBench(path string, n int) error {
 	if n%40 != 0 {
 		return fmt.Errorf("n must be a multiple of 40")
 	}
+	return writeBenchFile(path, func(g *benchGraph) error {
+		for i := range n / 40 {
+			if err := g.thread(fmt.Sprintf("bench-%05d", i), i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeBenchFile writes a SqliteSaver file whose threads fill writes.
+func writeBenchFile(path string, fill func(g *benchGraph) error) error {
 	c, err := sqlite3.Open(path)
 	if err != nil {
 		return err
@@ -122,10 +237,8 @@ func writePythonBench(path string, n int) error {
 	}
 	defer insW.Close()
 	g := &benchGraph{rng: rand.New(rand.NewPCG(1, 2)), insCp: insCp, insW: insW}
-	for i := range n / 40 {
-		if err := g.thread(fmt.Sprintf("bench-%05d", i), i); err != nil {
-			return err
-		}
+	if err := fill(g); err != nil {
+		return err
 	}
 	return c.Exec(`COMMIT`)
 }
@@ -183,10 +296,14 @@ func (g *benchGraph) ai(content any, toolCalls []any, kwargs map[string]any, met
 	return benchMessage("ai", "AIMessage", f)
 }
 
-func (g *benchGraph) thread(id string, i int) error {
+func (g *benchGraph) thread(id string, i int) error { return g.threadTurns(id, i, 5) }
+
+// threadTurns writes a thread of pairs pairs of turns (a plain question, then
+// one that runs the tool loop): 8 checkpoints a pair.
+func (g *benchGraph) threadTurns(id string, i, pairs int) error {
 	g.threadID, g.parent, g.step, g.counter = id, nil, -1, 0
 	g.values, g.versions, g.seen = map[string]any{}, map[string]string{}, map[string]any{"__input__": map[string]any{}}
-	for turn := range 5 {
+	for turn := range pairs {
 		q := benchMessage("human", "HumanMessage", map[string]any{"content": fmt.Sprintf("question %d of thread %d", turn, i), "type": "human", "id": fmt.Sprintf("b%d-%d-q", i, turn)})
 		if err := g.invoke(q, fmt.Sprintf("question %d of thread %d", turn, i), false); err != nil {
 			return err

@@ -28,6 +28,9 @@ type Diff struct {
 // state (as JSON) differ, or that db lacks. Threads the import cannot read
 // are not compared. It only reads.
 func Compare(ctx context.Context, db *engine.DB, src string, o Options) (checked int, diffs []Diff, err error) {
+	if o.Into != IntoMessages {
+		return compareProtocol(ctx, db, src, o)
+	}
 	s, err := openSource(ctx, src)
 	if err != nil {
 		return 0, nil, err

@@ -10,14 +10,31 @@
 // a LangGraph Python PostgresSaver database (langgraph-checkpoint-postgres,
 // given as a postgres:// URL: checkpoints, checkpoint_blobs,
 // checkpoint_writes, checkpoint_migrations). sqlite.go and postgres.go read
-// them, serde.go and msgpack.go decode their values.
+// them, serde.go and msgpack.go decode their values. A SqliteSaver file is
+// only read: opened immutable unless it has a log to read, so nothing is
+// created beside it.
 //
-// # What becomes what
+// # Two forms
 //
-// Each thread, with every namespace (subgraphs), checkpoint id, parent,
-// metadata and pending write (task id, task path, channel), is written with
-// the protocol calls of an engine.Batch and handed to the thread API in the
-// destination's mode (Batch.NewThread):
+// By default (IntoProtocol, protocol.go) a thread is kept in the checkpoint
+// protocol's form: every checkpoint stored with Batch.Put and its writes
+// with Batch.PutWrites, the calls LangGraph's savers on the engine make
+// (AgentStateSaver in JavaScript, the Python saver), every channel value and
+// write as its serde type and exact bytes (rawread.go splits a SqliteSaver
+// checkpoint document into its channels' bytes), so those savers resume the
+// thread where the source left it and nothing is converted or dropped. Old
+// formats' pending_sends move into the TASKS channel as LangGraph moves them
+// on read; EncryptedSerializer values are decrypted with Options.Key
+// (aes.go). Compare then checks every checkpoint byte for byte, SerdeJSON
+// shows kept values as JSON, and Export (export.go) writes such threads back
+// into a SqliteSaver file.
+//
+// # What becomes what in the messages form
+//
+// With IntoMessages, each thread, with every namespace (subgraphs),
+// checkpoint id, parent, metadata and pending write (task id, task path,
+// channel), is written with the protocol calls of an engine.Batch and handed
+// to the thread API in the destination's mode (Batch.NewThread):
 //
 //   - the message channels of the destination's Schema ("messages" by
 //     default) become lists of codec.Message, their writes
@@ -52,7 +69,7 @@
 // in an *UnsupportedError; Options.SkipUnsupported imports the others.
 //
 // Compare checks the promise: every checkpoint of the destination reads as
-// the source's, derived the same way. The package's tests check both
+// the source's (in the messages form, derived the same way). The package's tests check both
 // against what LangGraph itself read back from the fixtures in
 // testdata/langgraph.
 package langgraph

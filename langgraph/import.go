@@ -30,9 +30,21 @@ type Options struct {
 	// message channel of the destination's Schema, by channel name. A
 	// DeltaChannel without one makes its thread unsupported.
 	DeltaReducers map[string]Reducer
+	// Into is the form the threads are written in: IntoProtocol (the
+	// default, "") or IntoMessages. DeltaReducers only matter to
+	// IntoMessages (in the protocol's form LangGraph rebuilds its
+	// DeltaChannels itself).
+	Into Into
+	// Key decrypts the values of a source written with LangGraph's
+	// EncryptedSerializer (the bytes of LANGGRAPH_AES_KEY). Without it such
+	// values make their threads unsupported, naming the key.
+	Key []byte
 }
 
 func (o Options) validate(schema engine.Schema) error {
+	if o.Into != "" && o.Into != IntoProtocol && o.Into != IntoMessages {
+		return fmt.Errorf("%w: Into is %q; an import writes %q or %q", engine.ErrInvalidArgument, o.Into, IntoProtocol, IntoMessages)
+	}
 	for ch, r := range o.DeltaReducers {
 		if r != Concat {
 			return fmt.Errorf("%w: DeltaReducers[%q] is %q; the reducers an import knows are %q (and, for the message channels of the Schema, LangGraph's message reducer)", engine.ErrInvalidArgument, ch, r, Concat)
@@ -72,6 +84,9 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 	if err := ctx.Err(); err != nil {
 		return Report{}, err
 	}
+	if o.Into != IntoMessages {
+		return importProtocol(ctx, db, src, o)
+	}
 	s, err := openSource(ctx, src)
 	if err != nil {
 		return Report{}, err
@@ -97,6 +112,7 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 	var rep Report
 	err = db.Batch(ctx, func(b *engine.Batch) error {
 		rep = newReport(s, dbo.Mode)
+		rep.Into = string(IntoMessages)
 		var problems []Problem
 		done := 0
 		for _, th := range threads {
@@ -132,6 +148,7 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 				}
 			}
 			rep.add(counts)
+			rep.Imported = append(rep.Imported, th)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -176,6 +193,7 @@ func (r *Report) add(t *Report) {
 	r.ParentsMissing += t.ParentsMissing
 	r.Renumbered += t.Renumbered
 	r.OrphanWrites += t.OrphanWrites
+	r.Unversioned += t.Unversioned
 	for _, m := range [][2]map[string]int{{r.DeltaChannels, t.DeltaChannels}, {r.Dropped, t.Dropped}, {r.Blobs, t.Blobs}} {
 		for k, n := range m[1] {
 			m[0][k] += n

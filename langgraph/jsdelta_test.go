@@ -120,7 +120,7 @@ func TestImportLangGraphJSDeltaChannel(t *testing.T) {
 	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 2)
-			rep, err := Import(ctx, db, src, Options{})
+			rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestImportLangGraphJSDeltaChannel(t *testing.T) {
 					t.Errorf("%s (-want +got):\n%s", id, d)
 				}
 			}
-			if n, diffs, err := Compare(ctx, db, src, Options{}); err != nil || n != 7 || len(diffs) > 0 {
+			if n, diffs, err := Compare(ctx, db, src, Options{Into: IntoMessages}); err != nil || n != 7 || len(diffs) > 0 {
 				t.Fatalf("compare: %d %v %v", n, err, diffs)
 			}
 			// The head goes on with the thread API.

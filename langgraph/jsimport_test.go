@@ -24,7 +24,7 @@ func TestImportLangGraphJS(t *testing.T) {
 	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
-			rep, err := Import(ctx, db, src, Options{})
+			rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestImportLangGraphJS(t *testing.T) {
 			if mode == engine.ModeDelta && vr.DeltaReads == 0 {
 				t.Fatal("no checkpoint was read through the delta walk")
 			}
-			checked, diffs, err := Compare(ctx, db, src, Options{})
+			checked, diffs, err := Compare(ctx, db, src, Options{Into: IntoMessages})
 			if err != nil || checked != 63 || len(diffs) > 0 {
 				t.Fatalf("compare: %d checked, %v, %v", checked, err, diffs)
 			}
@@ -70,7 +70,7 @@ func TestImportLangGraphJS(t *testing.T) {
 			}
 			// A second import of the same threads is refused, and changes nothing.
 			before := fingerprint(t, db)
-			if _, err := Import(ctx, db, src, Options{}); !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "already exists") {
+			if _, err := Import(ctx, db, src, Options{Into: IntoMessages}); !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "already exists") {
 				t.Fatalf("second import: %v", err)
 			}
 			if after := fingerprint(t, db); after != before {

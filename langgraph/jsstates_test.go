@@ -29,6 +29,8 @@ type jsState struct {
 	Metadata map[string]any `json:"metadata"`
 	Values   map[string]any `json:"values"`
 	Pending  [][3]any       `json:"pending_writes"`
+	// ChannelValues are getTuple's.
+	ChannelValues map[string]any `json:"channel_values"`
 }
 
 func loadJSStates(t *testing.T, path string) jsStates {
@@ -123,7 +125,7 @@ func TestImportLangGraphJSStates(t *testing.T) {
 	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
-			rep, err := Import(ctx, db, src, Options{})
+			rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -81,6 +81,8 @@ func decodePyMemo(b []byte, memo extMemo) (any, error) {
 type pyReader struct {
 	b    []byte
 	memo extMemo
+	// intern, if not nil, shares the strings read.
+	intern map[string]string
 }
 
 func (r *pyReader) fail(pos int, format string, args ...any) error {
@@ -229,6 +231,16 @@ func (r *pyReader) value(pos, depth int) (any, int, error) {
 func (r *pyReader) str(start, p, n int) (any, int, error) {
 	if err := r.need(p, n); err != nil {
 		return nil, 0, err
+	}
+	if r.intern != nil {
+		if s, ok := r.intern[string(r.b[p:p+n])]; ok {
+			return s, p + n, nil
+		}
+		s := string(r.b[p : p+n])
+		if len(r.intern) < 1<<16 {
+			r.intern[s] = s
+		}
+		return s, p + n, nil
 	}
 	return string(r.b[p : p+n]), p + n, nil
 }

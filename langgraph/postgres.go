@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentstate/agentstate/codec"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -248,4 +249,114 @@ func (s *pgSource) joinBlobs(cp *rawCheckpoint, doc, inline map[string]any, blob
 		values[ch] = v
 	}
 	return cp.fill(doc, values)
+}
+
+func (s *pgSource) readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error) {
+	blobs := map[[3]string]pgBlob{}
+	err := s.query(ctx, `SELECT checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs WHERE thread_id = $1`, []string{thread},
+		func(cols [][]byte) error {
+			blobs[[3]string{string(cols[0]), string(cols[1]), string(cols[2])}] = pgBlob{string(cols[3]), bytes.Clone(cols[4])}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	t := &byteThread{id: thread, writes: map[cpKey][]*byteWrite{}}
+	type row struct {
+		ns, id, parent string
+		doc, meta      []byte
+	}
+	var rows []row
+	err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_checkpoint_id, ''), checkpoint::text, metadata::text
+		FROM checkpoints WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
+		rows = append(rows, row{string(cols[0]), string(cols[1]), string(cols[2]), bytes.Clone(cols[3]), bytes.Clone(cols[4])})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Or(strings.Compare(a.ns, b.ns), strings.Compare(a.id, b.id)) })
+	for _, r := range rows {
+		cp, err := splitJSONCheckpoint(r.doc)
+		if err == nil {
+			err = pgValues(cp, r.ns, blobs, key)
+		}
+		if err == nil {
+			cp.metadata, err = decodeMetadata(r.meta)
+		}
+		if err != nil {
+			return nil, checkpointProblem(thread, &rawCheckpoint{ns: r.ns, id: r.id}, err)
+		}
+		cp.ns, cp.id, cp.parent = r.ns, r.id, r.parent
+		t.cps = append(t.cps, cp)
+	}
+	type wrow struct {
+		k   cpKey
+		w   *byteWrite
+		typ string
+		b   []byte
+	}
+	var ws []wrow
+	err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, coalesce(type, ''), blob
+		FROM checkpoint_writes WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
+		ws = append(ws, wrow{k: cpKey{string(cols[0]), string(cols[1])},
+			w:   &byteWrite{task: string(cols[2]), path: string(cols[3]), idx: int(int32(binary.BigEndian.Uint32(cols[4]))), channel: string(cols[5])},
+			typ: string(cols[6]), b: bytes.Clone(cols[7])})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ws, func(a, b wrow) int {
+		return cmp.Or(strings.Compare(a.k.ns, b.k.ns), strings.Compare(a.k.id, b.k.id),
+			strings.Compare(a.w.path, b.w.path), strings.Compare(a.w.task, b.w.task), cmp.Compare(a.w.idx, b.w.idx))
+	})
+	for _, r := range ws {
+		b, err := typedBlob(r.typ, r.b, key)
+		if err != nil {
+			return nil, writeProblem(thread, r.k, &rawWrite{task: r.w.task, idx: r.w.idx, channel: r.w.channel}, err)
+		}
+		r.w.value = b
+		t.writes[r.k] = append(t.writes[r.k], r.w)
+	}
+	return t, nil
+}
+
+// pgValues sets a PostgresSaver checkpoint's values as its get_tuple reads
+// them: the inline ones (None, str, int, float, bool in the checkpoint's
+// JSON) in the serde they would have alone, overridden by the blob of each
+// channel's version ("empty": no value).
+func pgValues(cp *byteCheckpoint, ns string, blobs map[[3]string]pgBlob, key []byte) error {
+	for ch, b := range cp.values {
+		v, err := codec.DecodeJSON(b.Data)
+		if err != nil {
+			return &channelError{ch, err}
+		}
+		if v == nil {
+			cp.values[ch] = codec.Blob{Type: "null", Data: []byte{}}
+			continue
+		}
+		data, err := encodePy(nil, v)
+		if err != nil {
+			return &channelError{ch, err}
+		}
+		cp.values[ch] = codec.Blob{Type: "msgpack", Data: data}
+	}
+	for ch, ver := range cp.versions {
+		b, ok := blobs[[3]string{ns, ch, ver}]
+		if !ok {
+			continue
+		}
+		if b.typ == "empty" {
+			delete(cp.values, ch)
+			continue
+		}
+		v, err := typedBlob(b.typ, b.data, key)
+		if err != nil {
+			return &channelError{ch, fmt.Errorf("value at version %s: %w", ver, err)}
+		}
+		cp.values[ch] = v
+	}
+	cp.docType = "msgpack"
+	return nil
 }

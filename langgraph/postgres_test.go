@@ -95,6 +95,41 @@ func TestImportLangGraphPostgres(t *testing.T) {
 	}
 }
 
+// TestImportProtocolPostgres: a PostgresSaver database into the protocol's
+// form: every checkpoint as LangGraph read it back from the saver (its
+// blobs by version, its inline values), byte for byte against the source.
+func TestImportProtocolPostgres(t *testing.T) {
+	ctx := context.Background()
+	src := pgDatabase(t, filepath.Join(pyDir, "langgraph-py-postgres.sql"))
+	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-postgres.json"))
+	db := openDst(t, engine.ModeDelta, 10)
+	rep, err := Import(ctx, db, src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Saver != "postgres" || rep.Into != string(IntoProtocol) || rep.Threads != 8 || rep.Checkpoints != exp.Checkpoints {
+		t.Fatalf("report %+v", rep)
+	}
+	if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
+		t.Fatalf("verify: %v %v", err, vr.Problems)
+	}
+	n, diffs, err := Compare(ctx, db, src, Options{})
+	if err != nil || n != exp.Checkpoints || len(diffs) > 0 {
+		t.Fatalf("compare: %d %v %v", n, err, diffs)
+	}
+	for thread, nss := range exp.Threads {
+		for ns, cps := range nss {
+			for _, e := range cps {
+				tup, err := db.GetTuple(ctx, engine.Config{ThreadID: thread, CheckpointNS: ns, CheckpointID: e.CheckpointID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkRawTuple(t, thread+"/"+ns+"/"+e.CheckpointID, tup, e.Parent, e.Metadata, e.Pending, e.Raw.ChannelValues)
+			}
+		}
+	}
+}
+
 func pgExec(t *testing.T, dbURL string, sql ...string) {
 	t.Helper()
 	ctx := context.Background()

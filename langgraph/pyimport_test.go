@@ -38,7 +38,7 @@ func openDst(t testing.TB, mode engine.Mode, every int) *engine.DB {
 	return db
 }
 
-var pyOptions = Options{DeltaReducers: map[string]Reducer{"notes": Concat}}
+var pyOptions = Options{Into: IntoMessages, DeltaReducers: map[string]Reducer{"notes": Concat}}
 
 func TestImportLangGraphPythonSqlite(t *testing.T) {
 	ctx := context.Background()

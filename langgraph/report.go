@@ -66,8 +66,10 @@ type Report struct {
 	Source string `json:"source"`
 	// Saver is the source's kind: "sqlite" (a SqliteSaver file, LangGraph.js
 	// or Python) or "postgres" (a PostgresSaver database).
-	Saver       string `json:"saver"`
-	Mode        string `json:"mode"`
+	Saver string `json:"saver"`
+	Mode  string `json:"mode"`
+	// Into is the form written: "protocol" or "messages" (see Into).
+	Into        string `json:"into"`
 	Threads     int    `json:"threads"`
 	Namespaces  int    `json:"namespaces"`
 	Checkpoints int    `json:"checkpoints"`
@@ -87,7 +89,9 @@ type Report struct {
 	// Dropped counts LangChain message fields that codec.Message has no
 	// place for and that held something ("ToolMessage.artifact"), by name.
 	Dropped map[string]int `json:"dropped"`
-	// Blobs counts the stored values and writes kept as the source's bytes
+	// Blobs counts, in the protocol's form, the channel values and writes
+	// stored, by serde type ("msgpack", "json", "bytes", "null"). In the
+	// messages form it counts the stored values and writes kept as the source's bytes
 	// (a blob of the serde's type: "msgpack", "bytes", "bytearray")
 	// because the engine's values cannot hold them, by the first thing in
 	// each they cannot hold ("datetime.datetime", "bytes").
@@ -101,6 +105,13 @@ type Report struct {
 	// not hold (left by a deletion): they belong to nothing and are not
 	// imported.
 	OrphanWrites int `json:"orphan_writes"`
+	// Unversioned counts channel values of checkpoints that give their
+	// channel no version (LangGraph.js writes the empty value of a channel
+	// not yet written, [] or 0): not stored, as a saver on the engine does
+	// not store them; LangGraph starts such a channel empty.
+	Unversioned int `json:"unversioned"`
+	// Imported lists the ids of the threads imported.
+	Imported []string `json:"-"`
 	// Skipped lists the threads not imported (Options.SkipUnsupported).
 	Skipped []Problem `json:"skipped"`
 }

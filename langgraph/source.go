@@ -21,6 +21,10 @@ type source interface {
 	// value it cannot decode is a *Problem error; other errors are the
 	// source's own (I/O, a lost connection).
 	read(ctx context.Context, thread string) (*rawThread, error)
+	// readBytes returns a thread in the checkpoint protocol's form: every
+	// value as its serde type and bytes (decrypted with key when the
+	// source's serde was LangGraph's EncryptedSerializer).
+	readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error)
 	close() error
 }
 

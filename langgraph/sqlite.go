@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentstate/agentstate/codec"
@@ -33,7 +35,7 @@ func openSQLite(path string) (*sqliteSource, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 	}
-	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
+	c, err := sqlite3.OpenFlags(sourceURI(path), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 	}
@@ -62,6 +64,26 @@ func openSQLite(path string) (*sqliteSource, error) {
 		}
 	}
 	return s, nil
+}
+
+// sourceURI opens a SqliteSaver file only to read it, creating nothing
+// beside it: immutable (no locks, no -wal or -shm) when it has no
+// write-ahead log or hot journal to read, which is also what makes a file
+// on read-only media readable; read-only through its existing log
+// otherwise (a saver that did not close it cleanly, or still has it open).
+func sourceURI(path string) string {
+	params := url.Values{"mode": {"ro"}}
+	pending := false
+	for _, side := range []string{"-wal", "-journal"} {
+		if fi, err := os.Stat(path + side); err == nil && fi.Size() > 0 {
+			pending = true
+		}
+	}
+	if !pending {
+		params.Set("immutable", "1")
+	}
+	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(path), RawQuery: params.Encode()}
+	return u.String()
 }
 
 func (s *sqliteSource) name() string  { return s.path }
@@ -140,6 +162,48 @@ func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, err
 			return writeProblem(thread, k, w, err)
 		}
 		w.value = v
+		t.writes[k] = append(t.writes[k], w)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (s *sqliteSource) readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error) {
+	t := &byteThread{id: thread, writes: map[cpKey][]*byteWrite{}}
+	intern := map[string]string{}
+	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
+		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread}, func(st *sqlite3.Stmt) error {
+		ns, id, parent := st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)
+		cp, err := splitCheckpoint(st.ColumnText(3), st.ColumnBlob(4, nil), key, intern)
+		if err == nil {
+			cp.metadata, err = decodeMetadata(st.ColumnRawBlob(5))
+		}
+		if err != nil {
+			return checkpointProblem(thread, &rawCheckpoint{ns: ns, id: id}, err)
+		}
+		cp.ns, cp.id, cp.parent = ns, id, parent
+		t.cps = append(t.cps, cp)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	path := "''"
+	if s.hasPath {
+		path = "task_path"
+	}
+	err = s.query(`SELECT checkpoint_ns, checkpoint_id, task_id, `+path+`, idx, channel, type, value FROM writes
+		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, `+path+`, task_id, idx`, []any{thread}, func(st *sqlite3.Stmt) error {
+		k := cpKey{st.ColumnText(0), st.ColumnText(1)}
+		w := &byteWrite{task: st.ColumnText(2), path: st.ColumnText(3), idx: st.ColumnInt(4), channel: st.ColumnText(5)}
+		b, err := typedBlob(st.ColumnText(6), st.ColumnBlob(7, nil), key)
+		if err != nil {
+			return writeProblem(thread, k, &rawWrite{task: w.task, idx: w.idx, channel: w.channel}, err)
+		}
+		w.value = b
 		t.writes[k] = append(t.writes[k], w)
 		return ctx.Err()
 	})

@@ -149,7 +149,7 @@ func TestLangGraphUnsupportedInput(t *testing.T) {
 			t.Fatal("a failed import changed the destination")
 		}
 		// An agentstate file is no LangGraph file either.
-		if _, err := Import(ctx, db, db.Path(), Options{}); !errors.Is(err, ErrUnsupportedSource) || !strings.Contains(err.Error(), "not a LangGraph SqliteSaver file") {
+		if _, err := Import(ctx, db, db.Path(), Options{Into: IntoMessages}); !errors.Is(err, ErrUnsupportedSource) || !strings.Contains(err.Error(), "not a LangGraph SqliteSaver file") {
 			t.Fatalf("an agentstate file as source: %v", err)
 		}
 	})
@@ -164,7 +164,7 @@ func TestLangGraphUnsupportedInput(t *testing.T) {
 		}
 		c.Close()
 		db, before := seededDst(t)
-		_, err = Import(ctx, db, src, Options{})
+		_, err = Import(ctx, db, src, Options{Into: IntoMessages})
 		var ue *UnsupportedError
 		if !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "fork" || !strings.Contains(ue.Problems[0].Reason, `serde type "pickle"`) {
 			t.Fatalf("import: %v", err)
@@ -186,7 +186,7 @@ func TestLangGraphSkipUnsupported(t *testing.T) {
 	db, before := seededDst(t)
 	// Without a reducer for its DeltaChannel "notes", thread delta is
 	// unsupported too.
-	_, err := Import(ctx, db, src, Options{})
+	_, err := Import(ctx, db, src, Options{Into: IntoMessages})
 	wantUnsupported(t, db, before, err,
 		Problem{ThreadID: "chat", CheckpointID: chatCheckpoint, Channel: "messages", Reason: "truncated"},
 		Problem{ThreadID: "delta", CheckpointID: deltaFirst, Channel: "notes", Reason: "--delta-reducer notes=concat"},
@@ -197,7 +197,7 @@ func TestLangGraphSkipUnsupported(t *testing.T) {
 		t.Fatalf("importable %d: %v", ue.Importable, err)
 	}
 
-	rep, err := Import(ctx, db, src, Options{SkipUnsupported: true})
+	rep, err := Import(ctx, db, src, Options{Into: IntoMessages, SkipUnsupported: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestLangGraphSkipUnsupported(t *testing.T) {
 	if err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
-	checked, diffs, err := Compare(ctx, db, src, Options{})
+	checked, diffs, err := Compare(ctx, db, src, Options{Into: IntoMessages})
 	if err != nil || len(diffs) > 0 || checked != 101-19-29-4 {
 		t.Fatalf("compare: %d %v %v", checked, err, diffs)
 	}
@@ -252,7 +252,7 @@ func TestLangGraphOrphanWrites(t *testing.T) {
 	}
 	c.Close()
 	db := openDst(t, engine.ModeFull, 3)
-	rep, err := Import(context.Background(), db, src, Options{})
+	rep, err := Import(context.Background(), db, src, Options{Into: IntoMessages})
 	if err != nil || rep.OrphanWrites != 2 || rep.Writes != 93 {
 		t.Fatalf("import: %v %+v", err, rep)
 	}
@@ -279,7 +279,7 @@ func TestLangGraphParents(t *testing.T) {
 	}
 	c.Close()
 	db := openDst(t, engine.ModeDelta, 3)
-	rep, err := Import(ctx, db, src, Options{SkipUnsupported: true})
+	rep, err := Import(ctx, db, src, Options{Into: IntoMessages, SkipUnsupported: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestLangGraphParents(t *testing.T) {
 	if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
-	if _, diffs, err := Compare(ctx, db, src, Options{}); err != nil || len(diffs) > 0 {
+	if _, diffs, err := Compare(ctx, db, src, Options{Into: IntoMessages}); err != nil || len(diffs) > 0 {
 		t.Fatalf("compare: %v %v", err, diffs)
 	}
 }
@@ -307,7 +307,7 @@ func TestLangGraphNames(t *testing.T) {
 	}
 	c.Close()
 	db, before := seededDst(t)
-	_, err = Import(context.Background(), db, src, Options{})
+	_, err = Import(context.Background(), db, src, Options{Into: IntoMessages})
 	var ue *UnsupportedError
 	if !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "sub" || !strings.Contains(ue.Problems[0].Reason, "control characters") {
 		t.Fatalf("import: %v", err)
@@ -326,7 +326,7 @@ func TestLangGraphCancelled(t *testing.T) {
 		if after == 0 {
 			cancel()
 		}
-		_, err := Import(ctx, db, src, Options{DeltaReducers: pyOptions.DeltaReducers, Progress: func(done, total int) {
+		_, err := Import(ctx, db, src, Options{Into: IntoMessages, DeltaReducers: pyOptions.DeltaReducers, Progress: func(done, total int) {
 			if done == after {
 				cancel()
 			}
@@ -361,7 +361,7 @@ func TestLangGraphLimits(t *testing.T) {
 	st.Close()
 	c.Close()
 	db, before := seededDst(t)
-	_, err = Import(context.Background(), db, src, Options{})
+	_, err = Import(context.Background(), db, src, Options{Into: IntoMessages})
 	var ue *UnsupportedError
 	if !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "fork" || ue.Problems[0].Channel != "blob" || !strings.Contains(ue.Problems[0].Reason, "MaxValueBytes") {
 		t.Fatalf("import: %v", err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,6 +252,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"retain", path, "--keep-latest", "-2"},
 		{"verify", path, "--no-such-flag"},
 		{"import-langgraph", "a"},
+		{"import-langgraph", "--into", "sideways", path, "b"},
+		{"import-langgraph", "--delta-reducer", "notes=concat", path, "b"},
+		{"export-langgraph", path},
+		{"export-langgraph", "--layout", "yaml", path, "b"},
 	} {
 		r := agentstate(t, nil, args...)
 		if r.code != 2 {
@@ -706,28 +711,187 @@ func TestImportLangGraphPython(t *testing.T) {
 	if err := os.WriteFile(src, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Two threads hold a DeltaChannel whose reducer the file does not name:
-	// both are listed, nothing is imported, DST is not created.
+	// The checkpoint protocol's form (the default) keeps every value as
+	// LangGraph's serde wrote it: every thread imports, and state shows the
+	// values decoded.
+	dst0 := filepath.Join(t.TempDir(), "py0.db")
+	r := agentstate(t, nil, "import-langgraph", src, dst0)
+	want(t, r, 0)
+	contains(t, r.stdout, "imported 8 threads (10 namespaces, 101 checkpoints, 193 writes)", "checkpoint protocol's form", "verified, and all 101 checkpoints read as in")
+	st := agentstate(t, nil, "state", dst0, "chat", "--json")
+	want(t, st, 0)
+	contains(t, st.stdout, `"$type":"message"`, `"langchain_core.messages.tool.ToolMessage"`, `"status":"error"`, `"artifact"`)
+	st = agentstate(t, nil, "state", dst0, "types", "--json")
+	want(t, st, 0)
+	contains(t, st.stdout, `"$type":"datetime"`, `"$type":"bytes"`)
+	// Into messages, two threads hold a DeltaChannel whose reducer the file
+	// does not name: both are listed, nothing is imported, DST is not
+	// created.
 	dst := filepath.Join(t.TempDir(), "py.db")
-	r := agentstate(t, nil, "import-langgraph", src, dst)
+	r = agentstate(t, nil, "import-langgraph", "--into", "messages", src, dst)
 	want(t, r, 1)
 	contains(t, r.stderr, `thread "delta" checkpoint`, `thread "delta-exit" checkpoint`, `channel "notes"`, "--delta-reducer notes=concat",
 		"2 of 8 threads", "nothing was imported", "--skip-unsupported imports the other 6 threads")
 	if exists(dst) {
 		t.Fatal("a failed import left DST behind")
 	}
-	r = agentstate(t, nil, "import-langgraph", "--skip-unsupported", src, dst)
+	r = agentstate(t, nil, "import-langgraph", "--into", "messages", "--skip-unsupported", src, dst)
 	want(t, r, 0)
 	contains(t, r.stdout, "imported 6 threads", `skipped thread "delta"`, `skipped thread "delta-exit"`, "datetime.datetime", "verified, and all 68 checkpoints read as in")
 	dst2 := filepath.Join(t.TempDir(), "py2.db")
-	r = agentstate(t, nil, "import-langgraph", "--delta-reducer", "notes=concat", "--mode", "full", src, dst2)
+	r = agentstate(t, nil, "import-langgraph", "--into", "messages", "--delta-reducer", "notes=concat", "--mode", "full", src, dst2)
 	want(t, r, 0)
 	contains(t, r.stdout, "imported 8 threads", "DeltaChannels rebuilt", "concat 2", "messages 2", "verified, and all 101 checkpoints read as in")
 	want(t, agentstate(t, nil, "verify", dst2), 0)
-	st := agentstate(t, nil, "state", dst2, "delta", "--json")
+	st = agentstate(t, nil, "state", dst2, "delta", "--json")
 	want(t, st, 0)
 	contains(t, st.stdout, `"notes"`, `"messages"`)
 	want(t, agentstate(t, nil, "import-langgraph", "--delta-reducer", "notes=sum", src, filepath.Join(t.TempDir(), "x.db")), 2)
+}
+
+// TestImportLangGraphCompat: files of LangGraph 0.2 and 0.3 (old checkpoint
+// formats with pending_sends, update_state forks, ChatMessage,
+// FunctionMessage, a string content block, a datetime) import as they are,
+// from the committed files, which stay alone in their directory; an
+// EncryptedSerializer file needs LANGGRAPH_AES_KEY and says so.
+func TestImportLangGraphCompat(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "langgraph", "python")
+	listing := func() []string {
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	before := listing()
+	for _, name := range []string{"0.2", "0.3", "compat"} {
+		dst := filepath.Join(t.TempDir(), "c.db")
+		r := agentstate(t, nil, "import-langgraph", filepath.Join(dir, "langgraph-py-"+name+".sqlite"), dst)
+		want(t, r, 0)
+		contains(t, r.stdout, "imported 1 threads", "verified, and all 11 checkpoints read as in")
+		st := agentstate(t, nil, "state", dst, "compat", "--json")
+		want(t, st, 0)
+		contains(t, st.stdout, "langchain_core.messages.chat.ChatMessage", "langchain_core.messages.function.FunctionMessage", `"plain string block"`, `"$type":"datetime"`)
+	}
+	if after := listing(); !slices.Equal(before, after) {
+		t.Fatalf("the import left files beside its sources: %v, then %v", before, after)
+	}
+	src := filepath.Join(dir, "langgraph-py-encrypted.sqlite")
+	dst := filepath.Join(t.TempDir(), "e.db")
+	t.Setenv(langgraph.EncryptionKeyEnv, "")
+	r := agentstate(t, nil, "import-langgraph", src, dst)
+	want(t, r, 1)
+	contains(t, r.stderr, "EncryptedSerializer", "set LANGGRAPH_AES_KEY", "nothing was imported")
+	if exists(dst) {
+		t.Fatal("a failed import left DST behind")
+	}
+	t.Setenv(langgraph.EncryptionKeyEnv, "0123456789abcdef0123456789abcdef")
+	r = agentstate(t, nil, "import-langgraph", src, dst)
+	want(t, r, 0)
+	contains(t, r.stdout, "verified, and all 11 checkpoints read as in")
+	contains(t, agentstate(t, nil, "state", dst, "compat").stdout, "langchain_core.messages.function.FunctionMessage")
+}
+
+// TestExportLangGraph: the way back. An imported file written as a
+// SqliteSaver file imports again as the same checkpoints; an existing DST
+// and a file of the thread API are refused, and leave nothing.
+func TestExportLangGraph(t *testing.T) {
+	for _, c := range []struct{ fixture, layout string }{
+		{filepath.Join("..", "..", "testdata", "langgraph", "python", "langgraph-py.sqlite"), "Python"},
+		{filepath.Join("..", "..", "testdata", "langgraph", "langgraph-js.sqlite"), "JS"},
+	} {
+		dir := t.TempDir()
+		db, out, again := filepath.Join(dir, "a.db"), filepath.Join(dir, "out.sqlite"), filepath.Join(dir, "b.db")
+		want(t, agentstate(t, nil, "import-langgraph", c.fixture, db), 0)
+		r := agentstate(t, nil, "export-langgraph", db, out)
+		want(t, r, 0)
+		contains(t, r.stdout, "as a LangGraph "+c.layout+" SqliteSaver file")
+		r = agentstate(t, nil, "import-langgraph", out, again)
+		want(t, r, 0)
+		contains(t, r.stdout, "verified, and all")
+		r = agentstate(t, nil, "export-langgraph", db, out)
+		want(t, r, 1)
+		contains(t, r.stderr, out, "exists")
+	}
+	path, _ := fixture(t, engine.ModeFull)
+	dir := t.TempDir()
+	r := agentstate(t, nil, "export-langgraph", path, filepath.Join(dir, "x.sqlite"))
+	want(t, r, 1)
+	contains(t, r.stderr, "thread API")
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Fatalf("a refused export left %d files", len(es))
+	}
+}
+
+// TestImportLangGraphReadOnlySource: a SqliteSaver file in a directory
+// nobody may write (as on read-only media) imports, and nothing appears
+// beside it. As root, whom permissions do not stop, the command runs as
+// user nobody (runuser), so the directory is read-only for it too.
+func TestImportLangGraphReadOnlySource(t *testing.T) {
+	base := t.TempDir()
+	// nobody must reach it: the test's temporary directories are the
+	// test's own.
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro := filepath.Join(base, "ro")
+	out := filepath.Join(base, "out")
+	bin := filepath.Join(base, "agentstate")
+	for _, d := range []string{ro, out} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(out, 0o777)
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "langgraph", "python", "langgraph-py.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(ro, "saver.sqlite")
+	if err := os.WriteFile(src, data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(ro, 0o755) })
+	args := []string{bin, "import-langgraph", src, filepath.Join(out, "dst.db")}
+	if os.Geteuid() == 0 {
+		args = append([]string{"runuser", "-u", "nobody", "--"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "HOME="+out, "GOCACHE="+out)
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, got)
+	}
+	if !strings.Contains(string(got), "verified, and all 101 checkpoints read as in") {
+		t.Fatalf("%s", got)
+	}
+	if es, _ := os.ReadDir(ro); len(es) != 1 {
+		t.Fatalf("the import left %d files in the source's directory", len(es))
+	}
+	// The same directory, writable: still nothing beside the source.
+	if err := os.Chmod(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want(t, agentstate(t, nil, "import-langgraph", src, filepath.Join(out, "dst2.db")), 0)
+	if es, _ := os.ReadDir(ro); len(es) != 1 {
+		t.Fatalf("the import left %d files in the source's directory", len(es))
+	}
 }
 
 func TestProgressOnlyOnTerminals(t *testing.T) {

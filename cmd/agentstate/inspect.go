@@ -13,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
 	"github.com/agentstate/agentstate/internal/pgurl"
+	"github.com/agentstate/agentstate/langgraph"
 )
 
 func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -93,6 +94,15 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "note: %s have a version but no value in this checkpoint: LangGraph stores no value for an empty channel "+
 			"(a trigger such as __start__ or branch:to:NODE once its step has run), and a DeltaChannel's value is its writes, which state does not fold\n",
 			strings.Join(view.Unresolved, ", "))
+	}
+	// Values kept as LangGraph's serde wrote them (an imported LangGraph
+	// thread, a saver's) read as JSON: Python's msgpack, bytes, None.
+	for ch, v := range view.Values {
+		if b, ok := v.(codec.Blob); ok {
+			if d, ok, err := langgraph.SerdeJSON(b); ok && err == nil {
+				view.Values[ch] = d
+			}
+		}
 	}
 	if *safe {
 		view.Values = engine.SafeForBrowser(view.Values)

@@ -49,6 +49,7 @@ func init() {
 		{"export", "write every surface as JSON lines to stdout", runExport},
 		{"import", "read JSON lines written by export from stdin into a file", runImport},
 		{"import-langgraph", "copy the threads of a LangGraph SqliteSaver file (JS or Python) or PostgresSaver database into a file", runImportLangGraph},
+		{"export-langgraph", "write a file's threads into a new LangGraph SqliteSaver file (Python's or JS's layout)", runExportLangGraph},
 		{"demo", "write a sample conversation to ./agentstate.db and describe it", runDemo},
 		{"bench", "run the fixed conversation workload and report size and speed per mode", runBench},
 		{"upgrade", "upgrade a file written by an older agentstate to this schema version", runUpgrade},

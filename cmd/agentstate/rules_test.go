@@ -48,6 +48,10 @@ func TestExitCodes(t *testing.T) {
 	fresh := func() string { return filepath.Join(t.TempDir(), "new.db") }
 	missing := filepath.Join(dir, "missing.db")
 	src := langGraphFixture(t)
+	imported := fresh()
+	if r := agentstate(t, nil, "import-langgraph", src, imported); r.code != 0 {
+		t.Fatalf("import-langgraph: %s", r.stderr)
+	}
 
 	type tc struct {
 		code  int
@@ -75,6 +79,7 @@ func TestExitCodes(t *testing.T) {
 		{0, "", []string{"export", path, "--thread", "chat"}},
 		{0, dump, []string{"import", fresh()}},
 		{0, "", []string{"import-langgraph", src, fresh()}},
+		{0, "", []string{"export-langgraph", imported, filepath.Join(t.TempDir(), "out.sqlite")}},
 		{0, "", []string{"demo", "--db", fresh()}},
 		{0, "", []string{"bench", "--turns", "2", "--mode", "delta"}},
 		{0, "", []string{"upgrade", copyFile(t, path)}},
@@ -98,6 +103,7 @@ func TestExitCodes(t *testing.T) {
 		{1, dump, []string{"import", dir}},
 		{1, dump, []string{"import", copyFile(t, path)}}, // the rows exist
 		{1, "", []string{"import-langgraph", missing, fresh()}},
+		{1, "", []string{"export-langgraph", path, filepath.Join(t.TempDir(), "out.sqlite")}}, // a thread API file
 		{1, "", []string{"demo", "--db", dir}},
 		{1, "", []string{"bench", "--plot", filepath.Join(dir, "no", "such", "dir", "x.svg")}},
 		{1, "", []string{"upgrade", missing}},
@@ -128,6 +134,7 @@ func TestExitCodes(t *testing.T) {
 		{2, "", []string{"export"}},
 		{2, "", []string{"import"}},
 		{2, "", []string{"import-langgraph", src}},
+		{2, "", []string{"export-langgraph", imported}},
 		{2, "", []string{"import-langgraph", src, fresh(), "--mode", "sideways"}},
 		{2, "", []string{"demo", "extra"}},
 		{2, "", []string{"bench", "--turns", "0"}},

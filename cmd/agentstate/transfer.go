@@ -109,7 +109,8 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import-langgraph", "import-langgraph [--mode full|delta] [--every K] [--skip-unsupported] [--delta-reducer CHANNEL=concat]... [--json] SRC DST", stdout)
+	fs := newFlags("import-langgraph", "import-langgraph [--into protocol|messages] [--mode full|delta] [--every K] [--skip-unsupported] [--delta-reducer CHANNEL=concat]... [--json] SRC DST", stdout)
+	into := fs.String("into", string(langgraph.IntoProtocol), "protocol: keep LangGraph's values and writes as its serde's bytes, for the savers to resume; messages: convert them into the thread API's messages (for Go programs; drops fields those have no place for)")
 	mode := fs.String("mode", "", "channel mode of a new DST: full or delta (default delta; an existing DST keeps its own)")
 	every := fs.Int("every", 10, "delta snapshot cadence K of a new DST")
 	skip := fs.Bool("skip-unsupported", false, "import the threads that can be read and list the others, instead of importing nothing")
@@ -125,6 +126,12 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	if *every < 1 {
 		return fs.usageErr("--every %d must be at least 1", *every)
+	}
+	if langgraph.Into(*into) != langgraph.IntoProtocol && langgraph.Into(*into) != langgraph.IntoMessages {
+		return fs.usageErr("--into %q is not protocol or messages", *into)
+	}
+	if len(reducers) > 0 && langgraph.Into(*into) != langgraph.IntoMessages {
+		return fs.usageErr("--delta-reducer is for --into messages; in the protocol's form LangGraph rebuilds its DeltaChannels itself")
 	}
 	src, dst := pos[0], pos[1]
 	isURL := strings.HasPrefix(src, "postgres://") || strings.HasPrefix(src, "postgresql://")
@@ -164,9 +171,10 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	defer db.Close()
 	prog := newProgress(stderr, *asJSON)
-	lo := langgraph.Options{SkipUnsupported: *skip, DeltaReducers: reducers, Progress: func(done, total int) {
-		prog.show("import-langgraph: %d/%d checkpoints", done, total)
-	}}
+	lo := langgraph.Options{SkipUnsupported: *skip, DeltaReducers: reducers, Into: langgraph.Into(*into),
+		Key: []byte(os.Getenv(langgraph.EncryptionKeyEnv)), Progress: func(done, total int) {
+			prog.show("import-langgraph: %d/%d checkpoints", done, total)
+		}}
 	rep, err := langgraph.Import(ctx, db, src, lo)
 	prog.done()
 	if err != nil {
@@ -176,20 +184,44 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		}
 		var ue *langgraph.UnsupportedError
 		if errors.As(err, &ue) && !*skip {
-			err = fmt.Errorf("%w\nnothing was imported; --skip-unsupported imports the other %d threads", err, ue.Importable)
+			if ue.Importable == 0 {
+				err = fmt.Errorf("%w\nnothing was imported", err)
+			} else {
+				err = fmt.Errorf("%w\nnothing was imported; --skip-unsupported imports the other %d threads", err, ue.Importable)
+			}
+			if lo.Into == langgraph.IntoMessages {
+				err = fmt.Errorf("%w; without --into messages the import keeps LangGraph's values as they are (the checkpoint protocol's form)", err)
+			}
 		}
 		return inFile(dst, err)
 	}
 	// The promise of the import, checked: the result verifies and every
-	// checkpoint reads as in the source.
+	// checkpoint reads as in the source. If not, the destination is put
+	// back as it was: a new file removed, the imported threads of an
+	// existing one deleted.
+	undo := func() {
+		if created {
+			db.Close()
+			removeFile(dst)
+			return
+		}
+		for _, th := range rep.Imported {
+			db.DeleteThread(context.WithoutCancel(ctx), th)
+		}
+	}
 	vr, err := db.Verify(ctx, engine.VerifyOptions{})
 	if err != nil {
+		undo()
 		return inFile(dst, err)
 	}
 	lo.Progress = nil
 	checked, diffs, err := langgraph.Compare(ctx, db, src, lo)
 	if err != nil {
+		undo()
 		return inFile(dst, err)
+	}
+	if !vr.OK || len(diffs) > 0 {
+		defer undo()
 	}
 	if *asJSON {
 		if err := printJSON(stdout, struct {
@@ -202,12 +234,20 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in %s mode: %d message lists stored, %d overwrites added, %d message ids filled in\n",
-			pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rep.Mode, rep.Snapshots, rep.Overwrites, rep.IDsFilled)
+		if rep.Into == string(langgraph.IntoProtocol) {
+			fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in the checkpoint protocol's form, values kept as LangGraph's serde wrote them: %s\n",
+				pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rowCounts(intCounts(rep.Blobs)))
+			if rep.Unversioned > 0 {
+				fmt.Fprintf(stdout, "%s: %d empty values of channels without a version not stored (a saver on agentstate stores none; LangGraph starts such a channel empty)\n", pgurl.Redacted(dst), rep.Unversioned)
+			}
+		} else {
+			fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in %s mode: %d message lists stored, %d overwrites added, %d message ids filled in\n",
+				pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rep.Mode, rep.Snapshots, rep.Overwrites, rep.IDsFilled)
+		}
 		if len(rep.DeltaChannels) > 0 {
 			fmt.Fprintf(stdout, "%s: DeltaChannels rebuilt from their snapshots and writes, by reducer: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.DeltaChannels)))
 		}
-		if len(rep.Blobs) > 0 {
+		if len(rep.Blobs) > 0 && rep.Into == string(langgraph.IntoMessages) {
 			fmt.Fprintf(stdout, "%s: values kept as the source's serde bytes (the engine's values cannot hold them), by what they hold: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.Blobs)))
 		}
 		if len(rep.Dropped) > 0 {
@@ -233,8 +273,44 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		}
 	}
 	if !vr.OK || len(diffs) > 0 {
-		return problemsError{fmt.Sprintf("%s: the import does not verify (%d problems) or differs from %s (%d checkpoints)", pgurl.Redacted(dst), len(vr.Problems), rep.Source, len(diffs))}
+		return problemsError{fmt.Sprintf("%s: the import does not verify (%d problems) or differs from %s (%d checkpoints); the import was undone", pgurl.Redacted(dst), len(vr.Problems), rep.Source, len(diffs))}
 	}
+	return nil
+}
+
+func runExportLangGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("export-langgraph", "export-langgraph [--layout python|js] [--thread T] [--json] SRC DST", stdout)
+	layout := fs.String("layout", "", "python (langgraph-checkpoint-sqlite) or js (@langchain/langgraph-checkpoint-sqlite); default: the one the values' serde calls for")
+	thread := fs.String("thread", "", "export only this thread")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parse(fs, args, "SRC", "DST")
+	if err != nil {
+		return err
+	}
+	if *layout != "" && *layout != langgraph.LayoutPython && *layout != langgraph.LayoutJS {
+		return fs.usageErr("--layout %q is not python or js", *layout)
+	}
+	src, dst := pos[0], pos[1]
+	if err := notDir(dst); err != nil {
+		return err
+	}
+	db, err := openFile(ctx, src, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rep, err := langgraph.Export(ctx, db, dst, langgraph.ExportOptions{Layout: *layout, ThreadID: *thread})
+	if err != nil {
+		if errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrInvalidArgument) {
+			return inFile(dst, err)
+		}
+		return inFile(src, err)
+	}
+	if *asJSON {
+		return printJSON(stdout, rep)
+	}
+	fmt.Fprintf(stdout, "%s: wrote %d threads (%d checkpoints, %d writes) of %s as a LangGraph %s SqliteSaver file\n",
+		dst, rep.Threads, rep.Checkpoints, rep.Writes, src, map[string]string{langgraph.LayoutPython: "Python", langgraph.LayoutJS: "JS"}[rep.Layout])
 	return nil
 }
 

@@ -10,6 +10,7 @@
 #
 #   bash generate.sh               # needs python3 (3.11+), PyPI, PostgreSQL 15 binaries
 #   bash generate.sh --bench 10000 # only a large SqliteSaver file; prints its path
+#   bash generate.sh --compat      # only the compatibility files (compat.py)
 #
 # It installs the pins of requirements.txt into a virtual environment in a
 # temporary directory, starts a throwaway PostgreSQL cluster there (127.0.0.1,
@@ -46,6 +47,25 @@ python3 -m venv "$work/venv"
 # No tracing, no network; a fixed hash seed keeps set orders (and so the
 # stored bytes of sets) the same from run to run.
 export LANGSMITH_TRACING=false LANGCHAIN_TRACING_V2=false PYTHONHASHSEED=0
+
+# --compat: the small files of other releases and shapes (compat.py), each
+# release in its own virtual environment: langgraph 0.2.20 and 0.3.34 (with
+# the checkpoint packages and langchain-core pip resolved for them when the
+# files were made, pinned), the pins above, and the pins again with
+# EncryptedSerializer (AES, a fixed test key).
+if [ "${1:-}" = --compat ]; then
+	"$work/venv/bin/pip" install --quiet --disable-pip-version-check pycryptodome==4.4.0
+	for rel in 0.2:langgraph==0.2.20,langgraph-checkpoint==1.0.12,langgraph-checkpoint-sqlite==1.0.4,langchain-core==0.3.86 \
+		0.3:langgraph==0.3.34,langgraph-checkpoint==2.1.2,langgraph-checkpoint-sqlite==2.0.11,langchain-core==0.3.86; do
+		python3 -m venv "$work/venv-${rel%%:*}"
+		"$work/venv-${rel%%:*}/bin/pip" install --quiet --disable-pip-version-check $(echo "${rel#*:}" | tr , ' ')
+		"$work/venv-${rel%%:*}/bin/python" "$here/compat.py" --out "$here/langgraph-py-${rel%%:*}.sqlite" --expected "$here/expected-py-${rel%%:*}.json"
+	done
+	"$work/venv/bin/python" "$here/compat.py" --out "$here/langgraph-py-compat.sqlite" --expected "$here/expected-py-compat.json"
+	LANGGRAPH_AES_KEY=0123456789abcdef0123456789abcdef "$work/venv/bin/python" "$here/compat.py" --encrypt \
+		--out "$here/langgraph-py-encrypted.sqlite" --expected "$here/expected-py-encrypted.json"
+	exit 0
+fi
 
 if [ "${1:-}" = --bench ]; then
 	"$work/venv/bin/python" "$here/generate.py" --bench "${2:-10000}"

@@ -171,7 +171,7 @@ export class AgentStateSaver extends BaseCheckpointSaver<string | number> {
   deleteForRuns(runIds: Iterable<string>): Promise<void>;
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
   prune(threadIds: Iterable<string>, strategy?: "keep_latest" | "delete"): Promise<PruneReport>;
-  getNextVersion(current: string | number | undefined): string;
+  getNextVersion(current: string | number | undefined): string | number;
   info(): Promise<Info>;
 }
 

@@ -495,13 +495,19 @@ export class AgentStateSaver extends BaseCheckpointSaver {
    * Versions are "<32-digit counter>.<random fraction>", as LangGraph
    * Python's savers make them: they compare as strings in counter order,
    * and two branches forked from one checkpoint never reuse a version (the
-   * engine stores one value per version). Integer versions from other savers
-   * continue from their number.
+   * engine stores one value per version). A number (LangGraph.js's own
+   * versions, in a thread imported from its SqliteSaver) continues as a
+   * number, the next integer plus a random fraction: LangGraph compares
+   * versions with `>`, and the versions_seen of such a thread hold numbers,
+   * which a string like the above does not compare with.
    */
   getNextVersion(current) {
+    if (typeof current === "number") {
+      if (!Number.isFinite(current)) throw new AgentStateError(`agentstate: getNextVersion: cannot continue from version ${current}`, "INVALID_ARGUMENT");
+      return Math.floor(current) + 1 + (0.05 + 0.9 * Math.random());
+    }
     let n = 0;
-    if (typeof current === "number") n = current;
-    else if (typeof current === "string") n = Number.parseInt(current.split(".")[0], 10);
+    if (typeof current === "string") n = Number.parseInt(current.split(".")[0], 10);
     if (!Number.isFinite(n)) throw new AgentStateError(`agentstate: getNextVersion: cannot continue from version ${current}`, "INVALID_ARGUMENT");
     return `${String(Math.floor(n) + 1).padStart(32, "0")}.${Math.random().toFixed(16)}`;
   }
