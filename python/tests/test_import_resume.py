@@ -74,58 +74,72 @@ def imported(tmp_path, agentstate_cli, name):
     return dst
 
 
-@pytest.mark.parametrize("name", ["compat", "encrypted", "0.3", "0.2"])
-def test_every_checkpoint_reads_as_langgraph_read_the_source(tmp_path, agentstate_cli, name):
-    expected = json.load(open(os.path.join(FIXTURES, f"expected-py-{name}.json")))
-    dst = imported(tmp_path, agentstate_cli, f"langgraph-py-{name}.sqlite")
-    seen = 0
-    with AgentStateSaver(dst) as saver:
-        for thread, by_ns in expected["threads"].items():
-            for ns, cps in by_ns.items():
-                for want in cps:
-                    t = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": want["checkpoint_id"]}})
-                    assert t is not None, want["checkpoint_id"]
-                    parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
-                    assert parent == want["parent_checkpoint_id"]
-                    values = dict(t.checkpoint["channel_values"])
-                    sends = want["checkpoint"]["pending_sends"]
-                    if sends:  # formats 1-3: LangGraph reads them into the tasks channel
-                        assert compat.enc(values.pop(TASKS)) == sends
-                    assert compat.enc(values) == want["checkpoint"]["channel_values"]
-                    md = t.metadata
-                    if "writes" in md:
-                        # Formats before 4 kept the step's writes in the metadata as
-                        # serde values; the engine's metadata is JSON, where the
-                        # import keeps them in the JSON form LangGraph's json serde
-                        # wrote: messages as LangChain's constructors (lc 1), a
-                        # datetime as LangGraph's (lc 2, fromisoformat), which
-                        # LangGraph 1.2 no longer revives itself.
-                        md = {**md, "writes": _revive_old_json(md["writes"])}
-                    got = json.loads(json.dumps(compat.enc(md), default=str))
-                    assert _no_default_example(got) == _no_default_example(want["metadata"])
-                    assert [[w[0], w[1], compat.enc(w[2])] for w in t.pending_writes] == want["pending_writes"]
-                    seen += 1
-    assert seen == expected["checkpoints"] > 5
+def imported_checkpoints(saver, expected):
+    """Each checkpoint the expected file lists, as the saver reads it (with
+    its parent checked), and what LangGraph read from the source."""
+    n = 0
+    for thread, by_ns in expected["threads"].items():
+        for ns, cps in by_ns.items():
+            for want in cps:
+                t = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": want["checkpoint_id"]}})
+                assert t is not None, (thread, ns, want["checkpoint_id"])
+                parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+                assert parent == want["parent_checkpoint_id"]
+                n += 1
+                yield t, want
+    assert n == expected["checkpoints"] > 5
 
 
-@pytest.mark.parametrize("name", ["compat", "0.3", "0.2"])
-def test_an_imported_thread_resumes_as_the_source_does(tmp_path, agentstate_cli, name):
-    src = str(tmp_path / "source.sqlite")
-    shutil.copy(os.path.join(FIXTURES, f"langgraph-py-{name}.sqlite"), src)
-    dst = imported(tmp_path, agentstate_cli, f"langgraph-py-{name}.sqlite")
-    cfg = {"configurable": {"thread_id": "compat"}}
+def resumed_states(src_fixture, dst, build, cfg, enc):
+    """One more turn on the source (SqliteSaver, a copy) and on the imported
+    file (AgentStateSaver): each side's state, next nodes and new checkpoints."""
+    src = os.path.join(os.path.dirname(dst), "source.sqlite")
+    shutil.copy(os.path.join(FIXTURES, src_fixture), src)
     states = []
     conn = sqlite3.connect(src, check_same_thread=False)
     with AgentStateSaver(dst) as ours:
         for saver in (SqliteSaver(conn), ours):
-            g = compat.build(saver)
+            g = build(saver)
             before = len(list(g.get_state_history(cfg)))
             g.invoke({"messages": [HumanMessage(id="resumed", content="one more, please")]}, cfg)
             snap = g.get_state(cfg)
-            states.append((compat.enc(snap.values), list(snap.next), len(list(g.get_state_history(cfg))) - before))
+            states.append((enc(snap.values), list(snap.next), len(list(g.get_state_history(cfg))) - before))
     conn.close()
-    assert states[0] == states[1]
     assert states[1][2] >= 1  # the resumed turn wrote checkpoints
+    return states
+
+
+@pytest.mark.parametrize("name", ["compat", "encrypted", "0.3", "0.2"])
+def test_every_checkpoint_reads_as_langgraph_read_the_source(tmp_path, agentstate_cli, name):
+    expected = json.load(open(os.path.join(FIXTURES, f"expected-py-{name}.json")))
+    dst = imported(tmp_path, agentstate_cli, f"langgraph-py-{name}.sqlite")
+    with AgentStateSaver(dst) as saver:
+        for t, want in imported_checkpoints(saver, expected):
+            values = dict(t.checkpoint["channel_values"])
+            sends = want["checkpoint"]["pending_sends"]
+            if sends:  # formats 1-3: LangGraph reads them into the tasks channel
+                assert compat.enc(values.pop(TASKS)) == sends
+            assert compat.enc(values) == want["checkpoint"]["channel_values"]
+            md = t.metadata
+            if "writes" in md:
+                # Formats before 4 kept the step's writes in the metadata as
+                # serde values; the engine's metadata is JSON, where the
+                # import keeps them in the JSON form LangGraph's json serde
+                # wrote: messages as LangChain's constructors (lc 1), a
+                # datetime as LangGraph's (lc 2, fromisoformat), which
+                # LangGraph 1.2 no longer revives itself.
+                md = {**md, "writes": _revive_old_json(md["writes"])}
+            got = json.loads(json.dumps(compat.enc(md), default=str))
+            assert _no_default_example(got) == _no_default_example(want["metadata"])
+            assert [[w[0], w[1], compat.enc(w[2])] for w in t.pending_writes] == want["pending_writes"]
+
+
+@pytest.mark.parametrize("name", ["compat", "0.3", "0.2"])
+def test_an_imported_thread_resumes_as_the_source_does(tmp_path, agentstate_cli, name):
+    fixture = f"langgraph-py-{name}.sqlite"
+    dst = imported(tmp_path, agentstate_cli, fixture)
+    states = resumed_states(fixture, dst, compat.build, {"configurable": {"thread_id": "compat"}}, compat.enc)
+    assert states[0] == states[1]
 
 
 def test_the_main_fixture_reads_as_langgraph_read_it_and_resumes(tmp_path, agentstate_cli):
@@ -135,30 +149,10 @@ def test_the_main_fixture_reads_as_langgraph_read_it_and_resumes(tmp_path, agent
 
     expected = json.load(open(os.path.join(FIXTURES, "expected-py-sqlite.json")))
     dst = imported(tmp_path, agentstate_cli, "langgraph-py.sqlite")
-    seen = 0
     with AgentStateSaver(dst) as saver:
-        for thread, by_ns in expected["threads"].items():
-            for ns, cps in by_ns.items():
-                for want in cps:
-                    t = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": want["checkpoint_id"]}})
-                    assert t is not None
-                    parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
-                    assert parent == want["parent_checkpoint_id"]
-                    assert generate.enc(t.checkpoint["channel_values"]) == want["checkpoint"]["channel_values"], (thread, ns)
-                    assert [[w[0], w[1], generate.enc(w[2])] for w in t.pending_writes] == want["pending_writes"]
-                    seen += 1
-    assert seen == expected["checkpoints"]
-    src = str(tmp_path / "source.sqlite")
-    shutil.copy(os.path.join(FIXTURES, "langgraph-py.sqlite"), src)
+        for t, want in imported_checkpoints(saver, expected):
+            assert generate.enc(t.checkpoint["channel_values"]) == want["checkpoint"]["channel_values"]
+            assert [[w[0], w[1], generate.enc(w[2])] for w in t.pending_writes] == want["pending_writes"]
     cfg = {"configurable": {"thread_id": "chat", "user_id": "u-1", "tenant": "acme", "priority": 2}}
-    states = []
-    conn = sqlite3.connect(src, check_same_thread=False)
-    with AgentStateSaver(dst) as ours:
-        for saver in (SqliteSaver(conn), ours):
-            g = generate.build_graphs(saver)["chat"]
-            before = len(list(g.get_state_history(cfg)))
-            g.invoke({"messages": [HumanMessage(id="resumed", content="one more, please")]}, cfg)
-            snap = g.get_state(cfg)
-            states.append((generate.enc(snap.values), list(snap.next), len(list(g.get_state_history(cfg))) - before))
-    conn.close()
-    assert states[0] == states[1] and states[1][2] >= 1
+    states = resumed_states("langgraph-py.sqlite", dst, lambda s: generate.build_graphs(s)["chat"], cfg, generate.enc)
+    assert states[0] == states[1]
