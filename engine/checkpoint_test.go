@@ -406,6 +406,43 @@ func TestDeleteForRuns(t *testing.T) {
 	}
 }
 
+// With Reroot (LangGraph's semantics), deleting an ancestor run keeps its
+// descendants: the first survivor becomes a root, its own checkpoint and
+// writes read as before, and nothing else of the thread changes.
+func TestDeleteForRunsReroot(t *testing.T) {
+	db := listFixture(t)
+	before, err := db.GetTuple(bg, Config{ThreadID: "t1", CheckpointID: "t1-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteForRunsWith(bg, []string{"r1"}, DeleteRunsOptions{Reroot: true}); err != nil {
+		t.Fatalf("deleting an ancestor run with Reroot: %v", err)
+	}
+	if got := ids(collect(t, db, ListOptions{ThreadID: "t1"})); !slices.Equal(got, []string{"t1-s", "t1-3", "t1-2"}) {
+		t.Fatalf("after deleting r1: %v", got)
+	}
+	root, err := db.GetTuple(bg, Config{ThreadID: "t1", CheckpointID: "t1-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root.ParentConfig != nil {
+		t.Fatalf("the first survivor still names a parent: %+v", root.ParentConfig)
+	}
+	after, err := db.GetTuple(bg, Config{ThreadID: "t1", CheckpointID: "t1-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Fatalf("a surviving checkpoint changed (-before +after):\n%s", diff)
+	}
+	if got := ids(collect(t, db, ListOptions{ThreadID: "t2"})); !slices.Equal(got, []string{"t2-1", "t2-0"}) {
+		t.Fatalf("another thread changed: %v", got)
+	}
+	if rep, err := db.Verify(bg, VerifyOptions{}); err != nil || !rep.OK {
+		t.Fatalf("verify after the reroot: %+v %v", rep.Problems, err)
+	}
+}
+
 func TestCopyThread(t *testing.T) {
 	db := listFixture(t)
 	src := collect(t, db, ListOptions{ThreadID: "t1"})
