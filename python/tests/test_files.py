@@ -10,7 +10,6 @@ import sys
 import time
 
 import pytest
-from langchain_core.messages import HumanMessage
 
 from langgraph.checkpoint.agentstate import AgentStateSaver
 

@@ -14,6 +14,7 @@ there and maps it in milliseconds. ``AGENTSTATE_CACHE_DIR=off`` disables it.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
@@ -64,7 +65,13 @@ def _compile(engine: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
     if d is None:
         return wasmtime.Module(engine, wasm)
     key = hashlib.sha256(wasm).hexdigest()[:24]
-    tag = f"{wasmtime.__version__ if hasattr(wasmtime, '__version__') else 'w'}-{platform.machine()}-{platform.system()}"
+    try:
+        from importlib.metadata import version
+
+        wv = version("wasmtime")
+    except Exception:  # noqa: BLE001 - no metadata: the module's own check refuses a foreign build
+        wv = "unknown"
+    tag = f"wasmtime{wv}-{platform.machine()}-{platform.system()}"
     path = os.path.join(d, f"engine-{key}-{tag}.cwasm")
     if os.path.exists(path):
         try:
@@ -193,9 +200,6 @@ def _decode_result(out: bytes) -> tuple[Any, list[bytes]]:
         bufs.append(out[o + 4 : o + 4 + n])
         o += 4 + n
     return value, bufs
-
-
-import ctypes  # noqa: E402
 
 
 def ctypes_addr(p) -> int:
