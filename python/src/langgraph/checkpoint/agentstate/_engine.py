@@ -85,9 +85,32 @@ def _compile(engine: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
         with os.fdopen(fd, "wb") as f:
             f.write(module.serialize())
         os.replace(tmp, path)  # atomic: a concurrent process sees all or nothing
+        _prune_cache(d, keep=path)
     except OSError:
         pass  # a read-only home: run without the cache
     return module
+
+
+_CACHE_ENTRIES = 4
+
+
+def _prune_cache(d: str, keep: str) -> None:
+    """Keeps the newest few compiled modules (other builds, other wasmtime
+    versions, other environments sharing the directory), removes the rest."""
+    entries = []
+    for name in os.listdir(d):
+        p = os.path.join(d, name)
+        if name.startswith("engine-") and name.endswith(".cwasm") and p != keep:
+            try:
+                entries.append((os.path.getmtime(p), p))
+            except OSError:
+                pass
+    entries.sort(reverse=True)
+    for _, p in entries[_CACHE_ENTRIES - 1 :]:
+        try:
+            os.remove(p)
+        except OSError:
+            pass
 
 
 class Engine:
