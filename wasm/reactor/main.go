@@ -78,7 +78,11 @@ func call(h int32, n int32) int64 {
 	}
 	result = out
 	if cap(result) > 1<<20 {
-		defer func() { result = nil }() // keep no large buffer between calls
+		// Keep no large buffer for the next call. The host reads the result
+		// before it calls again, and no Go code runs in between (the module
+		// runs only inside its exports), so the collector cannot take it
+		// first.
+		defer func() { result = nil }()
 	}
 	p := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(out))))
 	return int64(p)<<32 | int64(len(out))
