@@ -833,11 +833,25 @@ func TestExportLangGraph(t *testing.T) {
 // user nobody (runuser), so the directory is read-only for it too.
 func TestImportLangGraphReadOnlySource(t *testing.T) {
 	base := t.TempDir()
-	// nobody must reach it: the test's temporary directories are the
-	// test's own.
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
+	// nobody must reach it: the test's own directory is made readable, and
+	// every directory above it that nobody could not pass through (CI's
+	// temporary directory is 0700) is made passable until the test ends.
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(base); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o001 == 0 {
+			if err := os.Chmod(d, perm|0o011); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(d, perm) })
+		}
+		if d == filepath.Dir(d) {
+			break
 		}
 	}
 	ro := filepath.Join(base, "ro")
