@@ -70,6 +70,18 @@ type rawWrite struct {
 	value      any
 }
 
+// writeRow is one row of a source's writes: a pending write, its
+// checkpoint, and its value's serde type and stored bytes, which are the
+// row's own.
+type writeRow struct {
+	k          cpKey
+	task, path string
+	idx        int
+	channel    string
+	typ        string
+	data       []byte
+}
+
 // fill sets a checkpoint's fields from its decoded document (the
 // Checkpoint dict, both LangGraphs' names) and its channel values.
 func (cp *rawCheckpoint) fill(doc, values map[string]any) error {
