@@ -341,6 +341,23 @@ type planned struct {
 	pending  []*write // its writes, stored when its first child comes
 }
 
+// plannedParent finds a checkpoint's parent among the checkpoints of its
+// namespace planned already (done). Checkpoints come in id order, so a
+// parent is planned before its children unless its id does not sort first,
+// which the engine refuses (the error); a parent the source lacks is counted
+// in rep.ParentsMissing and the checkpoint stored without one (parentID "").
+func plannedParent[P any](done map[string]*P, inSource map[string]bool, parent string, rep *Report) (_ *P, parentID string, err error) {
+	p := done[parent]
+	if parent != "" && p == nil {
+		if inSource[parent] {
+			return nil, "", fmt.Errorf("its id does not sort after its parent %q", parent)
+		}
+		rep.ParentsMissing++
+		return nil, "", nil
+	}
+	return p, parent, nil
+}
+
 func (pl *planner) namespace(ns *namespace) error {
 	done := map[string]*planned{}
 	claimed := map[[2]string]bool{} // (channel, version) already used in this namespace
@@ -369,17 +386,9 @@ func (pl *planner) namespace(ns *namespace) error {
 		if err := checkNames(cp, ns.ns, ns.writes[cp.id]); err != nil {
 			return fail("", err)
 		}
-		// Checkpoints come in id order, so a parent is planned before its
-		// children unless its id does not sort first, which the engine
-		// refuses.
-		parent := done[cp.parent]
-		parentID := cp.parent
-		if cp.parent != "" && parent == nil {
-			if inSource[cp.parent] {
-				return fail("", fmt.Errorf("its id does not sort after its parent %q", cp.parent))
-			}
-			pl.rep.ParentsMissing++
-			parentID = ""
+		parent, parentID, err := plannedParent(done, inSource, cp.parent, pl.rep)
+		if err != nil {
+			return fail("", err)
 		}
 		d := &planned{versions: map[string]string{}, src: map[string]string{}, walk: map[string][]codec.Message{},
 			has: map[string]bool{}, values: map[string]any{}, counters: map[string]channels.Counter{}}

@@ -156,14 +156,9 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 			return fail("", err)
 		}
 		migrateSends(cp)
-		parent := done[cp.parent]
-		parentID := cp.parent
-		if cp.parent != "" && parent == nil {
-			if inSource[cp.parent] {
-				return fail("", fmt.Errorf("its id does not sort after its parent %q", cp.parent))
-			}
-			pl.rep.ParentsMissing++
-			parentID = ""
+		parent, parentID, err := plannedParent(done, inSource, cp.parent, pl.rep)
+		if err != nil {
+			return fail("", err)
 		}
 		d := &bytePlanned{cp: cp, versions: map[string]string{}, parent: parent}
 		out := engine.Checkpoint{V: cp.v, ID: cp.id, TS: cp.ts, ChannelValues: map[string]codec.Blob{},
