@@ -31,15 +31,11 @@ func Compare(ctx context.Context, db *engine.DB, src string, o Options) (checked
 	if o.Into != IntoMessages {
 		return compareProtocol(ctx, db, src, o)
 	}
-	s, err := openSource(ctx, src)
+	s, threads, err := openThreads(ctx, src)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer s.close()
-	threads, err := s.threads(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
 	dbo := db.Options()
 	prep := newPreparer(dbo.Schema, o.DeltaReducers)
 	// Planning tells which threads the import can write; the values it

@@ -60,31 +60,42 @@ func pyJSON(v any) (any, error) {
 	switch x := v.(type) {
 	case nil, bool, string, int64, uint64, float64:
 		return v, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			var err error
-			if out[i], err = pyJSON(e); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	case map[string]any:
-		out := map[string]any{}
-		for k, e := range x {
-			var err error
-			if out[k], err = pyJSON(e); err != nil {
-				return nil, err
-			}
-		}
-		if _, tagged := x["$type"]; tagged {
-			return dictItems(out), nil
-		}
-		return out, nil
 	case *pyRaw:
 		return rawJSON(x)
 	}
+	if out, ok, err := mapJSON(v, pyJSON); ok {
+		return out, err
+	}
 	return nil, fmt.Errorf("unexpected decoded value %T", v)
+}
+
+// mapJSON maps the elements of a list or a map with f, as the expected JSON
+// has them: a map with a "$type" key becomes {"$type": "dict", "items"}
+// (dictItems), so that it does not read as a tagged value. ok is false when
+// v is neither.
+func mapJSON(v any, f func(any) (any, error)) (_ any, ok bool, err error) {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			if out[i], err = f(e); err != nil {
+				return nil, true, err
+			}
+		}
+		return out, true, nil
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if out[k], err = f(e); err != nil {
+				return nil, true, err
+			}
+		}
+		if _, tagged := x["$type"]; tagged {
+			return dictItems(out), true, nil
+		}
+		return out, true, nil
+	}
+	return nil, false, nil
 }
 
 func rawJSON(x *pyRaw) (any, error) {

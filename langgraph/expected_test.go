@@ -3,7 +3,6 @@ package langgraph
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -197,41 +196,18 @@ func importedJSON(v any) (any, error) {
 	switch x := v.(type) {
 	case codec.Blob:
 		switch x.Type {
-		case "bytes", "bytearray":
-			return map[string]any{"$type": x.Type, "b64": base64.StdEncoding.EncodeToString(x.Data)}, nil
-		case "msgpack":
-			d, err := decodePy(x.Data)
-			if err != nil {
-				return nil, err
-			}
-			return pyJSON(d)
+		case "bytes", "bytearray", "msgpack":
+			v, _, err := SerdeJSON(x)
+			return v, err
 		}
 		return nil, fmt.Errorf("a blob of type %q", x.Type)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			var err error
-			if out[i], err = importedJSON(e); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	case map[string]any:
-		out := map[string]any{}
-		for k, e := range x {
-			var err error
-			if out[k], err = importedJSON(e); err != nil {
-				return nil, err
-			}
-		}
-		if _, tagged := x["$type"]; tagged {
-			return dictItems(out), nil
-		}
-		return out, nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("a non-finite float stored as an engine value")
 		}
+	}
+	if out, ok, err := mapJSON(v, importedJSON); ok {
+		return out, err
 	}
 	return v, nil
 }

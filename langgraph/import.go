@@ -87,19 +87,11 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 	if o.Into != IntoMessages {
 		return importProtocol(ctx, db, src, o)
 	}
-	s, err := openSource(ctx, src)
+	s, threads, total, err := openImport(ctx, src)
 	if err != nil {
 		return Report{}, err
 	}
 	defer s.close()
-	threads, err := s.threads(ctx)
-	if err != nil {
-		return Report{}, sourceError(ctx, s, err)
-	}
-	total, err := s.count(ctx)
-	if err != nil {
-		return Report{}, sourceError(ctx, s, err)
-	}
 	effort := codec.Small
 	if dbo.Mode == engine.ModeFull {
 		effort = codec.Fast
@@ -113,58 +105,107 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 	err = db.Batch(ctx, func(b *engine.Batch) error {
 		rep = newReport(s, dbo.Mode)
 		rep.Into = string(IntoMessages)
-		var problems []Problem
-		done := 0
-		for _, th := range threads {
+		return importThreads(ctx, b, s, threads, total, o, &rep, true, func(th string) ([]op, *Report, error) {
 			t, err := readThread(ctx, s, prep, th)
-			var ops []op
-			var counts *Report
-			if err == nil {
-				ops, counts, err = planThread(t, dbo, comp)
-			}
-			var p *Problem
-			if errors.As(err, &p) {
-				problems = append(problems, *p)
-				continue
-			}
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			if len(problems) > 0 && !o.SkipUnsupported {
-				continue // the import fails: only the list of problems goes on
-			}
-			if err := b.NewThread(th); err != nil {
-				return err
-			}
-			for _, x := range ops {
-				if err := x.run(b); err != nil {
-					return fmt.Errorf("thread %q: %w", th, err)
-				}
-				if x.put != nil {
-					done++
-					if o.Progress != nil {
-						o.Progress(done, total)
-					}
-				}
-			}
-			rep.add(counts)
-			rep.Imported = append(rep.Imported, th)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if len(problems) > 0 {
-			if !o.SkipUnsupported {
-				return &UnsupportedError{Source: s.name(), Problems: problems, Importable: len(threads) - len(problems)}
-			}
-			rep.Skipped = problems
-		}
-		return nil
+			return planThread(t, dbo, comp)
+		})
 	})
 	if err != nil {
 		return Report{}, err
 	}
 	return rep, nil
+}
+
+// openImport opens the source at src for an import: its threads, and its
+// number of checkpoints (for Options.Progress). A failed read of them closes
+// the source again and is given as sourceError gives it.
+func openImport(ctx context.Context, src string) (s source, threads []string, total int, err error) {
+	s, err = openSource(ctx, src)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if threads, err = s.threads(ctx); err == nil {
+		if total, err = s.count(ctx); err == nil {
+			return s, threads, total, nil
+		}
+	}
+	err = sourceError(ctx, s, err)
+	s.close()
+	return nil, nil, 0, err
+}
+
+// openThreads opens the source at src and lists its threads, as Compare
+// does: a failed list closes the source again and is returned as it is.
+func openThreads(ctx context.Context, src string) (source, []string, error) {
+	s, err := openSource(ctx, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	threads, err := s.threads(ctx)
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, threads, nil
+}
+
+// importThreads writes the threads into b in order, each as plan reads and
+// plans it, and adds their counts to rep. A thread plan refuses with a
+// *Problem is not written; without o.SkipUnsupported the first such makes
+// the import fail with an *UnsupportedError listing them all (the rest are
+// only planned, for the list), with it they go to rep.Skipped. Any other
+// error of plan, or of writing, ends the import. newThread starts each
+// thread with Batch.NewThread (the messages form; the protocol's calls add
+// to a thread themselves). o.Progress hears of each checkpoint put.
+func importThreads(ctx context.Context, b *engine.Batch, s source, threads []string, total int, o Options, rep *Report,
+	newThread bool, plan func(th string) ([]op, *Report, error)) error {
+	var problems []Problem
+	done := 0
+	for _, th := range threads {
+		ops, counts, err := plan(th)
+		var p *Problem
+		if errors.As(err, &p) {
+			problems = append(problems, *p)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(problems) > 0 && !o.SkipUnsupported {
+			continue // the import fails: only the list of problems goes on
+		}
+		if newThread {
+			if err := b.NewThread(th); err != nil {
+				return err
+			}
+		}
+		for _, x := range ops {
+			if err := x.run(b); err != nil {
+				return fmt.Errorf("thread %q: %w", th, err)
+			}
+			if x.put != nil {
+				done++
+				if o.Progress != nil {
+					o.Progress(done, total)
+				}
+			}
+		}
+		rep.add(counts)
+		rep.Imported = append(rep.Imported, th)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		if !o.SkipUnsupported {
+			return &UnsupportedError{Source: s.name(), Problems: problems, Importable: len(threads) - len(problems)}
+		}
+		rep.Skipped = problems
+	}
+	return nil
 }
 
 // sourceError is a failed read of the source: the context's error if it
@@ -300,6 +341,23 @@ type planned struct {
 	pending  []*write // its writes, stored when its first child comes
 }
 
+// plannedParent finds a checkpoint's parent among the checkpoints of its
+// namespace planned already (done). Checkpoints come in id order, so a
+// parent is planned before its children unless its id does not sort first,
+// which the engine refuses (the error); a parent the source lacks is counted
+// in rep.ParentsMissing and the checkpoint stored without one (parentID "").
+func plannedParent[P any](done map[string]*P, inSource map[string]bool, parent string, rep *Report) (_ *P, parentID string, err error) {
+	p := done[parent]
+	if parent != "" && p == nil {
+		if inSource[parent] {
+			return nil, "", fmt.Errorf("its id does not sort after its parent %q", parent)
+		}
+		rep.ParentsMissing++
+		return nil, "", nil
+	}
+	return p, parent, nil
+}
+
 func (pl *planner) namespace(ns *namespace) error {
 	done := map[string]*planned{}
 	claimed := map[[2]string]bool{} // (channel, version) already used in this namespace
@@ -328,17 +386,9 @@ func (pl *planner) namespace(ns *namespace) error {
 		if err := checkNames(cp, ns.ns, ns.writes[cp.id]); err != nil {
 			return fail("", err)
 		}
-		// Checkpoints come in id order, so a parent is planned before its
-		// children unless its id does not sort first, which the engine
-		// refuses.
-		parent := done[cp.parent]
-		parentID := cp.parent
-		if cp.parent != "" && parent == nil {
-			if inSource[cp.parent] {
-				return fail("", fmt.Errorf("its id does not sort after its parent %q", cp.parent))
-			}
-			pl.rep.ParentsMissing++
-			parentID = ""
+		parent, parentID, err := plannedParent(done, inSource, cp.parent, pl.rep)
+		if err != nil {
+			return fail("", err)
 		}
 		d := &planned{versions: map[string]string{}, src: map[string]string{}, walk: map[string][]codec.Message{},
 			has: map[string]bool{}, values: map[string]any{}, counters: map[string]channels.Counter{}}

@@ -153,38 +153,18 @@ type pgBlob struct {
 }
 
 func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) {
-	blobs := map[[3]string]pgBlob{}
 	memo := extMemo{}
-	err := s.query(ctx, `SELECT checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs WHERE thread_id = $1`, []string{thread},
-		func(cols [][]byte) error {
-			blobs[[3]string{string(cols[0]), string(cols[1]), string(cols[2])}] = pgBlob{string(cols[3]), bytes.Clone(cols[4])}
-			return nil
-		})
+	blobs, err := s.blobs(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
-
 	t := &rawThread{id: thread, writes: map[cpKey][]*rawWrite{}}
-	type row struct {
-		cp        *rawCheckpoint
-		doc, meta []byte
-	}
-	var cps []row
-	err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_checkpoint_id, ''), checkpoint::text, metadata::text
-		FROM checkpoints WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
-		cps = append(cps, row{cp: &rawCheckpoint{ns: string(cols[0]), id: string(cols[1]), parent: string(cols[2])},
-			doc: bytes.Clone(cols[3]), meta: bytes.Clone(cols[4])})
-		return nil
-	})
+	rows, err := s.checkpointRows(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
-	// Byte order, as LangGraph compares ids (the database's collation may not).
-	slices.SortFunc(cps, func(a, b row) int {
-		return cmp.Or(strings.Compare(a.cp.ns, b.cp.ns), strings.Compare(a.cp.id, b.cp.id))
-	})
-	for _, r := range cps {
-		cp := r.cp
+	for _, r := range rows {
+		cp := &rawCheckpoint{ns: r.ns, id: r.id, parent: r.parent}
 		doc, values, err := decodeCheckpoint("json", r.doc, nil)
 		if err == nil {
 			err = s.joinBlobs(cp, doc, values, blobs, memo)
@@ -197,35 +177,16 @@ func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) 
 		}
 		t.cps = append(t.cps, cp)
 	}
-
-	type wrow struct {
-		k    cpKey
-		w    *rawWrite
-		typ  string
-		data []byte
-	}
-	var ws []wrow
-	err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, coalesce(type, ''), blob
-		FROM checkpoint_writes WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
-		ws = append(ws, wrow{k: cpKey{string(cols[0]), string(cols[1])},
-			w:   &rawWrite{task: string(cols[2]), path: string(cols[3]), idx: int(int32(binary.BigEndian.Uint32(cols[4]))), channel: string(cols[5])},
-			typ: string(cols[6]), data: bytes.Clone(cols[7])})
-		return nil
-	})
+	ws, err := s.writeRows(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(ws, func(a, b wrow) int {
-		return cmp.Or(strings.Compare(a.k.ns, b.k.ns), strings.Compare(a.k.id, b.k.id),
-			strings.Compare(a.w.path, b.w.path), strings.Compare(a.w.task, b.w.task), cmp.Compare(a.w.idx, b.w.idx))
-	})
 	for _, r := range ws {
 		v, err := decodeTyped(r.typ, r.data, memo)
 		if err != nil {
-			return nil, writeProblem(thread, r.k, r.w, err)
+			return nil, writeProblem(thread, r, err)
 		}
-		r.w.value = v
-		t.writes[r.k] = append(t.writes[r.k], r.w)
+		t.writes[r.k] = append(t.writes[r.k], &rawWrite{task: r.task, path: r.path, idx: r.idx, channel: r.channel, value: v})
 	}
 	return t, nil
 }
@@ -252,30 +213,15 @@ func (s *pgSource) joinBlobs(cp *rawCheckpoint, doc, inline map[string]any, blob
 }
 
 func (s *pgSource) readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error) {
-	blobs := map[[3]string]pgBlob{}
-	err := s.query(ctx, `SELECT checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs WHERE thread_id = $1`, []string{thread},
-		func(cols [][]byte) error {
-			blobs[[3]string{string(cols[0]), string(cols[1]), string(cols[2])}] = pgBlob{string(cols[3]), bytes.Clone(cols[4])}
-			return nil
-		})
+	blobs, err := s.blobs(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
 	t := &byteThread{id: thread, writes: map[cpKey][]*byteWrite{}}
-	type row struct {
-		ns, id, parent string
-		doc, meta      []byte
-	}
-	var rows []row
-	err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_checkpoint_id, ''), checkpoint::text, metadata::text
-		FROM checkpoints WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
-		rows = append(rows, row{string(cols[0]), string(cols[1]), string(cols[2]), bytes.Clone(cols[3]), bytes.Clone(cols[4])})
-		return nil
-	})
+	rows, err := s.checkpointRows(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(rows, func(a, b row) int { return cmp.Or(strings.Compare(a.ns, b.ns), strings.Compare(a.id, b.id)) })
 	for _, r := range rows {
 		cp, err := splitJSONCheckpoint(r.doc)
 		if err == nil {
@@ -290,36 +236,79 @@ func (s *pgSource) readBytes(ctx context.Context, thread string, key []byte) (*b
 		cp.ns, cp.id, cp.parent = r.ns, r.id, r.parent
 		t.cps = append(t.cps, cp)
 	}
-	type wrow struct {
-		k   cpKey
-		w   *byteWrite
-		typ string
-		b   []byte
+	ws, err := s.writeRows(ctx, thread)
+	if err != nil {
+		return nil, err
 	}
-	var ws []wrow
-	err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, coalesce(type, ''), blob
-		FROM checkpoint_writes WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
-		ws = append(ws, wrow{k: cpKey{string(cols[0]), string(cols[1])},
-			w:   &byteWrite{task: string(cols[2]), path: string(cols[3]), idx: int(int32(binary.BigEndian.Uint32(cols[4]))), channel: string(cols[5])},
-			typ: string(cols[6]), b: bytes.Clone(cols[7])})
+	for _, r := range ws {
+		b, err := typedBlob(r.typ, r.data, key)
+		if err != nil {
+			return nil, writeProblem(thread, r, err)
+		}
+		t.writes[r.k] = append(t.writes[r.k], &byteWrite{task: r.task, path: r.path, idx: r.idx, channel: r.channel, value: b})
+	}
+	return t, nil
+}
+
+// blobs reads the thread's checkpoint_blobs, by namespace, channel and
+// version.
+func (s *pgSource) blobs(ctx context.Context, thread string) (map[[3]string]pgBlob, error) {
+	blobs := map[[3]string]pgBlob{}
+	err := s.query(ctx, `SELECT checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs WHERE thread_id = $1`, []string{thread},
+		func(cols [][]byte) error {
+			blobs[[3]string{string(cols[0]), string(cols[1]), string(cols[2])}] = pgBlob{string(cols[3]), bytes.Clone(cols[4])}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return blobs, nil
+}
+
+// pgCheckpointRow is one row of checkpoints: the checkpoint's document and
+// metadata as JSON text.
+type pgCheckpointRow struct {
+	ns, id, parent string
+	doc, meta      []byte
+}
+
+// checkpointRows reads the thread's checkpoints in (namespace, id) order.
+func (s *pgSource) checkpointRows(ctx context.Context, thread string) ([]pgCheckpointRow, error) {
+	var rows []pgCheckpointRow
+	err := s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_checkpoint_id, ''), checkpoint::text, metadata::text
+		FROM checkpoints WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
+		rows = append(rows, pgCheckpointRow{string(cols[0]), string(cols[1]), string(cols[2]), bytes.Clone(cols[3]), bytes.Clone(cols[4])})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(ws, func(a, b wrow) int {
-		return cmp.Or(strings.Compare(a.k.ns, b.k.ns), strings.Compare(a.k.id, b.k.id),
-			strings.Compare(a.w.path, b.w.path), strings.Compare(a.w.task, b.w.task), cmp.Compare(a.w.idx, b.w.idx))
+	// Byte order, as LangGraph compares ids (the database's collation may not).
+	slices.SortFunc(rows, func(a, b pgCheckpointRow) int {
+		return cmp.Or(strings.Compare(a.ns, b.ns), strings.Compare(a.id, b.id))
 	})
-	for _, r := range ws {
-		b, err := typedBlob(r.typ, r.b, key)
-		if err != nil {
-			return nil, writeProblem(thread, r.k, &rawWrite{task: r.w.task, idx: r.w.idx, channel: r.w.channel}, err)
-		}
-		r.w.value = b
-		t.writes[r.k] = append(t.writes[r.k], r.w)
+	return rows, nil
+}
+
+// writeRows reads the thread's checkpoint_writes in LangGraph's order
+// (namespace, checkpoint, task_path, task_id, idx), compared as bytes.
+func (s *pgSource) writeRows(ctx context.Context, thread string) ([]writeRow, error) {
+	var ws []writeRow
+	err := s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, coalesce(type, ''), blob
+		FROM checkpoint_writes WHERE thread_id = $1`, []string{thread}, func(cols [][]byte) error {
+		ws = append(ws, writeRow{k: cpKey{string(cols[0]), string(cols[1])},
+			task: string(cols[2]), path: string(cols[3]), idx: int(int32(binary.BigEndian.Uint32(cols[4]))), channel: string(cols[5]),
+			typ: string(cols[6]), data: bytes.Clone(cols[7])})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return t, nil
+	slices.SortFunc(ws, func(a, b writeRow) int {
+		return cmp.Or(strings.Compare(a.k.ns, b.k.ns), strings.Compare(a.k.id, b.k.id),
+			strings.Compare(a.path, b.path), strings.Compare(a.task, b.task), cmp.Compare(a.idx, b.idx))
+	})
+	return ws, nil
 }
 
 // pgValues sets a PostgresSaver checkpoint's values as its get_tuple reads

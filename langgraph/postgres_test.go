@@ -117,17 +117,7 @@ func TestImportProtocolPostgres(t *testing.T) {
 	if err != nil || n != exp.Checkpoints || len(diffs) > 0 {
 		t.Fatalf("compare: %d %v %v", n, err, diffs)
 	}
-	for thread, nss := range exp.Threads {
-		for ns, cps := range nss {
-			for _, e := range cps {
-				tup, err := db.GetTuple(ctx, engine.Config{ThreadID: thread, CheckpointNS: ns, CheckpointID: e.CheckpointID})
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkRawTuple(t, thread+"/"+ns+"/"+e.CheckpointID, tup, e.Parent, e.Metadata, e.Pending, e.Raw.ChannelValues)
-			}
-		}
-	}
+	checkRawTuples(t, db, exp)
 }
 
 func pgExec(t *testing.T, dbURL string, sql ...string) {

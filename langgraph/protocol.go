@@ -41,19 +41,11 @@ const tasksChannel = "__pregel_tasks"
 
 // importProtocol is Import into the protocol's form.
 func importProtocol(ctx context.Context, db *engine.DB, src string, o Options) (Report, error) {
-	s, err := openSource(ctx, src)
+	s, threads, total, err := openImport(ctx, src)
 	if err != nil {
 		return Report{}, err
 	}
 	defer s.close()
-	threads, err := s.threads(ctx)
-	if err != nil {
-		return Report{}, sourceError(ctx, s, err)
-	}
-	total, err := s.count(ctx)
-	if err != nil {
-		return Report{}, sourceError(ctx, s, err)
-	}
 	// The engine's protocol calls add to a thread; an import never writes
 	// into one the destination has.
 	for _, th := range threads {
@@ -67,9 +59,7 @@ func importProtocol(ctx context.Context, db *engine.DB, src string, o Options) (
 	rep := newReport(s, db.Options().Mode)
 	rep.Into = string(IntoProtocol)
 	err = db.Batch(ctx, func(b *engine.Batch) error {
-		var problems []Problem
-		done := 0
-		for _, th := range threads {
+		return importThreads(ctx, b, s, threads, total, o, &rep, false, func(th string) ([]op, *Report, error) {
 			t, err := s.readBytes(ctx, th, o.Key)
 			var pl *planner
 			if err == nil {
@@ -77,39 +67,13 @@ func importProtocol(ctx context.Context, db *engine.DB, src string, o Options) (
 			}
 			var p *Problem
 			if errors.As(err, &p) {
-				problems = append(problems, *p)
-				continue
+				return nil, nil, err
 			}
 			if err != nil {
-				return sourceError(ctx, s, err)
+				return nil, nil, sourceError(ctx, s, err)
 			}
-			if len(problems) > 0 && !o.SkipUnsupported {
-				continue // the import fails: only the list of problems goes on
-			}
-			for _, x := range pl.ops {
-				if err := x.run(b); err != nil {
-					return fmt.Errorf("thread %q: %w", th, err)
-				}
-				if x.put != nil {
-					done++
-					if o.Progress != nil {
-						o.Progress(done, total)
-					}
-				}
-			}
-			rep.add(pl.rep)
-			rep.Imported = append(rep.Imported, th)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if len(problems) > 0 {
-			if !o.SkipUnsupported {
-				return &UnsupportedError{Source: s.name(), Problems: problems, Importable: len(threads) - len(problems)}
-			}
-			rep.Skipped = problems
-		}
-		return nil
+			return pl.ops, pl.rep, nil
+		})
 	})
 	if err != nil {
 		return Report{}, err
@@ -192,14 +156,9 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 			return fail("", err)
 		}
 		migrateSends(cp)
-		parent := done[cp.parent]
-		parentID := cp.parent
-		if cp.parent != "" && parent == nil {
-			if inSource[cp.parent] {
-				return fail("", fmt.Errorf("its id does not sort after its parent %q", cp.parent))
-			}
-			pl.rep.ParentsMissing++
-			parentID = ""
+		parent, parentID, err := plannedParent(done, inSource, cp.parent, pl.rep)
+		if err != nil {
+			return fail("", err)
 		}
 		d := &bytePlanned{cp: cp, versions: map[string]string{}, parent: parent}
 		out := engine.Checkpoint{V: cp.v, ID: cp.id, TS: cp.ts, ChannelValues: map[string]codec.Blob{},
@@ -396,15 +355,11 @@ func checkByteNames(cp *byteCheckpoint, ws []*byteWrite) error {
 // and pending writes (task, path, channel, type and bytes, in order) as the
 // engine returns them (DB.GetTuple), against the source's.
 func compareProtocol(ctx context.Context, db *engine.DB, src string, o Options) (checked int, diffs []Diff, err error) {
-	s, err := openSource(ctx, src)
+	s, threads, err := openThreads(ctx, src)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer s.close()
-	threads, err := s.threads(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
 	for _, th := range threads {
 		t, err := s.readBytes(ctx, th, o.Key)
 		var want map[cpKey]*expected

@@ -102,25 +102,45 @@ func importProtocolFixture(t *testing.T, fixture string, o Options) *engine.DB {
 }
 
 func TestImportProtocolPython(t *testing.T) {
-	ctx := context.Background()
 	db := importProtocolFixture(t, filepath.Join(pyDir, "langgraph-py.sqlite"), Options{})
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-sqlite.json"))
+	if checked := checkRawTuples(t, db, exp); checked != exp.Checkpoints {
+		t.Fatalf("checked %d of %d", checked, exp.Checkpoints)
+	}
+}
+
+// eachTuple calls check with the tuple db holds of each expected
+// checkpoint of threads (by thread and namespace; id gives its id), named
+// thread/ns/id, and returns how many it checked. A checkpoint db cannot
+// read fails the test.
+func eachTuple[E any](t *testing.T, db *engine.DB, threads map[string]map[string][]E, id func(E) string, check func(where string, e E, tup engine.Tuple)) int {
+	t.Helper()
+	ctx := context.Background()
 	checked := 0
-	for thread, nss := range exp.Threads {
+	for thread, nss := range threads {
 		for ns, cps := range nss {
 			for _, e := range cps {
 				checked++
-				tup, err := db.GetTuple(ctx, engine.Config{ThreadID: thread, CheckpointNS: ns, CheckpointID: e.CheckpointID})
+				where := thread + "/" + ns + "/" + id(e)
+				tup, err := db.GetTuple(ctx, engine.Config{ThreadID: thread, CheckpointNS: ns, CheckpointID: id(e)})
 				if err != nil {
-					t.Fatalf("%s/%s/%s: %v", thread, ns, e.CheckpointID, err)
+					t.Fatalf("%s: %v", where, err)
 				}
-				checkRawTuple(t, thread+"/"+ns+"/"+e.CheckpointID, tup, e.Parent, e.Metadata, e.Pending, e.Raw.ChannelValues)
+				check(where, e, tup)
 			}
 		}
 	}
-	if checked != exp.Checkpoints {
-		t.Fatalf("checked %d of %d", checked, exp.Checkpoints)
-	}
+	return checked
+}
+
+// checkRawTuples is checkRawTuple for every checkpoint of exp; it returns
+// how many it checked.
+func checkRawTuples(t *testing.T, db *engine.DB, exp expectedFile) int {
+	t.Helper()
+	return eachTuple(t, db, exp.Threads, func(e expectedCheckpoint) string { return e.CheckpointID },
+		func(where string, e expectedCheckpoint, tup engine.Tuple) {
+			checkRawTuple(t, where, tup, e.Parent, e.Metadata, e.Pending, e.Raw.ChannelValues)
+		})
 }
 
 func TestImportProtocolJS(t *testing.T) {
@@ -309,40 +329,32 @@ func TestImportProtocolCompat(t *testing.T) {
 			if exp.Versions["langgraph"] != c.version {
 				t.Fatalf("the fixture was written by langgraph %s", exp.Versions["langgraph"])
 			}
-			checked, sends := 0, 0
-			for thread, nss := range exp.Threads {
-				for ns, cps := range nss {
-					for _, e := range cps {
-						checked++
-						tup, err := db.GetTuple(ctx, engine.Config{ThreadID: thread, CheckpointNS: ns, CheckpointID: e.CheckpointID})
-						if err != nil {
-							t.Fatal(err)
-						}
-						values := jsonMap(t, e.Checkpoint.ChannelValues)
-						if len(e.Checkpoint.PendingSends) > 0 {
-							values[tasksChannel] = jsonAny(t, e.Checkpoint.PendingSends)
-							sends += len(e.Checkpoint.PendingSends)
-						}
-						if tup.Checkpoint.V != e.Checkpoint.V {
-							t.Errorf("%s: format %d, want %d", e.CheckpointID, tup.Checkpoint.V, e.Checkpoint.V)
-						}
-						// Before 0.3, metadata "writes" held the step's writes in
-						// LangChain's JSON form (lc, constructor), as the file
-						// keeps them and as they are imported; LangGraph revived
-						// the messages in them on read.
-						md := jsonMap(t, e.Metadata)
-						if _, ok := md["writes"]; ok && c.version != "1.2.24" {
-							if _, ok := tup.Metadata["writes"]; !ok {
-								t.Errorf("%s: metadata without its writes", e.CheckpointID)
-							}
-							delete(md, "writes")
-							tup.Metadata = maps.Clone(tup.Metadata)
-							delete(tup.Metadata, "writes")
-						}
-						checkRawTuple(t, thread+"/"+ns+"/"+e.CheckpointID, tup, e.Parent, md, e.Pending, values)
+			sends := 0
+			checked := eachTuple(t, db, exp.Threads, func(e compatCheckpoint) string { return e.CheckpointID },
+				func(where string, e compatCheckpoint, tup engine.Tuple) {
+					values := jsonMap(t, e.Checkpoint.ChannelValues)
+					if len(e.Checkpoint.PendingSends) > 0 {
+						values[tasksChannel] = jsonAny(t, e.Checkpoint.PendingSends)
+						sends += len(e.Checkpoint.PendingSends)
 					}
-				}
-			}
+					if tup.Checkpoint.V != e.Checkpoint.V {
+						t.Errorf("%s: format %d, want %d", e.CheckpointID, tup.Checkpoint.V, e.Checkpoint.V)
+					}
+					// Before 0.3, metadata "writes" held the step's writes in
+					// LangChain's JSON form (lc, constructor), as the file
+					// keeps them and as they are imported; LangGraph revived
+					// the messages in them on read.
+					md := jsonMap(t, e.Metadata)
+					if _, ok := md["writes"]; ok && c.version != "1.2.24" {
+						if _, ok := tup.Metadata["writes"]; !ok {
+							t.Errorf("%s: metadata without its writes", e.CheckpointID)
+						}
+						delete(md, "writes")
+						tup.Metadata = maps.Clone(tup.Metadata)
+						delete(tup.Metadata, "writes")
+					}
+					checkRawTuple(t, where, tup, e.Parent, md, e.Pending, values)
+				})
 			if checked != exp.Checkpoints || checked < 10 {
 				t.Fatalf("checked %d of %d", checked, exp.Checkpoints)
 			}

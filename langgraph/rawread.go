@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/agentstate/agentstate/codec"
@@ -297,21 +296,9 @@ func (cp *byteCheckpoint) fields(doc map[string]any) {
 			cp.numeric[ch] = true
 		}
 	}
-	cp.seen = map[string]map[string]string{}
-	for node, m := range fieldsOf(doc["versions_seen"]) {
-		cp.seen[node] = map[string]string{}
-		for ch, v := range fieldsOf(m) {
-			cp.seen[node][ch] = versionString(v)
-		}
-	}
-	if uc, ok := listItems(doc["updated_channels"]); ok {
-		cp.updated = []string{}
-		for _, x := range uc {
-			if s, ok := x.(string); ok {
-				cp.updated = append(cp.updated, s)
-			}
-		}
-		slices.Sort(cp.updated)
+	cp.seen = versionsSeen(doc)
+	if u, ok := updatedChannels(doc); ok {
+		cp.updated = u
 	}
 }
 

@@ -3,7 +3,7 @@ package langgraph
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -70,6 +70,18 @@ type rawWrite struct {
 	value      any
 }
 
+// writeRow is one row of a source's writes: a pending write, its
+// checkpoint, and its value's serde type and stored bytes, which are the
+// row's own.
+type writeRow struct {
+	k          cpKey
+	task, path string
+	idx        int
+	channel    string
+	typ        string
+	data       []byte
+}
+
 // fill sets a checkpoint's fields from its decoded document (the
 // Checkpoint dict, both LangGraphs' names) and its channel values.
 func (cp *rawCheckpoint) fill(doc, values map[string]any) error {
@@ -87,27 +99,46 @@ func (cp *rawCheckpoint) fill(doc, values map[string]any) error {
 	for ch, v := range fieldsOf(doc["channel_versions"]) {
 		cp.versions[ch] = versionString(v)
 	}
-	cp.seen = map[string]map[string]string{}
-	for node, m := range fieldsOf(doc["versions_seen"]) {
-		cp.seen[node] = map[string]string{}
-		for ch, v := range fieldsOf(m) {
-			cp.seen[node][ch] = versionString(v)
-		}
-	}
-	if uc, ok := listItems(doc["updated_channels"]); ok {
-		cp.updated = []string{}
-		for _, x := range uc {
-			if s, ok := x.(string); ok {
-				cp.updated = append(cp.updated, s)
-			}
-		}
-		sort.Strings(cp.updated)
+	cp.seen = versionsSeen(doc)
+	if u, ok := updatedChannels(doc); ok {
+		cp.updated = u
 	}
 	cp.values = values
 	if cp.values == nil {
 		cp.values = map[string]any{}
 	}
 	return nil
+}
+
+// versionsSeen reads a checkpoint document's versions_seen: by node, the
+// version of each channel it saw.
+func versionsSeen(doc map[string]any) map[string]map[string]string {
+	seen := map[string]map[string]string{}
+	for node, m := range fieldsOf(doc["versions_seen"]) {
+		seen[node] = map[string]string{}
+		for ch, v := range fieldsOf(m) {
+			seen[node][ch] = versionString(v)
+		}
+	}
+	return seen
+}
+
+// updatedChannels reads the channel names of a checkpoint document's
+// updated_channels, sorted (an empty list gives an empty slice, not nil);
+// ok is false when the document has no such list.
+func updatedChannels(doc map[string]any) (_ []string, ok bool) {
+	uc, ok := listItems(doc["updated_channels"])
+	if !ok {
+		return nil, false
+	}
+	updated := []string{}
+	for _, x := range uc {
+		if s, ok := x.(string); ok {
+			updated = append(updated, s)
+		}
+	}
+	slices.Sort(updated)
+	return updated, true
 }
 
 // decodeCheckpoint decodes a checkpoint document stored with serde typ. A

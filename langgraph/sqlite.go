@@ -149,21 +149,13 @@ func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, err
 	if err != nil {
 		return nil, err
 	}
-	path := "''"
-	if s.hasPath {
-		path = "task_path"
-	}
-	err = s.query(`SELECT checkpoint_ns, checkpoint_id, task_id, `+path+`, idx, channel, type, value FROM writes
-		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, `+path+`, task_id, idx`, []any{thread}, func(st *sqlite3.Stmt) error {
-		k := cpKey{st.ColumnText(0), st.ColumnText(1)}
-		w := &rawWrite{task: st.ColumnText(2), path: st.ColumnText(3), idx: st.ColumnInt(4), channel: st.ColumnText(5)}
-		v, err := decodeTyped(st.ColumnText(6), st.ColumnBlob(7, nil), memo)
+	err = s.eachWrite(ctx, thread, func(r writeRow) error {
+		v, err := decodeTyped(r.typ, r.data, memo)
 		if err != nil {
-			return writeProblem(thread, k, w, err)
+			return writeProblem(thread, r, err)
 		}
-		w.value = v
-		t.writes[k] = append(t.writes[k], w)
-		return ctx.Err()
+		t.writes[r.k] = append(t.writes[r.k], &rawWrite{task: r.task, path: r.path, idx: r.idx, channel: r.channel, value: v})
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -191,26 +183,38 @@ func (s *sqliteSource) readBytes(ctx context.Context, thread string, key []byte)
 	if err != nil {
 		return nil, err
 	}
-	path := "''"
-	if s.hasPath {
-		path = "task_path"
-	}
-	err = s.query(`SELECT checkpoint_ns, checkpoint_id, task_id, `+path+`, idx, channel, type, value FROM writes
-		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, `+path+`, task_id, idx`, []any{thread}, func(st *sqlite3.Stmt) error {
-		k := cpKey{st.ColumnText(0), st.ColumnText(1)}
-		w := &byteWrite{task: st.ColumnText(2), path: st.ColumnText(3), idx: st.ColumnInt(4), channel: st.ColumnText(5)}
-		b, err := typedBlob(st.ColumnText(6), st.ColumnBlob(7, nil), key)
+	err = s.eachWrite(ctx, thread, func(r writeRow) error {
+		b, err := typedBlob(r.typ, r.data, key)
 		if err != nil {
-			return writeProblem(thread, k, &rawWrite{task: w.task, idx: w.idx, channel: w.channel}, err)
+			return writeProblem(thread, r, err)
 		}
-		w.value = b
-		t.writes[k] = append(t.writes[k], w)
-		return ctx.Err()
+		t.writes[r.k] = append(t.writes[r.k], &byteWrite{task: r.task, path: r.path, idx: r.idx, channel: r.channel, value: b})
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// eachWrite calls fn with each row of the thread's writes, in LangGraph's
+// order (namespace, checkpoint, task_path, task_id, idx); a file without
+// task_path reads it as "". A row's data is its own copy.
+func (s *sqliteSource) eachWrite(ctx context.Context, thread string, fn func(writeRow) error) error {
+	path := "''"
+	if s.hasPath {
+		path = "task_path"
+	}
+	return s.query(`SELECT checkpoint_ns, checkpoint_id, task_id, `+path+`, idx, channel, type, value FROM writes
+		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, `+path+`, task_id, idx`, []any{thread}, func(st *sqlite3.Stmt) error {
+		err := fn(writeRow{k: cpKey{st.ColumnText(0), st.ColumnText(1)},
+			task: st.ColumnText(2), path: st.ColumnText(3), idx: st.ColumnInt(4), channel: st.ColumnText(5),
+			typ: st.ColumnText(6), data: st.ColumnBlob(7, nil)})
+		if err != nil {
+			return err
+		}
+		return ctx.Err()
+	})
 }
 
 // decodeMetadata decodes a checkpoint's metadata: JSON text (a map) in
@@ -242,7 +246,7 @@ func checkpointProblem(thread string, cp *rawCheckpoint, err error) *Problem {
 	return p
 }
 
-func writeProblem(thread string, k cpKey, w *rawWrite, err error) *Problem {
-	return &Problem{ThreadID: thread, CheckpointNS: k.ns, CheckpointID: k.id, Channel: w.channel,
+func writeProblem(thread string, w writeRow, err error) *Problem {
+	return &Problem{ThreadID: thread, CheckpointNS: w.k.ns, CheckpointID: w.k.id, Channel: w.channel,
 		Reason: fmt.Sprintf("write of task %q idx %d: %v", w.task, w.idx, err)}
 }
