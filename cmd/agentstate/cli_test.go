@@ -53,7 +53,14 @@ type result struct {
 // checks that no progress line ever reaches them.
 func agentstate(t *testing.T, stdin []byte, args ...string) result {
 	t.Helper()
+	return agentstateIn(t, "", stdin, args...)
+}
+
+// agentstateIn is agentstate run in directory dir ("": the test's own).
+func agentstateIn(t *testing.T, dir string, stdin []byte, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != nil {

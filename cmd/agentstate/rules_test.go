@@ -522,19 +522,7 @@ func TestTroubleshootingQuotesTheCLI(t *testing.T) {
 	dir := t.TempDir()
 	inDir := func(stdin []byte, args ...string) result {
 		t.Helper()
-		cmd := exec.Command(binary, args...)
-		cmd.Dir = dir
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if stdin != nil {
-			cmd.Stdin = bytes.NewReader(stdin)
-		}
-		err := cmd.Run()
-		r := result{stdout: out.String(), stderr: errb.String()}
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-		}
-		return r
+		return agentstateIn(t, dir, stdin, args...)
 	}
 	copyTo := func(src, name string) {
 		t.Helper()

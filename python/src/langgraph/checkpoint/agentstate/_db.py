@@ -84,7 +84,6 @@ class Database:
         self._h: int | None = res["h"]
         self.mode: str = res["mode"]
         self.every: int = res["every"]
-        self._users = 0
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h)
 

@@ -147,7 +147,7 @@ class Engine:
         ex = self._instance.exports(self._store)
         self._memory: wasmtime.Memory = ex["memory"]
         self._base = base = ctypes_addr(self._memory.data_ptr(self._store))
-        host.mem_ptr = lambda: base
+        host.base = base
         host.call_go = _fastcall.Export(self._store, ex["agentstate_sql_function"], 4, "i")
         self._buffer = _fastcall.Export(self._store, ex["agentstate_buffer"], 1, "i")
         self._call = _fastcall.Export(self._store, ex["agentstate_call"], 2, "I")

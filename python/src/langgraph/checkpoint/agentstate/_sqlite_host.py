@@ -117,8 +117,9 @@ class _Stmt:
 class SQLiteHost:
     """The imports of module ``agentstate_sqlite`` for one module instance.
 
-    ``mem`` is set to the instance's memory once it exists; ``call_go`` to
-    a function calling the export ``agentstate_sql_function``.
+    ``base`` is set to the address of the instance's memory once it exists
+    (the memory never moves, see _engine); ``call_go`` to a function calling
+    the export ``agentstate_sql_function``.
     """
 
     def __init__(self) -> None:
@@ -126,7 +127,7 @@ class SQLiteHost:
         self.stmts: dict[int, _Stmt] = {}
         self._next_conn = 0
         self._next_stmt = 0
-        self.mem_ptr: Callable[[], int] = lambda: 0
+        self.base = 0
         self.call_go: Callable[[int, int, int, int], int] = lambda *a: -1
         self.cb_arg = 0
         self.cb_cap = 0
@@ -138,10 +139,10 @@ class SQLiteHost:
     # ---- memory
 
     def _read(self, ptr: int, n: int) -> bytes:
-        return ctypes.string_at(self.mem_ptr() + ptr, n)
+        return ctypes.string_at(self.base + ptr, n)
 
     def _write(self, ptr: int, data: bytes) -> None:
-        ctypes.memmove(self.mem_ptr() + ptr, data, len(data))
+        ctypes.memmove(self.base + ptr, data, len(data))
 
     def _error(self, ptr: int, cap: int, rc: int, extended: int, msg: str, offset: int = -1) -> int:
         if cap < 16:
