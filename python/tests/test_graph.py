@@ -193,3 +193,15 @@ def test_paths_that_cannot_be_a_database(tmp_path):
         AgentStateSaver(str(text))
     assert text.read_text() == "hello, this is a text file"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing created beside it
+
+
+def test_a_lone_surrogate_is_refused_not_replaced():
+    from langgraph.checkpoint.agentstate import InvalidArgumentError
+
+    with AgentStateSaver() as saver:
+        cp = {"v": 4, "id": "1f0", "ts": "2026-01-01T00:00:00+00:00", "channel_values": {}, "channel_versions": {}, "versions_seen": {}}
+        with pytest.raises(InvalidArgumentError, match="not valid Unicode"):
+            saver.put({"configurable": {"thread_id": "a\ud800", "checkpoint_ns": ""}}, cp, {}, {})
+        assert saver.get_tuple({"configurable": {"thread_id": "a\ufffd", "checkpoint_ns": ""}}) is None
+        with pytest.raises(InvalidArgumentError):
+            saver.get_tuple({"configurable": {"thread_id": "a\ud800"}})

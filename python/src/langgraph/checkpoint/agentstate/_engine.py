@@ -159,10 +159,14 @@ class Engine:
 
     def call(self, h: int, op: str, req: Any = None, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         """Runs op on handle h; returns the result's JSON value and byte arrays."""
-        text = json.dumps(req if req is not None else {}, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
-            "utf-8", "surrogatepass"
-        )
-        return self.call_raw(h, op, text, bufs)
+        text = json.dumps(req if req is not None else {}, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            # A lone surrogate (a thread id, a key) is no text the engine can
+            # store: passed on, it would read back as U+FFFD, another id.
+            raise error_for("INVALID_ARGUMENT", f"agentstate: {op}: a string in the request is not valid Unicode ({e.reason} at {e.start})") from None
+        return self.call_raw(h, op, data, bufs)
 
     def call_raw(self, h: int, op: str, text: bytes, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         opb = op.encode()
