@@ -22,16 +22,18 @@ import (
 	"testing"
 )
 
-// readmeBlock is one fenced block of README.md and the level-2 section it
-// is in.
+// readmeBlock is one fenced block of a Markdown page (README.md, a page
+// of docs/) and the level-2 section it is in.
 type readmeBlock struct {
 	section, lang string
 	lines         []string // as printed, the list indentation of a block inside a list item removed
 }
 
-func readmeBlocks(t *testing.T) []readmeBlock {
+// readmeBlocks reads the fenced blocks of the page at path (relative to
+// the engine package).
+func readmeBlocks(t *testing.T, path string) []readmeBlock {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,28 +159,39 @@ func stmtText(s ast.Stmt) string {
 
 // TestREADMEGoBlocks builds the README's Go exactly as printed, in a module
 // of its own that depends on this clone the two ways "Depend on it from a
-// clone" shows (a replace directive, a workspace): each section's
-// go blocks are one main, with only the imports the README names; the quick
-// start is run and prints what its comments say.
+// clone" shows (a replace directive, a workspace): the README's quick start
+// and docs/records.md, which goes on from it, are one main, and
+// docs/postgresql.md's block another, each with only the imports the README
+// names; the quick start is run and prints what its comments say.
 func TestREADMEGoBlocks(t *testing.T) {
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	blocks := readmeBlocks(t)
 	programs := map[string][]string{}
-	var sections []string
+	sections := []string{"Quick start", "PostgreSQL"}
 	var setup []string
-	for _, b := range blocks {
+	for _, b := range readmeBlocks(t, "../README.md") {
 		switch {
+		case b.lang == "go" && b.section != "Quick start":
+			t.Errorf("README: a go block under %q; the README's Go is its quick start", b.section)
 		case b.lang == "go":
-			if programs[b.section] == nil {
-				sections = append(sections, b.section)
-			}
-			programs[b.section] = append(programs[b.section], b.lines...)
+			programs["Quick start"] = append(programs["Quick start"], b.lines...)
 		case b.section == "Depend on it from a clone" && b.lang == "sh" && strings.Contains(strings.Join(b.lines, "\n"), "go mod edit"):
 			setup = b.lines
 		}
 	}
-	if !slices.Equal(sections, []string{"Quick start", "PostgreSQL: one database for many processes"}) {
-		t.Fatalf("go blocks in sections %q, want the quick start's and PostgreSQL's", sections)
+	for page, program := range map[string]string{"../docs/records.md": "Quick start", "../docs/postgresql.md": "PostgreSQL"} {
+		n := 0
+		for _, b := range readmeBlocks(t, page) {
+			if b.lang == "go" {
+				programs[program] = append(programs[program], b.lines...)
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatalf("%s has no go block", page)
+		}
+	}
+	if len(programs["Quick start"]) == 0 {
+		t.Fatal("the README's quick start has no go block")
 	}
 	if len(setup) == 0 {
 		t.Fatal(`no sh block with "go mod edit" under "Depend on it from a clone"`)

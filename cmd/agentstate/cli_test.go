@@ -233,16 +233,16 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	contains(t, r.stderr, `unknown command "frobnicate"`)
 }
 
-// TestREADMEDocumentsEveryCommand: the README's CLI table names every
-// command of `agentstate help`.
-func TestREADMEDocumentsEveryCommand(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// TestDocsDocumentEveryCommand: the CLI reference's table (docs/cli.md)
+// names every command of `agentstate help`.
+func TestDocsDocumentEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range commands {
 		if !bytes.Contains(b, []byte("| `agentstate "+c.name+" ")) && !bytes.Contains(b, []byte("| `agentstate "+c.name+"`")) {
-			t.Errorf("README.md has no table row for `agentstate %s`", c.name)
+			t.Errorf("docs/cli.md has no table row for `agentstate %s`", c.name)
 		}
 	}
 }

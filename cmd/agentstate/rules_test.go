@@ -501,17 +501,16 @@ func TestTokensTotalsMatchByModel(t *testing.T) {
 	}
 }
 
-// TestTroubleshootingQuotesTheCLI: the README's Troubleshooting rows that
+// TestTroubleshootingQuotesTheCLI: docs/troubleshooting.md's rows that
 // quote the CLI quote what it prints, in the situation the row describes
 // (run in a directory of files named as the rows name them). A "..." in a
 // quote separates fragments that must each appear.
 func TestTroubleshootingQuotesTheCLI(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "troubleshooting.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, _ := strings.Cut(string(readme), "\n## Troubleshooting\n")
-	section, _, _ = strings.Cut(section, "\n## ")
+	section := string(page)
 	quote := regexp.MustCompile("^\\| `([^`]+)`")
 	var quotes []string
 	for _, l := range strings.Split(section, "\n") {
@@ -579,7 +578,7 @@ func TestTroubleshootingQuotesTheCLI(t *testing.T) {
 		}
 		for _, frag := range strings.Split(quotes[i], "...") {
 			if frag = strings.TrimSpace(frag); frag != "" && !strings.Contains(r.stderr, frag) {
-				t.Errorf("the README quotes %q, the CLI prints:\n%s", quotes[i], r.stderr)
+				t.Errorf("docs/troubleshooting.md quotes %q, the CLI prints:\n%s", quotes[i], r.stderr)
 			}
 		}
 	}
