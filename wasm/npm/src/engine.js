@@ -10,6 +10,7 @@
 // and Cloudflare workerd. Node's file host is imported on first use of a
 // path, and only in Node.
 
+import { AgentStateError } from "./errors.js";
 import { loadSqlite } from "./sqlite/loader.js";
 import { makeHost } from "./sqlite/host.js";
 
@@ -24,16 +25,7 @@ export const runtime = (() => {
 })();
 const isNode = runtime === "node";
 
-/** Error thrown by the engine. `code` is one of NOT_FOUND, CONFLICT,
- * INVALID_ARGUMENT, INVALID_OPTION, CLOSED, READ_ONLY, MODE_MISMATCH,
- * SCHEMA_TOO_NEW, NOT_AGENTSTATE, CORRUPT, BUSY, INTERNAL. */
-export class AgentStateError extends Error {
-  constructor(message, code, options) {
-    super(message, options);
-    this.name = "AgentStateError";
-    this.code = code;
-  }
-}
+export { AgentStateError };
 
 function wrapError(e) {
   if (e instanceof AgentStateError) return e;

@@ -28,7 +28,7 @@
 // node:* modules are imported on first use, not statically: a bundler that
 // inlines this file (no code splitting) must not hoist imports that hosts
 // without them (workerd without nodejs_compat, browsers) fail to load.
-import { AgentStateError } from "./engine.js";
+import { AgentStateError } from "./errors.js";
 
 let fs, os, path;
 

@@ -11,7 +11,7 @@
 // sharing it, and a tab that dies releases them, so nothing stale is left
 // behind; frames in NAME-wal or a hot NAME-journal are recovered by the
 // next open.
-import { AgentStateError } from "./engine.js";
+import { AgentStateError } from "./errors.js";
 
 export function opfsKey(name) {
   return `opfs:${name}`;
