@@ -11,6 +11,7 @@
 // path, and only in Node.
 
 import { AgentStateError } from "./errors.js";
+import { Events, Runs, Threads } from "./records.js";
 import { loadSqlite } from "./sqlite/loader.js";
 import { makeHost } from "./sqlite/host.js";
 
@@ -431,6 +432,21 @@ export class Database {
   async #send(op, payload, bufs) {
     if (this.#closed) throw new AgentStateError("agentstate: database is closed", "CLOSED");
     return callApi(this.#api, () => this.#api.call(this.#h, op, JSON.stringify(payload), bufs));
+  }
+
+  /** Run records (records.js): the same calls as Go's db.Runs(). */
+  get runs() {
+    return new Runs(this);
+  }
+
+  /** The event stream (records.js): Go's db.Events(). */
+  get events() {
+    return new Events(this);
+  }
+
+  /** Thread records (records.js): Go's db.Threads(). */
+  get threads() {
+    return new Threads(this);
   }
 
   /** Schema version, sizes, row counts and history-cache counters. */

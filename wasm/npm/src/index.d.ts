@@ -1,4 +1,20 @@
-import type { BaseCheckpointSaver, BaseStore, Item, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type {
+  BaseCheckpointSaver,
+  BaseStore,
+  ChannelVersions,
+  Checkpoint,
+  CheckpointListOptions,
+  CheckpointMetadata,
+  CheckpointTuple,
+  DeltaChannelHistory,
+  Item,
+  Operation,
+  OperationResults,
+  PendingWrite,
+  SearchItem,
+  SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
 
 export type ErrorCode =
   | "NOT_FOUND" | "CONFLICT" | "INVALID_ARGUMENT" | "INVALID_OPTION" | "CLOSED" | "READ_ONLY"
@@ -108,7 +124,16 @@ export interface OpenOptions {
   /** History cache bound in bytes (default 64 MiB; 0 disables). */
   cacheBytes?: number;
   readOnly?: boolean;
+  /** How long a call waits for another connection's lock (milliseconds; default 30 s). */
   busyTimeoutMs?: number;
+  /** Reader connections (default 4). */
+  readConns?: number;
+  /** The store's default TTL in milliseconds (AgentStateStore's `ttl.defaultTtl` in minutes sets it). */
+  storeDefaultTtlMs?: number;
+  /** Store reads push back expiry (default true). */
+  storeRefreshOnRead?: boolean;
+  /** Milliseconds between background sweeps of expired store items (default: none). */
+  storeSweepIntervalMs?: number;
   /** Where browsers fetch agentstate.wasm (default: next to this package's dist/). */
   wasmURL?: string | URL;
   /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "langgraph-checkpoint-agentstate/agentstate.wasm"`) or its bytes. */
@@ -138,9 +163,144 @@ export interface Info {
   [key: string]: unknown;
 }
 
+export type RunStatus = "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
+export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
+
+/** Token counts of one model. */
+export interface ModelTokens {
+  input: number;
+  output: number;
+  total: number;
+}
+
+/** What a run used, as Go's engine.RunTotals (fields left at zero are summed from token_usage_by_model). */
+export interface RunTotals {
+  total_input_tokens?: number;
+  total_output_tokens?: number;
+  total_tokens?: number;
+  llm_call_count?: number;
+  lead_agent_tokens?: number;
+  subagent_tokens?: number;
+  middleware_tokens?: number;
+  token_usage_by_model?: Record<string, ModelTokens>;
+  message_count?: number;
+  first_human_message?: string;
+  last_ai_message?: string;
+}
+
+/** A run to create (Go's engine.NewRun). */
+export interface NewRun {
+  thread_id: string;
+  run_id?: string;
+  assistant_id?: string;
+  user_id?: string;
+  status?: RunStatus;
+  model_name?: string;
+  multitask_strategy?: "reject" | "interrupt" | "rollback";
+  metadata?: Record<string, unknown>;
+  kwargs?: Record<string, unknown>;
+  idempotency_key?: string;
+}
+
+/** A run record (Go's engine.Run). */
+export interface Run extends Required<RunTotals> {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  user_id: string;
+  status: RunStatus;
+  model_name: string;
+  multitask_strategy: string;
+  metadata: Record<string, unknown> | null;
+  kwargs: Record<string, unknown> | null;
+  error: string;
+  created_at: string;
+  updated_at: string;
+  idempotency_key?: string;
+  owner: string;
+}
+
+/** Token usage of a thread's runs (Go's engine.TokenUsage). */
+export interface TokenUsage {
+  total_runs: number;
+  total_input_tokens: number;
+  total_output_tokens: number;
+  total_tokens: number;
+  llm_call_count: number;
+  by_model: Record<string, ModelTokens & { runs: number }>;
+  by_caller: { lead_agent: number; subagent: number; middleware: number };
+}
+
+/** An event to append, or one read back (Go's engine.Event; seq and created_at are the engine's). */
+export interface Event {
+  thread_id: string;
+  run_id?: string;
+  event_type?: string;
+  /** "message", "trace", "middleware", "outputs" or "error". */
+  category?: string;
+  content?: unknown;
+  metadata?: Record<string, unknown> | null;
+  seq?: number;
+  created_at?: string;
+}
+
+/** A thread record (Go's engine.Thread). */
+export interface Thread {
+  thread_id: string;
+  assistant_id: string;
+  user_id: string;
+  display_name: string;
+  status: ThreadStatus;
+  metadata: Record<string, unknown> | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The owner that reaches every user's threads (admin tools only). */
+export const ANY_OWNER: { readonly anyOwner: true };
+/** A thread call's owner: a user id, or ANY_OWNER. */
+export type Owner = string | typeof ANY_OWNER;
+
+/** Run records: at most one pending or running run per thread. */
+export interface Runs {
+  create(run: NewRun): Promise<{ run: Run; new: boolean; interrupted: string }>;
+  get(runId: string): Promise<Run>;
+  list(threadId: string): Promise<Run[]>;
+  setStatus(runId: string, status: RunStatus, error?: string): Promise<void>;
+  complete(runId: string, status: RunStatus, options?: { error?: string; totals?: RunTotals }): Promise<void>;
+  delete(runId: string): Promise<void>;
+  tokenUsage(threadId: string, options?: { includeActive?: boolean }): Promise<TokenUsage>;
+}
+
+/** The event stream: seq is allocated inside the write, gap-free per thread. */
+export interface Events {
+  put(event: Event): Promise<Event>;
+  put(events: Event[]): Promise<Event[]>;
+  listMessages(threadId: string, options?: { limit?: number; beforeSeq?: number; afterSeq?: number }): Promise<Event[]>;
+  listRunEvents(threadId: string, runId: string, options?: { types?: string[]; taskId?: string; afterSeq?: number; limit?: number }): Promise<Event[]>;
+  countMessages(threadId: string): Promise<number>;
+  deleteThread(threadId: string): Promise<number>;
+  deleteRun(threadId: string, runId: string): Promise<number>;
+}
+
+/** Thread records, scoped to an owner: another owner's thread is NOT_FOUND. */
+export interface Threads {
+  create(owner: Owner, thread?: { thread_id?: string; assistant_id?: string; display_name?: string; status?: ThreadStatus; metadata?: Record<string, unknown> }): Promise<Thread>;
+  get(owner: Owner, threadId: string): Promise<Thread>;
+  search(owner: Owner, query?: { metadata?: Record<string, unknown>; status?: ThreadStatus; limit?: number; offset?: number }): Promise<Thread[]>;
+  update(owner: Owner, threadId: string, patch: { displayName?: string; status?: ThreadStatus; metadata?: Record<string, unknown>; touch?: boolean }): Promise<void>;
+  delete(owner: Owner, threadId: string): Promise<void>;
+}
+
 export class Database {
   static open(options?: OpenOptions): Promise<Database>;
-  /** Low-level engine call (see wasm/bridge/checkpoints.go and records.go for the ops). */
+  /** Run records: Go's db.Runs(). */
+  readonly runs: Runs;
+  /** The event stream: Go's db.Events(). */
+  readonly events: Events;
+  /** Thread records: Go's db.Threads(). */
+  readonly threads: Threads;
+  /** Low-level engine call (the ops of wasm/bridge; the typed handles above cover the record ops). */
   call(op: string, payload?: object, bufs?: Uint8Array[]): Promise<any>;
   info(): Promise<Info>;
   /** A consistent copy of the whole database file. */
@@ -168,6 +328,12 @@ export class AgentStateSaver extends BaseCheckpointSaver<string | number> {
   constructor(db: Database, serde?: SerializerProtocol);
   static open(options?: OpenOptions & { serde?: SerializerProtocol }): Promise<AgentStateSaver>;
   close(): Promise<void>;
+  getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined>;
+  list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple>;
+  put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig>;
+  putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void>;
+  deleteThread(threadId: string): Promise<void>;
+  getDeltaChannelHistory(options: { config: RunnableConfig; channels: string[] }): Promise<Record<string, DeltaChannelHistory>>;
   deleteForRuns(runIds: Iterable<string>): Promise<void>;
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
   prune(threadIds: Iterable<string>, strategy?: "keep_latest" | "delete"): Promise<PruneReport>;
@@ -189,6 +355,9 @@ export class AgentStateStore extends BaseStore {
   constructor(db: Database);
   static open(options?: OpenOptions & { ttl?: TTLConfig }): Promise<AgentStateStore>;
   close(): Promise<void>;
+  batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>>;
+  /** Filters as LangGraph's ($eq $ne $gt $gte $lt $lte), newest first; there is no vector index: `query` is ignored, as InMemoryStore ignores it without one. */
+  search(namespacePrefix: string[], options?: { filter?: Record<string, any>; limit?: number; offset?: number; query?: string; refreshTtl?: boolean }): Promise<SearchItem[]>;
   get(namespace: string[], key: string, options?: { refreshTtl?: boolean }): Promise<Item | null>;
   /** `options.ttl`: minutes until expiry, null for never; omitted: the default TTL. */
   put(namespace: string[], key: string, value: Record<string, any>, index?: false | string[], options?: { ttl?: number | null }): Promise<void>;

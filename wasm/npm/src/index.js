@@ -4,3 +4,4 @@ export { AgentStateError, Database, loadEngine, runtime } from "./engine.js";
 export { AgentStateSaver } from "./saver.js";
 export { AgentStateStore } from "./store.js";
 export { durableObjectHost } from "./durable-host.js";
+export { ANY_OWNER } from "./records.js";

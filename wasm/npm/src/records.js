@@ -1,0 +1,184 @@
+// Typed handles on the engine's record surfaces, the same as Go's
+// db.Runs(), db.Events() and db.Threads() (docs/records.md): a Database's
+// `runs`, `events` and `threads`. Records cross in the engine's JSON shape
+// (snake_case fields, as the export format and Go's JSON tags name them);
+// ids and options are arguments. Each method is one engine call; the op
+// names are the bridge's (wasm/bridge/records.go; test/records.test.js
+// checks every name the package calls against the Go table).
+//
+// This module imports nothing of the package but its errors, so that
+// engine.js can import it without a circle.
+
+import { AgentStateError } from "./errors.js";
+
+/** The owner that reaches every user's threads (admin tools only). */
+export const ANY_OWNER = Object.freeze({ anyOwner: true });
+
+function id(what, v) {
+  if (typeof v !== "string" || v === "") {
+    throw new AgentStateError(`agentstate: ${what} must be a non-empty string, not ${describe(v)}`, "INVALID_ARGUMENT");
+  }
+  return v;
+}
+
+function options(what, v) {
+  if (v === undefined || v === null) return {};
+  if (typeof v !== "object" || Array.isArray(v)) {
+    throw new AgentStateError(`agentstate: ${what} must be an object, not ${describe(v)}`, "INVALID_ARGUMENT");
+  }
+  return v;
+}
+
+function describe(v) {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "string" ? "an empty string" : `a ${typeof v}`;
+}
+
+/** A thread call's owner: a user id, or ANY_OWNER. */
+function owner(v) {
+  if (v === ANY_OWNER) return { any_owner: true };
+  return { owner: id("owner (a user id, or ANY_OWNER)", v) };
+}
+
+/** Run records: at most one pending or running run per thread, enforced by
+ * the database; a run whose process is gone is reconciled to "error". */
+export class Runs {
+  #db;
+  constructor(db) {
+    this.#db = db;
+  }
+
+  /** Creates a run (`run.thread_id` required). Returns { run, new,
+   * interrupted }: a run id or idempotency_key used before returns that
+   * run, unchanged, with new false; with a multitask_strategy of
+   * "interrupt" or "rollback" an active run is marked interrupted (its id
+   * in `interrupted`); with "reject" (the default) it makes this CONFLICT. */
+  async create(run) {
+    const r = options("run", run);
+    id("run.thread_id", r.thread_id);
+    return this.#db.call("runs.create", r);
+  }
+
+  /** The run (NOT_FOUND when there is none). */
+  async get(runId) {
+    return (await this.#db.call("runs.get", { run_id: id("runId", runId) })).run;
+  }
+
+  /** The thread's runs, newest first. */
+  async list(threadId) {
+    return (await this.#db.call("runs.list", { thread_id: id("threadId", threadId) })).runs;
+  }
+
+  /** Moves a run to `status` (CONFLICT once it has ended). */
+  async setStatus(runId, status, error = "") {
+    await this.#db.call("runs.setStatus", { run_id: id("runId", runId), status: id("status", status), error });
+  }
+
+  /** Ends a run with its totals (`totals` left at zero are summed from
+   * token_usage_by_model). */
+  async complete(runId, status, { error = "", totals = {} } = {}) {
+    await this.#db.call("runs.complete", { run_id: id("runId", runId), status: id("status", status), error, totals: options("totals", totals) });
+  }
+
+  async delete(runId) {
+    await this.#db.call("runs.delete", { run_id: id("runId", runId) });
+  }
+
+  /** Token usage of the thread's ended runs (with includeActive, running ones too). */
+  async tokenUsage(threadId, { includeActive = false } = {}) {
+    return (await this.#db.call("runs.tokenUsage", { thread_id: id("threadId", threadId), include_active: !!includeActive })).usage;
+  }
+}
+
+/** The event stream: seq is allocated inside the write, gap-free per thread. */
+export class Events {
+  #db;
+  constructor(db) {
+    this.#db = db;
+  }
+
+  /** Appends one event or a list of them in one transaction; returns them with seq and created_at. */
+  async put(events) {
+    const list = Array.isArray(events) ? events : [options("event", events)];
+    for (const [i, e] of list.entries()) id(`events[${i}].thread_id`, options(`events[${i}]`, e).thread_id);
+    const r = await this.#db.call("events.put", { events: list });
+    return Array.isArray(events) ? r.events : r.events[0];
+  }
+
+  /** The thread's events of category "message", oldest first; `limit`,
+   * `beforeSeq` and `afterSeq` page through them. */
+  async listMessages(threadId, { limit, beforeSeq, afterSeq } = {}) {
+    return (await this.#db.call("events.listMessages", { thread_id: id("threadId", threadId), limit, before_seq: beforeSeq, after_seq: afterSeq }))
+      .events;
+  }
+
+  /** One run's events in seq order, optionally of some types or one task. */
+  async listRunEvents(threadId, runId, { types, taskId, afterSeq, limit } = {}) {
+    return (
+      await this.#db.call("events.listRunEvents", {
+        thread_id: id("threadId", threadId),
+        run_id: id("runId", runId),
+        types,
+        task_id: taskId,
+        after_seq: afterSeq,
+        limit,
+      })
+    ).events;
+  }
+
+  async countMessages(threadId) {
+    return (await this.#db.call("events.countMessages", { thread_id: id("threadId", threadId) })).count;
+  }
+
+  /** Deletes the thread's events; returns how many. */
+  async deleteThread(threadId) {
+    return (await this.#db.call("events.deleteThread", { thread_id: id("threadId", threadId) })).deleted;
+  }
+
+  /** Deletes one run's events; returns how many. */
+  async deleteRun(threadId, runId) {
+    return (await this.#db.call("events.deleteRun", { thread_id: id("threadId", threadId), run_id: id("runId", runId) })).deleted;
+  }
+}
+
+/** Thread records, each scoped to an owner: another owner's thread is NOT_FOUND. */
+export class Threads {
+  #db;
+  constructor(db) {
+    this.#db = db;
+  }
+
+  /** Creates a thread record (`thread.thread_id` omitted: a new id). */
+  async create(ownerId, thread = {}) {
+    return (await this.#db.call("threads.create", { ...options("thread", thread), ...owner(ownerId) })).thread;
+  }
+
+  async get(ownerId, threadId) {
+    return (await this.#db.call("threads.get", { ...owner(ownerId), thread_id: id("threadId", threadId) })).thread;
+  }
+
+  /** The owner's threads whose metadata holds every key of `metadata`
+   * (values compared with their types), optionally of one status: pinned
+   * threads (metadata pinned: true) first, then the most recently updated. */
+  async search(ownerId, { metadata, status, limit, offset } = {}) {
+    return (await this.#db.call("threads.search", { ...owner(ownerId), metadata, status, limit, offset })).threads;
+  }
+
+  /** Sets the display name and/or status, and/or merges a metadata patch
+   * (`touch`: also bump updated_at). */
+  async update(ownerId, threadId, { displayName, status, metadata, touch } = {}) {
+    await this.#db.call("threads.update", {
+      ...owner(ownerId),
+      thread_id: id("threadId", threadId),
+      display_name: displayName,
+      status,
+      metadata,
+      touch: !!touch,
+    });
+  }
+
+  async delete(ownerId, threadId) {
+    await this.#db.call("threads.delete", { ...owner(ownerId), thread_id: id("threadId", threadId) });
+  }
+}
