@@ -3,7 +3,7 @@
 // Each commit inserts two small rows in one transaction (synchronous=NORMAL,
 // the engine's default), on a fresh file in the system's temp directory.
 //
-//   node bench/vfs-journal.mjs MODE [COMMITS]
+//   node wasm/bench/vfs-journal.mjs MODE [COMMITS]   (from the repository root, after wasm/npm's npm ci and build)
 //   MODE: wal (normal locking, the WAL-index in SQLite's heap), walx
 //   (exclusive locking), delete, truncate
 //
@@ -12,9 +12,9 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { openNodeFileHost } from "../src/node-host.js";
-import { attachHost } from "../src/sqlite/vfs.js";
-import { connect, freshSqlite } from "../test/helpers/sqlite.js";
+import { openNodeFileHost } from "../npm/src/node-host.js";
+import { attachHost } from "../npm/src/sqlite/vfs.js";
+import { connect, freshSqlite } from "../npm/test/helpers/sqlite.js";
 
 const [mode = "wal", n = "300"] = process.argv.slice(2);
 const commits = Number(n);
@@ -25,7 +25,7 @@ const setup = {
   truncate: ["PRAGMA journal_mode=TRUNCATE"],
 }[mode];
 if (!setup || !(commits > 0)) {
-  console.error("usage: node bench/vfs-journal.mjs wal|walx|delete|truncate [COMMITS]");
+  console.error("usage: node wasm/bench/vfs-journal.mjs wal|walx|delete|truncate [COMMITS]");
   process.exit(2);
 }
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-vfs-bench-"));
