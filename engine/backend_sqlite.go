@@ -49,8 +49,8 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 		// process take turns by a protocol of files beside the database.
 		release, err := sqlite.Register(path, o.BusyTimeout)
 		if err != nil {
-			if _, held := errors.AsType[*sqlite.HeldError](err); held {
-				return nil, fmt.Errorf("%w: %w", ErrConflict, err)
+			if held, ok := errors.AsType[*sqlite.HeldError](err); ok {
+				return nil, heldError(held)
 			}
 			return nil, openErr(path, err)
 		}

@@ -60,10 +60,38 @@ var (
 
 // HeldError is the error (also ErrConflict) of an Open refused because a
 // JavaScript process (the npm package in Node) has the file open: Holder
-// names it (runtime, pid, host, since). Nothing was written to the file.
-// Every build has the type; only native and WASI builds return it (in the
-// GOOS=js build the JavaScript host keeps processes apart).
-type HeldError = driver.HeldError
+// names it. Nothing was written to the file. Every build has the type; only
+// native and WASI builds return it (in the GOOS=js build the JavaScript
+// host keeps processes apart).
+type HeldError struct {
+	Path   string // the database file
+	Record string // the file beside it that records the holder
+	Holder Holder
+	Stale  string // advice when the holder could not be checked (another host, an unreadable record), or ""
+	err    error  // the driver's error, with its message
+}
+
+// Holder is a process that has a database file open, as the record beside
+// the file names it.
+type Holder struct {
+	Runtime string `json:"runtime"`           // "node", "native" or "wasi"
+	PID     int    `json:"pid,omitempty"`     // 0 when not recorded
+	Host    string `json:"host,omitempty"`    // the host name it runs on
+	Since   string `json:"since,omitempty"`   // when it opened the file (RFC 3339)
+	Program string `json:"program,omitempty"` // its program (for Node, the script)
+}
+
+func (e *HeldError) Error() string { return ErrConflict.Error() + ": " + e.err.Error() }
+
+// Unwrap makes a HeldError match ErrConflict and the driver's busy error.
+func (e *HeldError) Unwrap() []error { return []error{ErrConflict, e.err} }
+
+// heldError is the engine's HeldError for the driver's.
+func heldError(d *driver.HeldError) *HeldError {
+	return &HeldError{Path: d.Path, Record: d.Record, Stale: d.Stale, err: d, Holder: Holder{
+		Runtime: d.Holder.Runtime, PID: d.Holder.PID, Host: d.Holder.Host, Since: d.Holder.Since, Program: d.Holder.Program,
+	}}
+}
 
 // ModeMismatchError is every ErrModeMismatch error: what the file, thread
 // or export records and what was asked of it. Its message tells a Go caller
