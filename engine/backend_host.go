@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
@@ -114,49 +113,11 @@ func walLocking(c *hostsqlite.Conn) error {
 	return err
 }
 
-// OpenImage opens a private in-memory copy of image, the bytes of an
-// agentstate file (what Image returns), as Open opens a file. Only the
-// builds on a host's SQLite have it: there the host takes the bytes as
-// they are.
-func OpenImage(ctx context.Context, image []byte, opts *Options) (*DB, error) {
-	if len(image) < 100 || string(image[:16]) != "SQLite format 3\x00" {
-		return nil, fmt.Errorf("%w: the image is not an SQLite database (%d bytes)", ErrNotAgentstate, len(image))
-	}
-	o := DefaultOptions()
-	if opts != nil {
-		o = *opts
-	}
-	if err := o.validate(); err != nil {
+// imageBackend is an in-memory database holding img, for OpenImage: the
+// host deserializes the bytes into the connection as they are.
+func imageBackend(img []byte, o Options) (backend, error) {
+	if err := hostsqlite.Available(); err != nil {
 		return nil, err
 	}
-	img := append([]byte(nil), image...)
-	// An image of a file in WAL mode opens in rollback mode: it has no
-	// -wal file beside it, and memory has no WAL-index.
-	if img[18] == 2 || img[19] == 2 {
-		img[18], img[19] = 1, 1
-	}
-	b := &hostBackend{name: "file:agentstate-image?vfs=memdb", mem: true, image: img, o: o, funcs: sqlFuncs()}
-	return openWith(ctx, Memory, b, o)
-}
-
-// Image returns a consistent copy of the database's bytes: an SQLite file
-// that OpenImage, or any SQLite, opens. Only the builds on a host's SQLite
-// have it.
-func (db *DB) Image(ctx context.Context) ([]byte, error) {
-	var out []byte
-	err := db.read(ctx, func(c *conn) error {
-		jc, ok := c.d.(*hostsqlite.Conn)
-		if !ok {
-			return fmt.Errorf("agentstate: internal: image of a %T", c.d)
-		}
-		// Any read in the transaction first, so that the copy is one
-		// snapshot (serialize reads no pages of a database it can lock).
-		if _, err := c.queryInt64("SELECT count(*) FROM sqlite_master"); err != nil {
-			return err
-		}
-		var err error
-		out, err = jc.Serialize("main")
-		return err
-	})
-	return out, err
+	return &hostBackend{name: "file:agentstate-image?vfs=memdb", mem: true, image: img, o: o, funcs: sqlFuncs()}, nil
 }

@@ -59,6 +59,14 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 	return b, nil
 }
 
+// imageBackend is an in-memory database whose first bytes are img, for
+// OpenImage.
+func imageBackend(img []byte, o Options) (backend, error) {
+	b := &sqliteBackend{o: o, funcs: sqlFuncs()}
+	b.memID, b.name = sqlite.NewMemoryFrom(img)
+	return b, nil
+}
+
 func (b *sqliteBackend) dial(write bool) (driver.Conn, error) {
 	c, err := sqlite.Open(b.name, sqlite.Options{
 		ReadOnly:    b.o.ReadOnly,

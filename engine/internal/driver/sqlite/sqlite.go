@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/serdes"
 	"github.com/ncruces/go-sqlite3/util/vfsutil"
 	"github.com/ncruces/go-sqlite3/vfs"
 	"github.com/ncruces/go-sqlite3/vfs/memdb"
@@ -140,12 +141,27 @@ func open(name string, o Options) (*Conn, error) {
 
 // NewMemory creates a private in-memory database and returns the name to
 // Open its connections with; DeleteMemory frees it once they are closed.
-func NewMemory() (id, name string) {
+func NewMemory() (id, name string) { return NewMemoryFrom(nil) }
+
+// NewMemoryFrom is NewMemory with data (the bytes of a database file, which
+// it takes) as the database's first contents.
+func NewMemoryFrom(data []byte) (id, name string) {
 	// memdb names its databases without the slash that makes a URI path
 	// shared between connections.
 	id = "agentstate-" + rand.Text()
-	memdb.Create(id, nil)
+	memdb.Create(id, data)
 	return id, "file:/" + id + "?vfs=memdb"
+}
+
+// Serialize copies the database schema ("main") into bytes, from the
+// connection's transaction when it has one (SQLite's backup of the
+// connection's own pages).
+func (c *Conn) Serialize(schema string) ([]byte, error) {
+	b, err := serdes.Serialize(c.c, schema)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return b, nil
 }
 
 // DeleteMemory frees an in-memory database made by NewMemory.
