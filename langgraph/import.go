@@ -214,6 +214,9 @@ func sourceError(ctx context.Context, s source, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if errors.Is(err, engine.ErrTooLarge) {
+		return fmt.Errorf("%s: %w", s.name(), err)
+	}
 	return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
 }
 

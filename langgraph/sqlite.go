@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -31,7 +32,8 @@ type sqliteSource struct {
 	hasPath bool
 }
 
-func openSQLite(path string) (*sqliteSource, error) {
+func openSQLite(path string) (_ *sqliteSource, err error) {
+	defer recoverSQLite(&err)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 	}
@@ -39,6 +41,11 @@ func openSQLite(path string) (*sqliteSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 	}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
 	s := &sqliteSource{path: path, c: c}
 	for _, want := range []struct{ table, cols string }{
 		{"checkpoints", "thread_id checkpoint_ns checkpoint_id parent_checkpoint_id type checkpoint metadata"},
@@ -50,12 +57,10 @@ func openSQLite(path string) (*sqliteSource, error) {
 			return nil
 		})
 		if err != nil {
-			c.Close()
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 		}
 		for _, col := range strings.Fields(want.cols) {
 			if !have[col] {
-				c.Close()
 				return nil, fmt.Errorf("%w: %s is not a LangGraph SqliteSaver file: table %s has no column %s", ErrUnsupportedSource, path, want.table, col)
 			}
 		}
@@ -63,7 +68,95 @@ func openSQLite(path string) (*sqliteSource, error) {
 			s.hasPath = have["task_path"]
 		}
 	}
+	if err := s.checkRowSizes(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return s, nil
+}
+
+// maxSourceKeyBytes bounds the ids, namespace, task, channel and serde
+// type of one SqliteSaver row, together.
+const maxSourceKeyBytes = 1 << 20
+
+// checkRowSizes refuses, with engine.ErrTooLarge naming the row and the
+// limit, a source holding a row larger than the import reads: a checkpoint
+// document past engine.MaxCallBytes (it holds every channel value one Put
+// writes), metadata or a pending write past engine.MaxValueBytes, ids past
+// maxSourceKeyBytes. The engine would refuse such values anyway, and
+// reading one could take more than SQLite's WebAssembly heap (256 MiB a
+// connection; ncruces panics, "sqlite3: out of memory"). octet_length reads each row's
+// header, not its values, so the check costs a scan of the tables' leaf
+// pages, not of their overflow.
+func (s *sqliteSource) checkRowSizes() error {
+	path := "''"
+	if s.hasPath {
+		path = "task_path"
+	}
+	keys := func(cols ...string) string {
+		for i, c := range cols {
+			cols[i] = "coalesce(octet_length(" + c + "), 0)"
+		}
+		return strings.Join(cols, " + ")
+	}
+	for _, c := range []struct {
+		what, table, col, limitName string
+		limit                       int
+	}{
+		{"checkpoint document", "checkpoints", "checkpoint", "MaxCallBytes", engine.MaxCallBytes},
+		{"checkpoint metadata", "checkpoints", "metadata", "MaxValueBytes", engine.MaxValueBytes},
+		{"ids", "checkpoints", keys("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type"), "", maxSourceKeyBytes},
+		{"pending write", "writes", "value", "MaxValueBytes", engine.MaxValueBytes},
+		{"ids", "writes", keys("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", path, "channel", "type"), "", maxSourceKeyBytes},
+	} {
+		size := c.col
+		if !strings.Contains(size, "octet_length") {
+			size = "coalesce(octet_length(" + size + "), 0)"
+		}
+		// The row is named by its ids, unless they are what is too large.
+		ids := `substr(thread_id, 1, 200), substr(checkpoint_ns, 1, 200), substr(checkpoint_id, 1, 200)`
+		if c.what == "ids" {
+			ids = `'', '', ''`
+		}
+		q := `SELECT ` + ids + `, ` + size + ` AS n FROM ` + c.table + ` WHERE n > ? LIMIT 1`
+		err := s.query(q, []any{int64(c.limit)}, func(st *sqlite3.Stmt) error {
+			limit := fmt.Sprintf("%d bytes", c.limit)
+			if c.limitName != "" {
+				limit = fmt.Sprintf("engine.%s (%d bytes)", c.limitName, c.limit)
+			}
+			if c.what == "ids" {
+				return fmt.Errorf("%w: a row of table %s has ids, namespace, task, channel and type of %d bytes, more than %s; the import reads no row so large",
+					engine.ErrTooLarge, c.table, st.ColumnInt64(3), limit)
+			}
+			return fmt.Errorf("%w: thread %q checkpoint %q (namespace %q): the %s (a row of table %s) is %d bytes, more than %s; the import reads no row so large",
+				engine.ErrTooLarge, st.ColumnText(0), st.ColumnText(2), st.ColumnText(1), c.what, c.table, st.ColumnInt64(3), limit)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverSQLite, deferred by every function of the package that calls
+// ncruces directly, turns its panics into errors, as the engine's driver
+// does: ncruces panics instead of returning an error when SQLite runs out
+// of its WebAssembly heap ("sqlite3: out of memory", engine.ErrTooLarge)
+// and on its own assertions. Any other panic is not the driver's and goes
+// on.
+func recoverSQLite(err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	perr, ok := p.(error)
+	if !ok || !strings.HasPrefix(perr.Error(), "sqlite3: ") {
+		panic(p)
+	}
+	if strings.Contains(perr.Error(), "out of memory") {
+		*err = fmt.Errorf("%w: %w: a row is larger than SQLite's heap holds (see engine.MaxValueBytes)", engine.ErrTooLarge, perr)
+		return
+	}
+	*err = fmt.Errorf("langgraph: the SQLite driver failed: %w", perr)
 }
 
 // sourceURI opens a SqliteSaver file only to read it, creating nothing
@@ -88,16 +181,28 @@ func sourceURI(path string) string {
 
 func (s *sqliteSource) name() string  { return s.path }
 func (s *sqliteSource) saver() string { return "sqlite" }
-func (s *sqliteSource) close() error  { return s.c.Close() }
+func (s *sqliteSource) close() (err error) {
+	defer recoverSQLite(&err)
+	return s.c.Close()
+}
 
-func (s *sqliteSource) query(q string, args []any, fn func(st *sqlite3.Stmt) error) error {
+// query runs q with args (strings or int64s), calling fn with each row; a
+// panic of the driver is an error (recoverSQLite).
+func (s *sqliteSource) query(q string, args []any, fn func(st *sqlite3.Stmt) error) (err error) {
+	defer recoverSQLite(&err)
 	st, _, err := s.c.Prepare(q)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	for i, a := range args {
-		if err := st.BindText(i+1, a.(string)); err != nil {
+		switch a := a.(type) {
+		case int64:
+			err = st.BindInt64(i+1, a)
+		default:
+			err = st.BindText(i+1, a.(string))
+		}
+		if err != nil {
 			return err
 		}
 	}

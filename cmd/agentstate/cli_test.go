@@ -1091,3 +1091,32 @@ func TestExportStopsOnInterrupt(t *testing.T) {
 	}
 	contains(t, errb.String(), "context canceled")
 }
+
+// A SqliteSaver file holding a 300 MB checkpoint is refused with a message
+// naming the limit (it made ncruces panic, exit 2 with a Go stack), and a
+// new destination is not created.
+func TestImportLangGraphHugeRow(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "huge.sqlite")
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The blob is the last column, so SQLite writes its zeros page by page.
+	err = c.Exec(`CREATE TABLE checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, metadata, checkpoint);
+		CREATE TABLE writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value);
+		INSERT INTO checkpoints VALUES ('t', '', 'c1', NULL, 'json', '{}', zeroblob(300 << 20))`)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst.db")
+	r := agentstate(t, nil, "import-langgraph", src, dst)
+	want(t, r, 1)
+	contains(t, r.stderr, "too large", `checkpoint "c1"`, "MaxCallBytes")
+	if strings.Contains(r.stderr, "goroutine") {
+		t.Fatalf("a Go stack:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Fatalf("the refused import left %s (%v)", dst, err)
+	}
+}
