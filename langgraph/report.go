@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agentstate/agentstate/engine"
 )
 
 // ErrUnsupportedSource is what every refusal of a source matches: a file or
@@ -19,6 +21,9 @@ type Problem struct {
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	Channel      string `json:"channel,omitempty"`
 	Reason       string `json:"reason"`
+	// tooLarge marks a value past the engine's limits (Reason names the
+	// limit): the UnsupportedError listing it is engine.ErrTooLarge too.
+	tooLarge bool
 }
 
 func (p *Problem) Error() string { return p.String() }
@@ -59,7 +64,16 @@ func (e *UnsupportedError) Error() string {
 	return b.String()
 }
 
-func (e *UnsupportedError) Unwrap() error { return ErrUnsupportedSource }
+// Unwrap gives ErrUnsupportedSource, and engine.ErrTooLarge when a
+// problem is a value past the engine's limits.
+func (e *UnsupportedError) Unwrap() []error {
+	for _, p := range e.Problems {
+		if p.tooLarge {
+			return []error{ErrUnsupportedSource, engine.ErrTooLarge}
+		}
+	}
+	return []error{ErrUnsupportedSource}
+}
 
 // Report says what Import read and wrote.
 type Report struct {

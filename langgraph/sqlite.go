@@ -68,7 +68,7 @@ func openSQLite(path string) (_ *sqliteSource, err error) {
 			s.hasPath = have["task_path"]
 		}
 	}
-	if err := s.checkRowSizes(); err != nil {
+	if err := s.checkKeys(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
@@ -78,61 +78,73 @@ func openSQLite(path string) (_ *sqliteSource, err error) {
 // type of one SqliteSaver row, together.
 const maxSourceKeyBytes = 1 << 20
 
-// checkRowSizes refuses, with engine.ErrTooLarge naming the row and the
-// limit, a source holding a row larger than the import reads: a checkpoint
-// document past engine.MaxCallBytes (it holds every channel value one Put
-// writes), metadata or a pending write past engine.MaxValueBytes, ids past
-// maxSourceKeyBytes. The engine would refuse such values anyway, and
-// reading one could take more than SQLite's WebAssembly heap (256 MiB a
-// connection; ncruces panics, "sqlite3: out of memory"). octet_length reads each row's
-// header, not its values, so the check costs a scan of the tables' leaf
-// pages, not of their overflow.
-func (s *sqliteSource) checkRowSizes() error {
+// octets is the size in bytes of column col of a row, 0 for NULL; SQLite
+// reads it from the row's header, not from the value.
+func octets(cols ...string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = "coalesce(octet_length(" + c + "), 0)"
+	}
+	return strings.Join(out, " + ")
+}
+
+// checkKeys refuses, with engine.ErrTooLarge, a source whose ids (thread,
+// namespace, checkpoint, task, channel, serde type) pass maxSourceKeyBytes
+// in a row: the threads could not even be listed. It reads the rows'
+// headers only (the scan of the tables' leaf pages, not their overflow).
+func (s *sqliteSource) checkKeys() error {
 	path := "''"
 	if s.hasPath {
 		path = "task_path"
 	}
-	keys := func(cols ...string) string {
-		for i, c := range cols {
-			cols[i] = "coalesce(octet_length(" + c + "), 0)"
-		}
-		return strings.Join(cols, " + ")
-	}
-	for _, c := range []struct {
-		what, table, col, limitName string
-		limit                       int
-	}{
-		{"checkpoint document", "checkpoints", "checkpoint", "MaxCallBytes", engine.MaxCallBytes},
-		{"checkpoint metadata", "checkpoints", "metadata", "MaxValueBytes", engine.MaxValueBytes},
-		{"ids", "checkpoints", keys("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type"), "", maxSourceKeyBytes},
-		{"pending write", "writes", "value", "MaxValueBytes", engine.MaxValueBytes},
-		{"ids", "writes", keys("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", path, "channel", "type"), "", maxSourceKeyBytes},
+	for table, cols := range map[string][]string{
+		"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type"},
+		"writes":      {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", path, "channel", "type"},
 	} {
-		size := c.col
-		if !strings.Contains(size, "octet_length") {
-			size = "coalesce(octet_length(" + size + "), 0)"
-		}
-		// The row is named by its ids, unless they are what is too large.
-		ids := `substr(thread_id, 1, 200), substr(checkpoint_ns, 1, 200), substr(checkpoint_id, 1, 200)`
-		if c.what == "ids" {
-			ids = `'', '', ''`
-		}
-		q := `SELECT ` + ids + `, ` + size + ` AS n FROM ` + c.table + ` WHERE n > ? LIMIT 1`
-		err := s.query(q, []any{int64(c.limit)}, func(st *sqlite3.Stmt) error {
-			limit := fmt.Sprintf("%d bytes", c.limit)
-			if c.limitName != "" {
-				limit = fmt.Sprintf("engine.%s (%d bytes)", c.limitName, c.limit)
-			}
-			if c.what == "ids" {
-				return fmt.Errorf("%w: a row of table %s has ids, namespace, task, channel and type of %d bytes, more than %s; the import reads no row so large",
-					engine.ErrTooLarge, c.table, st.ColumnInt64(3), limit)
-			}
-			return fmt.Errorf("%w: thread %q checkpoint %q (namespace %q): the %s (a row of table %s) is %d bytes, more than %s; the import reads no row so large",
-				engine.ErrTooLarge, st.ColumnText(0), st.ColumnText(2), st.ColumnText(1), c.what, c.table, st.ColumnInt64(3), limit)
+		err := s.query(`SELECT `+octets(cols...)+` AS n FROM `+table+` WHERE n > ? LIMIT 1`, []any{int64(maxSourceKeyBytes)}, func(st *sqlite3.Stmt) error {
+			return fmt.Errorf("%w: a row of table %s has ids, namespace, task, channel and type of %d bytes together, more than %d; the import reads no row so large",
+				engine.ErrTooLarge, table, st.ColumnInt64(0), maxSourceKeyBytes)
 		})
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkRows reports, as a *Problem of its thread (tooLarge, naming the
+// limit and the size), the first row of thread that holds more than the
+// engine stores: a checkpoint document past engine.MaxCallBytes (it holds
+// every channel value one Put writes), metadata or a pending write past
+// engine.MaxValueBytes. It reads the rows' sizes, not their values: one
+// such row could take more than SQLite's WebAssembly heap to read (256 MiB
+// a connection; ncruces panics, "sqlite3: out of memory").
+func (s *sqliteSource) checkRows(thread string) error {
+	var p *Problem
+	err := s.query(`SELECT checkpoint_ns, checkpoint_id, `+octets("checkpoint")+` AS doc, `+octets("metadata")+` AS md FROM checkpoints
+		WHERE thread_id = ? AND (doc > ? OR md > ?) LIMIT 1`, []any{thread, int64(engine.MaxCallBytes), int64(engine.MaxValueBytes)}, func(st *sqlite3.Stmt) error {
+		what, n, limit, limitName := "checkpoint document", st.ColumnInt64(2), engine.MaxCallBytes, "MaxCallBytes"
+		if n <= int64(limit) {
+			what, n, limit, limitName = "metadata", st.ColumnInt64(3), engine.MaxValueBytes, "MaxValueBytes"
+		}
+		p = &Problem{ThreadID: thread, CheckpointNS: st.ColumnText(0), CheckpointID: st.ColumnText(1), tooLarge: true,
+			Reason: fmt.Sprintf("%v: the %s is %d bytes, more than engine.%s (%d bytes)", engine.ErrTooLarge, what, n, limitName, limit)}
+		return nil
+	})
+	if err == nil && p == nil {
+		err = s.query(`SELECT checkpoint_ns, checkpoint_id, channel, task_id, idx, `+octets("value")+` AS n FROM writes
+		WHERE thread_id = ? AND n > ? LIMIT 1`, []any{thread, int64(engine.MaxValueBytes)}, func(st *sqlite3.Stmt) error {
+			p = &Problem{ThreadID: thread, CheckpointNS: st.ColumnText(0), CheckpointID: st.ColumnText(1), Channel: st.ColumnText(2), tooLarge: true,
+				Reason: fmt.Sprintf("%v: the write of task %q idx %d is %d bytes, more than engine.MaxValueBytes (%d bytes)",
+					engine.ErrTooLarge, st.ColumnText(3), st.ColumnInt64(4), st.ColumnInt64(5), engine.MaxValueBytes)}
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		return p
 	}
 	return nil
 }
@@ -233,6 +245,9 @@ func (s *sqliteSource) count(ctx context.Context) (int, error) {
 }
 
 func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, error) {
+	if err := s.checkRows(thread); err != nil {
+		return nil, err
+	}
 	t := &rawThread{id: thread, writes: map[cpKey][]*rawWrite{}}
 	memo := extMemo{}
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
@@ -269,6 +284,9 @@ func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, err
 }
 
 func (s *sqliteSource) readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error) {
+	if err := s.checkRows(thread); err != nil {
+		return nil, err
+	}
 	t := &byteThread{id: thread, writes: map[cpKey][]*byteWrite{}}
 	intern := map[string]string{}
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints

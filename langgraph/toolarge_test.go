@@ -49,10 +49,11 @@ func hugeSource(t *testing.T, col string, n int64) string {
 	return path
 }
 
-// A source row larger than what the engine stores is refused with
-// ErrTooLarge naming the row and the limit, before anything is read (a
-// 300 MB checkpoint made ncruces panic, "sqlite3: out of memory", and the
-// CLI die with a Go stack); the destination is left as it was.
+// A source row larger than what the engine stores makes its thread
+// unsupported, ErrTooLarge naming the row and the limit, before the row is
+// read (a 300 MB checkpoint made ncruces panic, "sqlite3: out of memory",
+// and the CLI die with a Go stack); ids too large to list the threads make
+// the source unreadable (Probe says so). The destination is left as it was.
 func TestImportRefusesHugeRows(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -63,7 +64,7 @@ func TestImportRefusesHugeRows(t *testing.T) {
 		{"checkpoint", 300 << 20, "MaxCallBytes"},
 		{"metadata", engine.MaxValueBytes + 1, "MaxValueBytes"},
 		{"value", engine.MaxValueBytes + 1, "MaxValueBytes"},
-		{"checkpoint_id", maxSourceKeyBytes + 1, "1048576 bytes"},
+		{"checkpoint_id", maxSourceKeyBytes + 1, "more than 1048576"},
 	} {
 		t.Run(c.col, func(t *testing.T) {
 			src := hugeSource(t, c.col, c.n)
@@ -76,6 +77,13 @@ func TestImportRefusesHugeRows(t *testing.T) {
 				if fingerprint(t, db) != before {
 					t.Fatal("a refused import changed the destination")
 				}
+			}
+			if c.col != "checkpoint_id" {
+				var ue *UnsupportedError
+				if _, err := Import(ctx, openDst(t, engine.ModeDelta, 3), src, Options{}); !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "t" || ue.Problems[0].CheckpointID != "c1" {
+					t.Fatalf("import: %v, want the thread unsupported", err)
+				}
+				return
 			}
 			if err := Probe(ctx, src); !errors.Is(err, engine.ErrTooLarge) {
 				t.Fatalf("Probe: %v, want ErrTooLarge", err)
