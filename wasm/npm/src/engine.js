@@ -35,6 +35,58 @@ export class AgentStateError extends Error {
   }
 }
 
+// JSON.stringify writes a lone surrogate (half of a UTF-16 pair, alone) as
+// a lowercase \udXXX escape, and nothing else as such an escape; the
+// engine's JSON decoder would read it as U+FFFD, another string.
+const LONE_SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+// The first string (a key or a value) of v that is not valid UTF-16, as a
+// path ("config.thread_id"), or undefined.
+function illFormed(v, path) {
+  if (typeof v === "string") return LONE_SURROGATE.test(v) ? path : undefined;
+  if (v === null || typeof v !== "object") return undefined;
+  if (typeof v.toJSON === "function") return illFormed(v.toJSON(), path);
+  for (const [k, x] of Object.entries(v)) {
+    const p = Array.isArray(v) ? `${path}[${k}]` : path === "" ? k : `${path}.${k}`;
+    if (LONE_SURROGATE.test(k)) return `the key ${JSON.stringify(k)} of ${path || "the request"}`;
+    const bad = illFormed(x, p);
+    if (bad !== undefined) return bad;
+  }
+  return undefined;
+}
+
+/**
+ * The JSON text of an engine call's request. A string in it (a thread id,
+ * a namespace, a key, metadata) that is not valid UTF-16 (a lone surrogate)
+ * is refused with INVALID_ARGUMENT: it is no text the engine can store, and
+ * passed on it would read back as U+FFFD, under another id.
+ */
+export function requestJSON(op, payload) {
+  const text = JSON.stringify(payload);
+  if (text !== undefined && LONE_SURROGATE_ESCAPE.test(text)) {
+    const where = illFormed(payload, "") ?? "a string";
+    throw new AgentStateError(`agentstate: ${op}: ${where} is not valid Unicode (it holds a lone surrogate)`, "INVALID_ARGUMENT");
+  }
+  return text;
+}
+
+/**
+ * An id or key given to the API, as the engine's string: a string as it is,
+ * an integer (a safe one) as its decimal text, as LangGraph.js's own savers
+ * store it. Anything else (an object, an array, a boolean) is refused with
+ * INVALID_ARGUMENT: String() would make `{user: "alice"}` and `{user: "bob"}`
+ * one thread, "[object Object]", and `["x"]` the thread "x". With integers
+ * false, only a string is taken (a store's keys and namespaces: its oracle,
+ * InMemoryStore, keeps 1 and "1" apart).
+ */
+export function idString(v, what, integers = true) {
+  if (typeof v === "string") return v;
+  if (integers && Number.isSafeInteger(v)) return String(v);
+  const got = v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "number" ? `the number ${v}` : `a value of type ${typeof v}`;
+  throw new AgentStateError(`agentstate: ${what} must be a string, got ${got}`, "INVALID_ARGUMENT");
+}
+
 function wrapError(e) {
   if (e instanceof AgentStateError) return e;
   if (e && typeof e === "object" && typeof e.code === "string") {
@@ -329,7 +381,7 @@ export class Database {
       throw new AgentStateError("agentstate: open takes one of path, image and host", "INVALID_ARGUMENT");
     }
     if (options.image !== undefined) {
-      const r = await callApi(api, () => api.open(JSON.stringify({ ...req, image: 0 }), [toBytes(options.image, "image")]));
+      const r = await callApi(api, () => api.open(requestJSON("open", { ...req, image: 0 }), [toBytes(options.image, "image")]));
       return new Database(api, r.h, { options: req });
     }
     if (options.host !== undefined && options.host !== null) {
@@ -344,7 +396,7 @@ export class Database {
         throw new AgentStateError("agentstate: host.path must name the database file the host serves", "INVALID_ARGUMENT");
       }
     } else if (options.path === undefined || options.path === null) {
-      const r = await callApi(api, () => api.open(JSON.stringify(req), []));
+      const r = await callApi(api, () => api.open(requestJSON("open", req), []));
       return new Database(api, r.h, { options: req });
     } else if (typeof options.path !== "string" || options.path === "") {
       throw new AgentStateError("agentstate: path must be a non-empty string", "INVALID_ARGUMENT");
@@ -384,7 +436,7 @@ export class Database {
           const { registerVfs } = await import("./sqlite/vfs.js");
           vfs = registerVfs(instances.get(api).sqlite, host);
           r = await callApi(api, () =>
-            api.open(JSON.stringify({ ...req, path: host.path, vfs: vfs.name, disk, name: options.path ?? host.path }), []),
+            api.open(requestJSON("open", { ...req, path: host.path, vfs: vfs.name, disk, name: options.path ?? host.path }), []),
           );
         } catch (e) {
           vfs?.unregister();
@@ -438,7 +490,8 @@ export class Database {
 
   async #send(op, payload, bufs) {
     if (this.#closed) throw new AgentStateError("agentstate: database is closed", "CLOSED");
-    return callApi(this.#api, () => this.#api.call(this.#h, op, JSON.stringify(payload), bufs));
+    const text = requestJSON(op, payload);
+    return callApi(this.#api, () => this.#api.call(this.#h, op, text, bufs));
   }
 
   /** Schema version, sizes, row counts and history-cache counters. */
