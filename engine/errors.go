@@ -31,6 +31,11 @@ var (
 	ErrNotAgentstate = errors.New("agentstate: not an agentstate database")
 	// ErrSchemaTooNew: the file was written by a newer agentstate than this one.
 	ErrSchemaTooNew = errors.New("agentstate: database schema is newer than this build")
+	// ErrSchemaTooOld: a read-only handle was asked to open a file written
+	// by an older agentstate, whose schema it would have to upgrade (a
+	// handle opened without Options.ReadOnly does). It matches ErrReadOnly
+	// too; no other refusal of a read-only Open matches it.
+	ErrSchemaTooOld = errors.New("agentstate: database schema is older than this build")
 	// ErrModeMismatch: the file was written in another channel mode, or a
 	// thread's mode does not match the handle's.
 	ErrModeMismatch = errors.New("agentstate: channel mode mismatch")

@@ -1120,3 +1120,55 @@ func TestImportLangGraphHugeRow(t *testing.T) {
 		t.Fatalf("the refused import left %s (%v)", dst, err)
 	}
 }
+
+// Only a file of an older schema is sent to `agentstate upgrade`: a file
+// with no agentstate schema yet, and a current file on read-only media whose
+// log cannot be read without creating its -shm, are said as what they are.
+func TestReadOnlyRefusalsThatAreNotOld(t *testing.T) {
+	dir := t.TempDir()
+	// An SQLite file that holds no schema (one table made and dropped).
+	bare := filepath.Join(dir, "bare.db")
+	c, err := sqlite3.Open(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(`CREATE TABLE x (a); DROP TABLE x`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// A current file copied while open: its last commits in the -wal,
+	// without the -shm.
+	o := engine.DefaultOptions()
+	live, err := engine.Open(context.Background(), filepath.Join(dir, "live.db"), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.Commit(context.Background(), "t", engine.Step{Tasks: []engine.TaskWrites{{TaskID: "t", Writes: []engine.ChannelWrite{
+		{Channel: engine.MessagesChannel, Value: codec.Message{ID: "m1", Type: codec.Human, Content: "hi"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, "live.db"+suffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "noshm.db"+suffix), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live.Close()
+	view, kind := testmedia.ReadOnlyView(t, dir)
+	for _, c := range []struct{ file, says string }{
+		{bare, "holds no agentstate schema"},
+		{filepath.Join(view, "noshm.db"), "-shm"},
+	} {
+		for _, cmd := range []string{"info", "verify"} {
+			r := agentstate(t, nil, cmd, c.file)
+			want(t, r, 1)
+			contains(t, r.stderr, c.says)
+			if strings.Contains(r.stderr, "upgrade") || strings.Contains(r.stderr, "older") {
+				t.Errorf("%s %s (on %s) is sent to upgrade:\n%s", cmd, c.file, kind, r.stderr)
+			}
+		}
+	}
+}
