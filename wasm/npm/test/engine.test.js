@@ -1,6 +1,6 @@
 // The engine through the bridge: files, crashes, exclusion, images, the
 // admin calls and the record surfaces.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -126,7 +126,7 @@ describe("files under Node", () => {
   // As the native engine's Open (engine/open_errors_test.go): a code that
   // says why, a message that names the path and says agentstate: once, and
   // nothing left beside the path.
-  it("refuses a directory, a missing directory and a file that is not SQLite with a code", async () => {
+  it("refuses a directory, a missing directory, a named pipe and a file that is not SQLite with a code", async () => {
     const dir = tmpdir();
     try {
       const text = path.join(dir, "notes.txt");
@@ -138,6 +138,12 @@ describe("files under Node", () => {
         [path.join(dir, "nope", "x.db"), "NOT_FOUND", `directory ${path.join(dir, "nope")} does not exist`],
         [text, "NOT_AGENTSTATE", `is not an SQLite database (it begins "hello, this is a")`],
       ];
+      if (process.platform !== "win32") {
+        // Reading a named pipe's first bytes waited for a writer forever.
+        const fifo = path.join(dir, "pipe.db");
+        execFileSync("mkfifo", [fifo]);
+        cases.push([fifo, "INVALID_ARGUMENT", "it is not a regular file (a named pipe)"]);
+      }
       for (const [file, code, says] of cases) {
         const before = fs.readdirSync(dir).sort();
         for (const readOnly of [false, true]) {
