@@ -43,6 +43,15 @@ func (p Problem) String() string {
 	return b.String() + ": " + p.Reason
 }
 
+// Orphan is a checkpoint whose parent the source does not hold, imported
+// as a root (Options.OrphansAsRoots).
+type Orphan struct {
+	ThreadID     string `json:"thread_id"`
+	CheckpointNS string `json:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id"`
+	Parent       string `json:"parent"` // the missing parent's id
+}
+
 // UnsupportedError lists every thread of Source that the import cannot
 // read; with Options.SkipUnsupported they are skipped instead (and listed
 // in Report.Skipped). It matches ErrUnsupportedSource.
@@ -94,9 +103,11 @@ type Report struct {
 	Snapshots  int `json:"snapshots"`
 	Overwrites int `json:"overwrites"`
 	IDsFilled  int `json:"ids_filled"`
-	// ParentsMissing counts checkpoints whose parent is not in the source;
-	// they are imported as roots.
-	ParentsMissing int `json:"parents_missing"`
+	// ParentsMissing counts checkpoints whose parent is not in the source,
+	// imported as roots (Options.OrphansAsRoots; without it such a
+	// checkpoint makes its thread unsupported); Orphans lists them.
+	ParentsMissing int      `json:"parents_missing"`
+	Orphans        []Orphan `json:"orphans"`
 	// DeltaChannels counts the DeltaChannels rebuilt from their snapshots
 	// and writes, per thread and namespace, by reducer.
 	DeltaChannels map[string]int `json:"delta_channels"`

@@ -1172,3 +1172,30 @@ func TestReadOnlyRefusalsThatAreNotOld(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint whose parent the source lacks is refused, naming both (it
+// became a root silently, and the CLI said every checkpoint read as in the
+// source); --orphans-as-roots imports it as a root and says so.
+func TestImportLangGraphMissingParent(t *testing.T) {
+	src := copyFile(t, filepath.Join("..", "..", "testdata", "langgraph", "langgraph-js.sqlite"))
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Exec(`UPDATE checkpoints SET parent_checkpoint_id = 'zz-missing' WHERE thread_id = 'fork' AND checkpoint_id =
+		(SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'fork' ORDER BY checkpoint_id LIMIT 1 OFFSET 1)`)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst.db")
+	r := agentstate(t, nil, "import-langgraph", src, dst)
+	want(t, r, 1)
+	contains(t, r.stderr, `thread "fork" checkpoint`, `its parent "zz-missing" is not in the source`, "--orphans-as-roots", "nothing was imported")
+	if exists(dst) {
+		t.Fatal("a refused import left DST behind")
+	}
+	r = agentstate(t, nil, "import-langgraph", "--orphans-as-roots", src, dst)
+	want(t, r, 0)
+	contains(t, r.stdout, `imported as a root: its parent "zz-missing" is not in`, "(but for the 1 parents listed above, which it does not hold)")
+}
