@@ -320,13 +320,15 @@ export class Database {
   #release;
   #key;
   #options;
+  #autoRetain;
 
-  constructor(api, h, { release, key, options } = {}) {
+  constructor(api, h, { release, key, options, autoRetain } = {}) {
     this.#api = api;
     this.#h = h;
     this.#release = release;
     this.#key = key;
     this.#options = options;
+    this.#autoRetain = autoRetain;
     instances.get(api)?.dbs.add(this);
   }
 
@@ -354,6 +356,8 @@ export class Database {
    *   refused with any other mode, where it would mean nothing);
    *   `cacheBytes` (history cache bound), `readOnly`, `busyTimeoutMs`,
    *   `storeDefaultTtlMs`, `storeRefreshOnRead`, `storeSweepIntervalMs`;
+   *   `autoRetain` (default true: delta threads keep a geometric series of
+   *   snapshots, so storage stays linear; false keeps every snapshot);
    * - `wasmURL` / `wasmBytes` / `trace`: how to load the engine (first
    *   open; see loadEngine).
    */
@@ -376,13 +380,17 @@ export class Database {
       storeRefreshOnRead: options.storeRefreshOnRead,
       storeSweepIntervalMs: options.storeSweepIntervalMs,
       readConns: options.readConns,
+      autoRetain: options.autoRetain,
     };
+    if (options.autoRetain !== undefined && typeof options.autoRetain !== "boolean") {
+      throw new AgentStateError(`agentstate: autoRetain must be a boolean, got ${typeof options.autoRetain}`, "INVALID_ARGUMENT");
+    }
     if ([options.path, options.image, options.host].filter((v) => v !== undefined && v !== null).length > 1) {
       throw new AgentStateError("agentstate: open takes one of path, image and host", "INVALID_ARGUMENT");
     }
     if (options.image !== undefined) {
       const r = await callApi(api, () => api.open(requestJSON("open", { ...req, image: 0 }), [toBytes(options.image, "image")]));
-      return new Database(api, r.h, { options: req });
+      return new Database(api, r.h, { options: req, autoRetain: r.autoRetain });
     }
     if (options.host !== undefined && options.host !== null) {
       if (options.opfs) throw new AgentStateError("agentstate: opfs applies to a path, not to a host", "INVALID_ARGUMENT");
@@ -397,7 +405,7 @@ export class Database {
       }
     } else if (options.path === undefined || options.path === null) {
       const r = await callApi(api, () => api.open(requestJSON("open", req), []));
-      return new Database(api, r.h, { options: req });
+      return new Database(api, r.h, { options: req, autoRetain: r.autoRetain });
     } else if (typeof options.path !== "string" || options.path === "") {
       throw new AgentStateError("agentstate: path must be a non-empty string", "INVALID_ARGUMENT");
     }
@@ -448,7 +456,7 @@ export class Database {
           host.dispose?.();
         };
         // The mode the engine resolved ("auto" or no mode: the file's).
-        const db = new Database(api, r.h, { release, key, options: { ...req, mode: r.mode, every: r.every } });
+        const db = new Database(api, r.h, { release, key, options: { ...req, mode: r.mode, every: r.every }, autoRetain: r.autoRetain });
         db.host = host;
         return db;
       })();
@@ -465,8 +473,8 @@ export class Database {
 
   #share(req) {
     if (this.#closed) throw new AgentStateError(`agentstate: ${this.#key} was closed while being opened again`, "CLOSED");
-    const defaults = { mode: "full", every: 10, readOnly: false };
-    for (const k of ["mode", "every", "readOnly"]) {
+    const defaults = { mode: "full", every: 10, readOnly: false, autoRetain: true };
+    for (const k of ["mode", "every", "readOnly", "autoRetain"]) {
       const want = req[k] ?? defaults[k];
       const have = this.#options[k] ?? defaults[k];
       // "auto" takes the mode the handle has; K matters in delta mode only.
@@ -481,6 +489,11 @@ export class Database {
     }
     this.#refs++;
     return this;
+  }
+
+  /** Whether the handle runs snapshot retention as it writes (the `autoRetain` open option; default true). */
+  get autoRetain() {
+    return this.#autoRetain;
   }
 
   /** Sends one call to the engine: op name, JSON payload, byte arrays. */

@@ -107,6 +107,13 @@ export interface OpenOptions {
   every?: number;
   /** History cache bound in bytes (default 64 MiB; 0 disables). */
   cacheBytes?: number;
+  /**
+   * Snapshot retention as the engine's thread API writes delta snapshots
+   * (and as puts store whole values): default true, so a delta thread's
+   * storage stays linear in its messages; false keeps every snapshot (a
+   * delta thread then grows as N^2/K).
+   */
+  autoRetain?: boolean;
   readOnly?: boolean;
   busyTimeoutMs?: number;
   /** Where browsers fetch agentstate.wasm (default: next to this package's dist/). */
@@ -143,6 +150,8 @@ export class Database {
   /** Low-level engine call (see wasm/bridge/checkpoints.go and records.go for the ops). */
   call(op: string, payload?: object, bufs?: Uint8Array[]): Promise<any>;
   info(): Promise<Info>;
+  /** Whether the handle runs snapshot retention as it writes (OpenOptions.autoRetain; default true). */
+  readonly autoRetain: boolean;
   /** A consistent copy of the whole database file. */
   image(): Promise<Uint8Array>;
   close(): Promise<void>;

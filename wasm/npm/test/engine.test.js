@@ -334,3 +334,29 @@ describe("the event loop", () => {
     }
   });
 });
+
+// Delta mode keeps storage linear by default: the engine's AutoRetain is
+// on unless the caller turns it off.
+describe("autoRetain", () => {
+  it("is on by default, off when asked, and refused when not a boolean", async () => {
+    const on = await Database.open();
+    expect(on.autoRetain).toBe(true);
+    await on.close();
+    const off = await Database.open({ autoRetain: false });
+    expect(off.autoRetain).toBe(false);
+    await off.close();
+    await expect(Database.open({ autoRetain: "no" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
+  it("a second open of a shared file must not ask for another setting", async () => {
+    const dir = tmpdir();
+    try {
+      const file = path.join(dir, "r.db");
+      const a = await Database.open({ path: file });
+      await expect(Database.open({ path: file, autoRetain: false })).rejects.toMatchObject({ code: "MODE_MISMATCH" });
+      await a.close();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
