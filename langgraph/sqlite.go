@@ -123,20 +123,13 @@ func (s *sqliteSource) checkRows(thread string) error {
 	var p *Problem
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, `+octets("checkpoint")+` AS doc, `+octets("metadata")+` AS md FROM checkpoints
 		WHERE thread_id = ? AND (doc > ? OR md > ?) LIMIT 1`, []any{thread, int64(engine.MaxCallBytes), int64(engine.MaxValueBytes)}, func(st *sqlite3.Stmt) error {
-		what, n, limit, limitName := "checkpoint document", st.ColumnInt64(2), engine.MaxCallBytes, "MaxCallBytes"
-		if n <= int64(limit) {
-			what, n, limit, limitName = "metadata", st.ColumnInt64(3), engine.MaxValueBytes, "MaxValueBytes"
-		}
-		p = &Problem{ThreadID: thread, CheckpointNS: st.ColumnText(0), CheckpointID: st.ColumnText(1), tooLarge: true,
-			Reason: fmt.Sprintf("%v: the %s is %d bytes, more than engine.%s (%d bytes)", engine.ErrTooLarge, what, n, limitName, limit)}
+		p = tooLargeCheckpoint(thread, st.ColumnText(0), st.ColumnText(1), st.ColumnInt64(2), st.ColumnInt64(3))
 		return nil
 	})
 	if err == nil && p == nil {
 		err = s.query(`SELECT checkpoint_ns, checkpoint_id, channel, task_id, idx, `+octets("value")+` AS n FROM writes
 		WHERE thread_id = ? AND n > ? LIMIT 1`, []any{thread, int64(engine.MaxValueBytes)}, func(st *sqlite3.Stmt) error {
-			p = &Problem{ThreadID: thread, CheckpointNS: st.ColumnText(0), CheckpointID: st.ColumnText(1), Channel: st.ColumnText(2), tooLarge: true,
-				Reason: fmt.Sprintf("%v: the write of task %q idx %d is %d bytes, more than engine.MaxValueBytes (%d bytes)",
-					engine.ErrTooLarge, st.ColumnText(3), st.ColumnInt64(4), st.ColumnInt64(5), engine.MaxValueBytes)}
+			p = tooLargeWrite(thread, st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), st.ColumnText(3), st.ColumnInt64(4), st.ColumnInt64(5))
 			return nil
 		})
 	}
@@ -147,6 +140,25 @@ func (s *sqliteSource) checkRows(thread string) error {
 		return p
 	}
 	return nil
+}
+
+// tooLargeCheckpoint is the Problem of a checkpoint whose document (doc
+// bytes) passes engine.MaxCallBytes or whose metadata (md bytes)
+// engine.MaxValueBytes.
+func tooLargeCheckpoint(thread, ns, id string, doc, md int64) *Problem {
+	what, n, limit, limitName := "checkpoint document", doc, engine.MaxCallBytes, "MaxCallBytes"
+	if n <= int64(limit) {
+		what, n, limit, limitName = "metadata", md, engine.MaxValueBytes, "MaxValueBytes"
+	}
+	return &Problem{ThreadID: thread, CheckpointNS: ns, CheckpointID: id, tooLarge: true,
+		Reason: fmt.Sprintf("%v: the %s is %d bytes, more than engine.%s (%d bytes)", engine.ErrTooLarge, what, n, limitName, limit)}
+}
+
+// tooLargeWrite is the Problem of a pending write of n bytes, past
+// engine.MaxValueBytes.
+func tooLargeWrite(thread, ns, id, channel, task string, idx, n int64) *Problem {
+	return &Problem{ThreadID: thread, CheckpointNS: ns, CheckpointID: id, Channel: channel, tooLarge: true,
+		Reason: fmt.Sprintf("%v: the write of task %q idx %d is %d bytes, more than engine.MaxValueBytes (%d bytes)", engine.ErrTooLarge, task, idx, n, engine.MaxValueBytes)}
 }
 
 // recoverSQLite, deferred by every function of the package that calls
