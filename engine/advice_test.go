@@ -138,7 +138,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "c.db")
 		db := openTest(t, path, delta(3))
 		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h1", "hi"))}})
-		if _, err := ConvertFile(bg, path, nil, ModeFull, 3); err != nil {
+		if _, err := ConvertFile(bg, testPath(t, path), nil, ModeFull, 3); err != nil {
 			t.Fatal(err)
 		}
 		for _, call := range []func() error{
