@@ -131,6 +131,34 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h2", "again"))}})
 	})
 
+	t.Run("converted: another handle converted the file", func(t *testing.T) {
+		// The thread's mode no longer matches this handle's because the
+		// whole file was converted: the advice is to open it again, not to
+		// convert the thread back (undoing the other handle's conversion).
+		path := filepath.Join(t.TempDir(), "c.db")
+		db := openTest(t, path, delta(3))
+		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h1", "hi"))}})
+		if _, err := ConvertFile(bg, testPath(t, path), nil, ModeFull, 3); err != nil {
+			t.Fatal(err)
+		}
+		for _, call := range []func() error{
+			func() error {
+				_, err := db.Commit(bg, "th", Step{Tasks: []TaskWrites{say("t", human("h2", "again"))}})
+				return err
+			},
+			func() error { _, err := db.ConvertThread(bg, "th", ModeDelta); return err },
+		} {
+			err := call()
+			var mm *ModeMismatchError
+			if !errors.As(err, &mm) || mm.Op != "converted" || mm.Mode != ModeFull || mm.WantMode != ModeDelta {
+				t.Fatalf("err = %v", err)
+			}
+			if adviceConvertThread.MatchString(err.Error()) {
+				t.Fatalf("the advice converts the thread back: %v", err)
+			}
+		}
+	})
+
 	t.Run("convert: a thread to delta in a full file", func(t *testing.T) {
 		path := writeFile(t, nil)
 		db := openTest(t, path, nil)

@@ -233,7 +233,7 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 			return fmt.Errorf("%w: %s (schema %s) is empty: it holds no agentstate schema yet, and a read-only handle does not create one (a handle opened without Options.ReadOnly does)", ErrReadOnly, db.path, st.schema)
 		}
 		if st.version < int64(SchemaVersion) {
-			return fmt.Errorf("%w: %s has schema version %d and this build needs %d; a read-only handle does not upgrade a schema: open it once without Options.ReadOnly to upgrade it", ErrReadOnly, db.path, st.version, SchemaVersion)
+			return fmt.Errorf("%w: %w: %s has schema version %d and this build needs %d; a read-only handle does not upgrade a schema: open it once without Options.ReadOnly to upgrade it", ErrReadOnly, ErrSchemaTooOld, db.path, st.version, SchemaVersion)
 		}
 		return nil
 	}

@@ -118,6 +118,21 @@ func scratchConn() (driver.Conn, error) {
 	return sqlite.Open(":memory:", sqlite.Options{Create: true, Funcs: sqlFuncs()})
 }
 
+// fileKind names what a file that is not regular is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}
+
 // sqliteMagic is how every SQLite database file begins.
 const sqliteMagic = "SQLite format 3\x00"
 
@@ -141,6 +156,12 @@ func checkFilePath(path string) error {
 	}
 	if fi.IsDir() {
 		return fmt.Errorf("%w: open %s: it is a directory, not a database file", ErrInvalidArgument, path)
+	}
+	if !fi.Mode().IsRegular() {
+		// A named pipe, a socket or a device: SQLite said "disk I/O
+		// error", and opening a pipe to read its first bytes would wait
+		// for a writer.
+		return fmt.Errorf("%w: open %s: it is not a regular file (%s), not a database file", ErrInvalidArgument, path, fileKind(fi.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {

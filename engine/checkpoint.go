@@ -313,7 +313,7 @@ func (p *put) run(c *conn) error {
 		if payload != nil {
 			var sv storedVersions
 			if err := codec.Unmarshal(payload, &sv); err != nil {
-				return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, cfg.CheckpointID, cfg.ThreadID, err)
+				return fmt.Errorf("%w: checkpoint %q of thread %q: %w", undecodable(err), cfg.CheckpointID, cfg.ThreadID, err)
 			}
 			parentVersions = sv.ChannelVersions
 		}
@@ -475,7 +475,7 @@ func loadWrite(st row, i int) ([]byte, error) {
 	case encPacked:
 		body, _, err := codec.Body(st.Blob(i + 1))
 		if err != nil {
-			return nil, fmt.Errorf("%w: a pending write: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("%w: a pending write: %w", undecodable(err), err)
 		}
 		return body, nil
 	default:
@@ -662,11 +662,11 @@ func scanCheckpoint(st row) (Tuple, error) {
 	}
 	var sc storedCheckpoint
 	if err := codec.Unmarshal(st.Blob(4), &sc); err != nil {
-		return t, fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, t.Config.CheckpointID, t.Config.ThreadID, err)
+		return t, fmt.Errorf("%w: checkpoint %q of thread %q: %w", undecodable(err), t.Config.CheckpointID, t.Config.ThreadID, err)
 	}
 	var md map[string]any
 	if err := codec.Unmarshal(st.Blob(5), &md); err != nil {
-		return t, fmt.Errorf("%w: metadata of checkpoint %q of thread %q: %w", ErrCorrupt, t.Config.CheckpointID, t.Config.ThreadID, err)
+		return t, fmt.Errorf("%w: metadata of checkpoint %q of thread %q: %w", undecodable(err), t.Config.CheckpointID, t.Config.ThreadID, err)
 	}
 	if md == nil {
 		md = map[string]any{}

@@ -53,7 +53,7 @@ func threadRows(c *conn, thread string) ([]cpRow, error) {
 		r := cpRow{cpKey: cpKey{thread, st.Text(0), st.Text(1)}, parent: st.Text(2)}
 		var sc storedCheckpoint
 		if err := codec.Unmarshal(st.Blob(3), &sc); err != nil {
-			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, r.id, thread, err)
+			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", undecodable(err), r.id, thread, err)
 		}
 		r.versions = sc.ChannelVersions
 		rows = append(rows, r)

@@ -35,6 +35,12 @@ func (db *DB) ConvertThread(ctx context.Context, thread string, mode Mode) (Conv
 	}
 	var rep ConvertReport
 	err := db.write(ctx, func(c *conn) error {
+		// A file another handle converted since this one opened is in
+		// another mode than this handle: converting a thread to this
+		// handle's mode would undo that conversion for the thread.
+		if err := db.checkFileModeNow(c); err != nil {
+			return err
+		}
 		var err error
 		rep, err = db.convertThread(c, thread, mode, db.opts.SnapshotEvery)
 		return err
@@ -165,7 +171,7 @@ func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, 
 			}
 			u, err := ch.DecodeUpdate(data)
 			if err != nil {
-				return fmt.Errorf("%w: write to %q: %w", ErrCorrupt, name, err)
+				return fmt.Errorf("%w: write to %q: %w", undecodable(err), name, err)
 			}
 			found = found || ch.IsOverwrite(u)
 			return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
@@ -18,7 +19,7 @@ var (
 	// ErrInvalidOption: Open was given an option outside its range.
 	ErrInvalidOption = errors.New("agentstate: invalid option")
 	// ErrInvalidArgument: a call was given a missing or malformed argument
-	// (for Open, a path that is a directory).
+	// (for Open, a path that is a directory, a named pipe or a device).
 	ErrInvalidArgument = errors.New("agentstate: invalid argument")
 	// ErrNotFound: the named thing does not exist (or belongs to another
 	// owner); for Open, the directory of the file's path.
@@ -31,11 +32,21 @@ var (
 	ErrNotAgentstate = errors.New("agentstate: not an agentstate database")
 	// ErrSchemaTooNew: the file was written by a newer agentstate than this one.
 	ErrSchemaTooNew = errors.New("agentstate: database schema is newer than this build")
+	// ErrSchemaTooOld: a read-only handle was asked to open a file written
+	// by an older agentstate, whose schema it would have to upgrade (a
+	// handle opened without Options.ReadOnly does). It matches ErrReadOnly
+	// too; no other refusal of a read-only Open matches it.
+	ErrSchemaTooOld = errors.New("agentstate: database schema is older than this build")
 	// ErrModeMismatch: the file was written in another channel mode, or a
 	// thread's mode does not match the handle's.
 	ErrModeMismatch = errors.New("agentstate: channel mode mismatch")
 	// ErrCorrupt: stored bytes or the file itself do not decode.
 	ErrCorrupt = errors.New("agentstate: corrupt data")
+	// ErrFormatTooNew: stored bytes were written in a format of a newer
+	// agentstate than this build (a newer envelope, delta or compression):
+	// not damage, but nothing this build can read; upgrade agentstate. It
+	// matches ErrSchemaTooNew too (the bindings' SCHEMA_TOO_NEW).
+	ErrFormatTooNew error = formatTooNewError{}
 	// ErrReadOnly: a write was attempted on a handle opened read-only, or
 	// on a file its process cannot write (a read-only file system, a file
 	// or directory without write permission).
@@ -180,6 +191,24 @@ type tooLargeError struct{}
 func (tooLargeError) Error() string { return "agentstate: too large" }
 
 func (tooLargeError) Is(target error) bool { return target == ErrInvalidArgument }
+
+type formatTooNewError struct{}
+
+func (formatTooNewError) Error() string {
+	return "agentstate: data written by a newer agentstate (a format this build does not read; upgrade agentstate)"
+}
+
+func (formatTooNewError) Is(target error) bool { return target == ErrSchemaTooNew }
+
+// undecodable is the sentinel of stored bytes that did not decode with
+// err: ErrFormatTooNew when a newer build wrote them (codec.ErrUnsupported),
+// ErrCorrupt otherwise.
+func undecodable(err error) error {
+	if errors.Is(err, codec.ErrUnsupported) {
+		return ErrFormatTooNew
+	}
+	return ErrCorrupt
+}
 
 // wrapErr turns the driver's errors into the engine's: an interrupt caused
 // by a done context matches ctx.Err(), and so does a BUSY once the context

@@ -345,7 +345,7 @@ func scanEvent(st row) (Event, error) {
 	}
 	if b := st.Blob(5); b != nil {
 		if err := codec.Unmarshal(b, &ev.Content); err != nil {
-			return ev, fmt.Errorf("%w: content of event %d of thread %q: %w", ErrCorrupt, ev.Seq, ev.ThreadID, err)
+			return ev, fmt.Errorf("%w: content of event %d of thread %q: %w", undecodable(err), ev.Seq, ev.ThreadID, err)
 		}
 	}
 	var err error

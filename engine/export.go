@@ -287,7 +287,7 @@ func exportRow(ctx context.Context, dst *bytes.Buffer, t *exportTable, st row) e
 			if packed {
 				body, _, err := codec.Body(data)
 				if err != nil {
-					return fmt.Errorf("%w: %s row %s: column %s: %w", ErrCorrupt, t.name, rowKey(t, st), col.name, err)
+					return fmt.Errorf("%w: %s row %s: column %s: %w", undecodable(err), t.name, rowKey(t, st), col.name, err)
 				}
 				data = body
 			}
@@ -302,7 +302,7 @@ func exportRow(ctx context.Context, dst *bytes.Buffer, t *exportTable, st row) e
 				return ctx.Err()
 			}
 			if err != nil {
-				return fmt.Errorf("%w: %s row %s: column %s: %w", ErrCorrupt, t.name, rowKey(t, st), col.name, err)
+				return fmt.Errorf("%w: %s row %s: column %s: %w", undecodable(err), t.name, rowKey(t, st), col.name, err)
 			}
 			if format != codec.FormatV1 {
 				compressed[format] = append(compressed[format], col.name)

@@ -24,11 +24,15 @@ type importRules struct {
 	order   []string
 	events  map[string]bool // threads with imported events
 	store   [][2]string     // imported store keys
+	// storeImported and ranImported are the store keys and run ids
+	// imported so far: one found in the file is a duplicate of the dump.
+	storeImported map[[2]string]bool
+	ranImported   map[string]bool
 }
 
 func newImportRules(db *DB, h exportHeader, user string) *importRules {
 	return &importRules{db: db, user: user, mode: h.Mode, every: h.SnapshotEvery,
-		threads: map[string]bool{}, events: map[string]bool{}}
+		threads: map[string]bool{}, events: map[string]bool{}, storeImported: map[[2]string]bool{}, ranImported: map[string]bool{}}
 }
 
 // sqlThreadAnywhere finds any row of a thread in any table that belongs to
@@ -96,9 +100,24 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 			return fmt.Errorf("%w: the thread record of %q belongs to user %q, and this import speaks for user %q only", ErrConflict, thread, u, g.user)
 		}
 	case "runs":
+		run := colOf(t, args, "run_id")
 		if u := colOf(t, args, "user_id"); g.user != "" && u != "" && u != g.user {
-			return fmt.Errorf("%w: run %q of thread %q belongs to user %q, and this import speaks for user %q only", ErrConflict, colOf(t, args, "run_id"), thread, u, g.user)
+			return fmt.Errorf("%w: run %q of thread %q belongs to user %q, and this import speaks for user %q only", ErrConflict, run, thread, u, g.user)
 		}
+		// Run ids are keyed across threads: say which, not SQLite's
+		// "UNIQUE constraint failed".
+		if g.ranImported[run] {
+			return fmt.Errorf("%w: run %q appears twice in the dump", ErrBadExport, run)
+		}
+		var other string
+		found, err := c.queryRow(`SELECT thread_id FROM runs WHERE run_id = ?`, []any{run}, func(r row) error { other = r.Text(0); return nil })
+		if err != nil {
+			return err
+		}
+		if found {
+			return fmt.Errorf("%w: run %q (of thread %q in the dump) exists in %s already, in thread %q; an import never overwrites a run", ErrConflict, run, thread, g.db.path, other)
+		}
+		g.ranImported[run] = true
 	case "thread_modes":
 		mode, every := Mode(colOf(t, args, "mode")), int(colIntOf(t, args, "every"))
 		if mode != ModeFull && (mode != g.mode || every != g.every) {
@@ -107,7 +126,20 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 	case "events":
 		g.events[thread] = true
 	case "store_items":
-		g.store = append(g.store, [2]string{colOf(t, args, "namespace"), colOf(t, args, "key")})
+		k := [2]string{colOf(t, args, "namespace"), colOf(t, args, "key")}
+		if g.storeImported[k] {
+			return fmt.Errorf("%w: store item %s in namespace %q appears twice in the dump", ErrBadExport, quoteCut(k[1]), k[0])
+		}
+		found, err := c.queryRow(`SELECT 1 FROM store_items WHERE namespace = ? AND key = ?`, []any{k[0], k[1]}, func(row) error { return nil })
+		if err != nil {
+			return err
+		}
+		if found {
+			return fmt.Errorf("%w: store item %s in namespace %q exists in %s already; an import never overwrites a store item (delete it first, or import into another file)",
+				ErrConflict, quoteCut(k[1]), k[0], g.db.path)
+		}
+		g.store = append(g.store, k)
+		g.storeImported[k] = true
 	}
 	return nil
 }

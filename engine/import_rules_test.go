@@ -376,3 +376,73 @@ func TestImportIntoExistingThreadRefused(t *testing.T) {
 		t.Fatalf("the next event of a thread whose counter is behind its rows: seq %d, %v; want 8", ev.Seq, err)
 	}
 }
+
+// A store item or a run id the file holds already is refused with a
+// conflict naming it, not SQLite's "UNIQUE constraint failed"; one the dump
+// holds twice is a bad dump.
+func TestImportExistingKeysNamed(t *testing.T) {
+	dir := t.TempDir()
+	src := openTest(t, filepath.Join(dir, "src.db"), nil)
+	if err := src.Store().Put(rctx, []string{"users", "a"}, "prefs", map[string]any{"v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Runs().Create(rctx, NewRun{RunID: "run-1", ThreadID: "theirs", Status: RunPending}); err != nil {
+		t.Fatal(err)
+	}
+	var dump bytes.Buffer
+	if _, err := src.Export(rctx, &dump, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		seed func(db *DB) error
+		says []string
+	}{
+		{"store item", func(db *DB) error {
+			return db.Store().Put(rctx, []string{"users", "a"}, "prefs", map[string]any{"v": 2})
+		}, []string{`store item "prefs" in namespace "users.a" exists in`, "never overwrites"}},
+		{"run", func(db *DB) error {
+			_, err := db.Runs().Create(rctx, NewRun{RunID: "run-1", ThreadID: "mine", Status: RunPending})
+			return err
+		}, []string{`run "run-1" (of thread "theirs" in the dump) exists in`, `in thread "mine"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := openTest(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+			if err := c.seed(dst); err != nil {
+				t.Fatal(err)
+			}
+			before := exportBytes(t, dst)
+			_, err := dst.Import(rctx, bytes.NewReader(dump.Bytes()), ImportOptions{})
+			if !errors.Is(err, ErrConflict) || strings.Contains(err.Error(), "UNIQUE") {
+				t.Fatalf("import: %v, want ErrConflict without SQLite's words", err)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%v does not say %q", err, s)
+				}
+			}
+			if !bytes.Equal(exportBytes(t, dst), before) {
+				t.Fatal("the refused import changed the file")
+			}
+		})
+	}
+	t.Run("twice in the dump", func(t *testing.T) {
+		lines := strings.Split(strings.TrimSpace(dump.String()), "\n")
+		var twice []string
+		n := 0
+		for _, l := range lines[1 : len(lines)-1] {
+			twice = append(twice, l)
+			n++
+			if strings.Contains(l, `"table":"store_items"`) {
+				twice = append(twice, l)
+				n++
+			}
+		}
+		bad := lines[0] + "\n" + strings.Join(twice, "\n") + "\n" + fmt.Sprintf(`{"table":"end","rows":%d}`, n) + "\n"
+		dst := openTest(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+		_, err := dst.Import(rctx, strings.NewReader(bad), ImportOptions{})
+		if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "appears twice in the dump") {
+			t.Fatalf("import: %v, want ErrBadExport saying the item appears twice", err)
+		}
+	})
+}

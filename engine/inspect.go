@@ -206,11 +206,11 @@ func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
 		e := LogEntry{CheckpointID: st.Text(0), CheckpointNS: ns, ParentID: st.Text(1), Changed: []string{}, Stored: []string{}, Step: -1}
 		var sc storedCheckpoint
 		if err := codec.Unmarshal(st.Blob(2), &sc); err != nil {
-			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, e.CheckpointID, thread, err)
+			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", undecodable(err), e.CheckpointID, thread, err)
 		}
 		var md map[string]any
 		if err := codec.Unmarshal(st.Blob(3), &md); err != nil {
-			return fmt.Errorf("%w: metadata of checkpoint %q of thread %q: %w", ErrCorrupt, e.CheckpointID, thread, err)
+			return fmt.Errorf("%w: metadata of checkpoint %q of thread %q: %w", undecodable(err), e.CheckpointID, thread, err)
 		}
 		e.CreatedAt = sc.TS
 		e.Step = metadataStep(md)
@@ -234,7 +234,7 @@ func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
 		err := c.query(sqlLogVersions, []any{thread, ns, arg}, func(st row) error {
 			var sc storedCheckpoint
 			if err := codec.Unmarshal(st.Blob(1), &sc); err != nil {
-				return fmt.Errorf("%w: checkpoint %q of thread %q: %w", ErrCorrupt, st.Text(0), thread, err)
+				return fmt.Errorf("%w: checkpoint %q of thread %q: %w", undecodable(err), st.Text(0), thread, err)
 			}
 			versions[st.Text(0)] = sc.ChannelVersions
 			return nil

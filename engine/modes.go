@@ -155,5 +155,11 @@ func (db *DB) checkThreadMode(c *conn, thread string, writing bool) error {
 	if !writing && mode == ModeFull {
 		return nil // a delta handle reads full threads: their stored values seed every walk
 	}
+	// A file converted by another handle since this one opened rewrote its
+	// threads' modes too: that is what to say, not "convert the thread",
+	// which would undo the other handle's conversion.
+	if err := db.checkFileModeNow(c); err != nil {
+		return err
+	}
 	return modeMismatch("thread", db.path, thread, mode, every, db.opts.Mode, db.opts.SnapshotEvery)
 }

@@ -34,16 +34,23 @@ func TestOpenErrorsOfPaths(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
+	type pathCase struct {
 		name, path string
 		is         error
 		says       string
-	}{
+	}
+	cases := []pathCase{
 		{"a directory", sub, ErrInvalidArgument, "is a directory, not a database file"},
 		{"a missing directory", filepath.Join(dir, "nope", "x.db"), ErrNotFound, "directory " + filepath.Join(dir, "nope") + " does not exist"},
 		{"a text file", text, ErrNotAgentstate, `is not an SQLite database (it begins "hello, this is a")`},
 		{"a damaged database", damaged, ErrCorrupt, "corrupt data"},
-	} {
+	}
+	// A named pipe was "disk I/O error" (and reading its first bytes would
+	// wait for a writer).
+	if fifo := filepath.Join(dir, "pipe.db"); mkfifo(fifo) == nil {
+		cases = append(cases, pathCase{"a named pipe", fifo, ErrInvalidArgument, "is not a regular file (a named pipe)"})
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before, _ := os.ReadDir(dir)
 			for _, ro := range []bool{false, true} {

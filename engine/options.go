@@ -85,8 +85,15 @@ type Options struct {
 	// Default: one channel, "messages", with add_messages semantics.
 	Schema Schema
 	// AutoRetain runs snapshot retention on a thread whenever the thread API
-	// writes a new delta snapshot, so a long-lived file stays small without
-	// VACUUM (freed pages are reused). Default off.
+	// writes a new delta snapshot (and chain retention whenever a Put stores
+	// a new whole value), so a long-lived file stays small without VACUUM
+	// (freed pages are reused). Default on: without it a delta thread keeps
+	// every snapshot, each the whole list, and grows as N^2/K (100,000
+	// commits of 100-byte messages made 700 MB). What it costs: reading an
+	// old checkpoint folds the writes since the nearest snapshot kept (for
+	// a checkpoint s steps in, up to about 3s/4 writes back instead of K;
+	// branch tips stay within K), and each snapshot reads the namespace's
+	// parent links. Turn it off to keep every snapshot.
 	AutoRetain bool
 	// Now is the clock for every timestamp the engine writes (TTL, records,
 	// leases). Default time.Now; tests inject a fake clock instead of sleeping.
@@ -131,6 +138,7 @@ func DefaultOptions() Options {
 		Mode:              ModeAuto,
 		SnapshotEvery:     10,
 		HistoryCacheBytes: 64 << 20,
+		AutoRetain:        true,
 		Now:               time.Now,
 		Schema:            DefaultSchema(),
 

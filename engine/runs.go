@@ -403,7 +403,7 @@ func decodeMap(what string, b []byte) (map[string]any, error) {
 	}
 	var m map[string]any
 	if err := codec.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
+		return nil, fmt.Errorf("%w: %s: %w", undecodable(err), what, err)
 	}
 	return m, nil
 }
@@ -444,7 +444,7 @@ func scanRun(st row) (Run, error) {
 	}
 	if b := st.Blob(19); b != nil {
 		if err := codec.Unmarshal(b, &run.TokenUsageByModel); err != nil {
-			return run, fmt.Errorf("%w: token usage of run %q: %w", ErrCorrupt, run.RunID, err)
+			return run, fmt.Errorf("%w: token usage of run %q: %w", undecodable(err), run.RunID, err)
 		}
 	}
 	return run, nil

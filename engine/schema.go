@@ -128,7 +128,7 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 			return fmt.Errorf("%w: %s is empty: it holds no agentstate schema yet, and a read-only handle does not create one (a handle opened without Options.ReadOnly does)", ErrReadOnly, db.path)
 		}
 		if st.version < int64(SchemaVersion) {
-			return fmt.Errorf("%w: %s has schema version %d and this build needs %d; a read-only handle does not upgrade a file: open it once without Options.ReadOnly to upgrade it", ErrReadOnly, db.path, st.version, SchemaVersion)
+			return fmt.Errorf("%w: %w: %s has schema version %d and this build needs %d; a read-only handle does not upgrade a file: open it once without Options.ReadOnly to upgrade it", ErrReadOnly, ErrSchemaTooOld, db.path, st.version, SchemaVersion)
 		}
 		return nil
 	}

@@ -546,7 +546,7 @@ func scanItem(st row) (Item, error) {
 		UpdatedAt: fromUS(st.Int64(4)),
 	}
 	if err := codec.Unmarshal(st.Blob(2), &it.Value); err != nil {
-		return it, fmt.Errorf("%w: store item %s: %w", ErrCorrupt, quoteCut(it.Key), err)
+		return it, fmt.Errorf("%w: store item %s: %w", undecodable(err), quoteCut(it.Key), err)
 	}
 	if it.Value == nil {
 		it.Value = map[string]any{}

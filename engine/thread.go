@@ -345,7 +345,7 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 			}
 			v, err := ch.DecodeUpdate(data)
 			if err != nil {
-				return fmt.Errorf("%w: write of task %q to %q: %w", ErrCorrupt, st.Text(0), name, err)
+				return fmt.Errorf("%w: write of task %q to %q: %w", undecodable(err), st.Text(0), name, err)
 			}
 			ws = append(ws, unconsumed{channels.TaskWrite{TaskID: st.Text(0), Idx: int(st.Int64(1)), Value: v}, st.Text(5), name})
 			return nil
@@ -387,7 +387,7 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 	values := maps.Clone(state)
 	counters, err := channels.ReadCounters(parent.Metadata)
 	if err != nil {
-		return nil, fmt.Errorf("%w: checkpoint %q: %w", ErrCorrupt, parent.Config.CheckpointID, err)
+		return nil, fmt.Errorf("%w: checkpoint %q: %w", undecodable(err), parent.Config.CheckpointID, err)
 	}
 	cadence := channels.Cadence{K: db.opts.SnapshotEvery}
 	version := versionOf(cp.ID)
@@ -543,13 +543,13 @@ func (db *DB) rebuildState(c *conn, t Tuple, k cpKey) (map[string]any, error) {
 			}
 			u, err := ch.DecodeUpdate(w.Value.Data)
 			if err != nil {
-				return nil, fmt.Errorf("%w: thread %q channel %q write of task %q: %w", ErrCorrupt, k.thread, name, w.TaskID, err)
+				return nil, fmt.Errorf("%w: thread %q channel %q write of task %q: %w", undecodable(err), k.thread, name, w.TaskID, err)
 			}
 			ups[i] = u
 		}
 		v, err := channels.Fold(ch, seed, ups)
 		if err != nil {
-			return nil, fmt.Errorf("%w: rebuilding channel %q at checkpoint %q of thread %q: %w", ErrCorrupt, name, k.id, k.thread, err)
+			return nil, fmt.Errorf("%w: rebuilding channel %q at checkpoint %q of thread %q: %w", undecodable(err), name, k.id, k.thread, err)
 		}
 		values[name] = v
 	}
@@ -563,7 +563,7 @@ func decodeState(ch channels.Channel, name string, k cpKey, b codec.Blob) (any, 
 	}
 	v, err := ch.DecodeState(b.Data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: thread %q channel %q at checkpoint %q: %w", ErrCorrupt, k.thread, name, k.id, err)
+		return nil, fmt.Errorf("%w: thread %q channel %q at checkpoint %q: %w", undecodable(err), k.thread, name, k.id, err)
 	}
 	return v, nil
 }

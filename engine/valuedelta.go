@@ -279,7 +279,7 @@ func unpack(k valueKey, version string, sv storedVal) ([]byte, error) {
 	case encPacked:
 		body, _, err := codec.Body(sv.data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, describeValueKey(k, version), err)
+			return nil, fmt.Errorf("%w: %s: %w", undecodable(err), describeValueKey(k, version), err)
 		}
 		return body, nil
 	}
@@ -595,7 +595,7 @@ func (r *chainReader) rebuild(v string) (chainValue, error) {
 	// before anything is allocated.
 	val, err := start.val.PatchChain(nil, deltas, MaxListBytes)
 	if err != nil {
-		return chainValue{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, describeValueKey(r.k, v), err)
+		return chainValue{}, fmt.Errorf("%w: %s: %w", undecodable(err), describeValueKey(r.k, v), err)
 	}
 	cv := chainValue{val: val, depth: start.depth + len(path), since: since, whole: start.whole}
 	r.known[v] = cv
@@ -716,9 +716,10 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 	var cv chainValue
 	if hasPV && pv != v {
 		bv, base, ok, err := baseFor(c, k, pv, cpID)
-		if errors.Is(err, ErrCorrupt) {
-			// A damaged previous value must not stop the thread: the new
-			// value does not need it, it is stored whole.
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFormatTooNew) {
+			// A damaged previous value (or one of a newer build's format)
+			// must not stop the thread: the new value does not need it, it
+			// is stored whole.
 			ok, err = false, nil
 		}
 		if err != nil {

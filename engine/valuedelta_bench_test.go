@@ -115,7 +115,8 @@ func BenchmarkPutGrowingList(b *testing.B) {
 	}
 	def := deltaPolicy
 	policies := []policy{
-		{"default", def.minValue, def.maxChain, def.share, false, false},
+		{"default", def.minValue, def.maxChain, def.share, true, false},
+		{"noretain", def.minValue, def.maxChain, def.share, false, false},
 		{"whole", math.MaxInt, 0, 0, false, false},
 		// Every base rebuilt from the file (a handle without caches).
 		{"nocache", def.minValue, def.maxChain, def.share, false, true},

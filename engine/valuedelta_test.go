@@ -883,7 +883,9 @@ func TestRetainThinsValueChains(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v.db")
 	want := map[Config][]byte{}
 	withPolicy(256, 3, math.Inf(1), func() {
-		db := openTest(t, path, nil)
+		o := DefaultOptions()
+		o.AutoRetain = false // what the explicit Retain below thins
+		db := openTest(t, path, &o)
 		g := newGrowingList(9, 200, false)
 		for i := range 200 {
 			v := g.version(i)

@@ -47,7 +47,7 @@ func Compare(ctx context.Context, db *engine.DB, src string, o Options) (checked
 	for _, th := range threads {
 		t, err := readThread(ctx, s, prep, th)
 		if err == nil {
-			_, _, err = planThread(t, dbo, comp)
+			_, _, err = planThread(t, dbo, comp, o.OrphansAsRoots)
 		}
 		var p *Problem
 		if errors.As(err, &p) {

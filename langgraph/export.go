@@ -152,7 +152,8 @@ func exportLayout(tuples []engine.Tuple, layout string) (string, error) {
 	return layout, nil
 }
 
-func writeSaverFile(ctx context.Context, path, layout string, tuples []engine.Tuple) (ExportReport, error) {
+func writeSaverFile(ctx context.Context, path, layout string, tuples []engine.Tuple) (_ ExportReport, err error) {
+	defer recoverSQLite(&err)
 	rep := ExportReport{Layout: layout}
 	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE)
 	if err != nil {

@@ -39,6 +39,12 @@ type Options struct {
 	// EncryptedSerializer (the bytes of LANGGRAPH_AES_KEY). Without it such
 	// values make their threads unsupported, naming the key.
 	Key []byte
+	// OrphansAsRoots imports a checkpoint whose parent the source does not
+	// hold (a history pruned or deleted in part) as a root, and lists it in
+	// Report.Orphans. Without it such a checkpoint makes its thread
+	// unsupported, the Problem naming the checkpoint and its missing parent:
+	// an import keeps every parent link, or says why not.
+	OrphansAsRoots bool
 }
 
 func (o Options) validate(schema engine.Schema) error {
@@ -110,7 +116,7 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 			if err != nil {
 				return nil, nil, err
 			}
-			return planThread(t, dbo, comp)
+			return planThread(t, dbo, comp, o.OrphansAsRoots)
 		})
 	})
 	if err != nil {
@@ -214,12 +220,15 @@ func sourceError(ctx context.Context, s source, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if errors.Is(err, engine.ErrTooLarge) {
+		return fmt.Errorf("%s: %w", s.name(), err)
+	}
 	return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
 }
 
 func newReport(s source, mode engine.Mode) Report {
 	return Report{Source: s.name(), Saver: s.saver(), Mode: string(mode), DeltaChannels: map[string]int{},
-		Dropped: map[string]int{}, Blobs: map[string]int{}, Skipped: []Problem{}}
+		Dropped: map[string]int{}, Blobs: map[string]int{}, Skipped: []Problem{}, Orphans: []Orphan{}}
 }
 
 // add merges one thread's counts.
@@ -232,6 +241,7 @@ func (r *Report) add(t *Report) {
 	r.Overwrites += t.Overwrites
 	r.IDsFilled += t.IDsFilled
 	r.ParentsMissing += t.ParentsMissing
+	r.Orphans = append(r.Orphans, t.Orphans...)
 	r.Renumbered += t.Renumbered
 	r.OrphanWrites += t.OrphanWrites
 	r.Unversioned += t.Unversioned
@@ -294,8 +304,8 @@ func (x op) run(b *engine.Batch) error {
 // planThread turns a prepared thread into the protocol calls that write it,
 // with the counts they add to the report. Nothing is written yet: a thread
 // the engine cannot represent is a *Problem before any of it is stored.
-func planThread(t *thread, dbo engine.Options, comp *codec.Compressor) ([]op, *Report, error) {
-	pl := &planner{thread: t.id, mode: dbo.Mode, cadence: channels.Cadence{K: dbo.SnapshotEvery}, comp: comp,
+func planThread(t *thread, dbo engine.Options, comp *codec.Compressor, orphansAsRoots bool) ([]op, *Report, error) {
+	pl := &planner{thread: t.id, mode: dbo.Mode, cadence: channels.Cadence{K: dbo.SnapshotEvery}, comp: comp, orphansAsRoots: orphansAsRoots,
 		rep: &Report{DeltaChannels: map[string]int{}, Dropped: t.dropped, Blobs: map[string]int{}, OrphanWrites: t.orphans}}
 	for name, ch := range dbo.Schema {
 		if _, ok := ch.(channels.Messages); ok {
@@ -327,6 +337,8 @@ type planner struct {
 	comp    *codec.Compressor
 	rep     *Report
 	ops     []op
+	// orphansAsRoots is Options.OrphansAsRoots.
+	orphansAsRoots bool
 }
 
 // planned is a checkpoint already planned: what the engine will read for it.
@@ -341,18 +353,24 @@ type planned struct {
 	pending  []*write // its writes, stored when its first child comes
 }
 
-// plannedParent finds a checkpoint's parent among the checkpoints of its
-// namespace planned already (done). Checkpoints come in id order, so a
-// parent is planned before its children unless its id does not sort first,
-// which the engine refuses (the error); a parent the source lacks is counted
-// in rep.ParentsMissing and the checkpoint stored without one (parentID "").
-func plannedParent[P any](done map[string]*P, inSource map[string]bool, parent string, rep *Report) (_ *P, parentID string, err error) {
+// plannedParent finds the parent of checkpoint cp (of namespace ns) among
+// the checkpoints of its namespace planned already (done). Checkpoints come
+// in id order, so a parent is planned before its children unless its id
+// does not sort first, which the engine refuses (the error). A parent the
+// source lacks is an error too, unless pl.orphansAsRoots: then the
+// checkpoint is stored without one (parentID ""), counted in
+// rep.ParentsMissing and listed in rep.Orphans.
+func plannedParent[P any](pl *planner, done map[string]*P, inSource map[string]bool, ns, cp, parent string) (_ *P, parentID string, err error) {
 	p := done[parent]
 	if parent != "" && p == nil {
 		if inSource[parent] {
 			return nil, "", fmt.Errorf("its id does not sort after its parent %q", parent)
 		}
-		rep.ParentsMissing++
+		if !pl.orphansAsRoots {
+			return nil, "", fmt.Errorf("its parent %q is not in the source (a pruned history?); an import keeps every parent link: OrphansAsRoots (--orphans-as-roots) imports such a checkpoint as a root", parent)
+		}
+		pl.rep.ParentsMissing++
+		pl.rep.Orphans = append(pl.rep.Orphans, Orphan{ThreadID: pl.thread, CheckpointNS: ns, CheckpointID: cp, Parent: parent})
 		return nil, "", nil
 	}
 	return p, parent, nil
@@ -386,7 +404,7 @@ func (pl *planner) namespace(ns *namespace) error {
 		if err := checkNames(cp, ns.ns, ns.writes[cp.id]); err != nil {
 			return fail("", err)
 		}
-		parent, parentID, err := plannedParent(done, inSource, cp.parent, pl.rep)
+		parent, parentID, err := plannedParent(pl, done, inSource, ns.ns, cp.id, cp.parent)
 		if err != nil {
 			return fail("", err)
 		}

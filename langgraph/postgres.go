@@ -11,9 +11,11 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -152,7 +154,49 @@ type pgBlob struct {
 	data []byte
 }
 
+// checkRows reports, as the *Problem of its thread (see the SQLite
+// source's), the first row of thread larger than the engine stores: a
+// checkpoint document past engine.MaxCallBytes, metadata or a pending write
+// past engine.MaxValueBytes, a channel value (checkpoint_blobs) past
+// engine.MaxListBytes. The server computes the sizes: no such row is sent.
+func (s *pgSource) checkRows(ctx context.Context, thread string) error {
+	var p *Problem
+	be := func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
+	err := s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, doc, md FROM (SELECT checkpoint_ns, checkpoint_id,
+			coalesce(octet_length(checkpoint::text), 0)::int8 AS doc, coalesce(octet_length(metadata::text), 0)::int8 AS md
+			FROM checkpoints WHERE thread_id = $1) c WHERE doc > $2 OR md > $3 LIMIT 1`,
+		[]string{thread, strconv.Itoa(engine.MaxCallBytes), strconv.Itoa(engine.MaxValueBytes)}, func(cols [][]byte) error {
+			p = tooLargeCheckpoint(thread, string(cols[0]), string(cols[1]), be(cols[2]), be(cols[3]))
+			return nil
+		})
+	if err == nil && p == nil {
+		err = s.query(ctx, `SELECT checkpoint_ns, channel, version, octet_length(blob)::int8 FROM checkpoint_blobs
+			WHERE thread_id = $1 AND octet_length(blob) > $2 LIMIT 1`, []string{thread, strconv.Itoa(engine.MaxListBytes)}, func(cols [][]byte) error {
+			p = &Problem{ThreadID: thread, CheckpointNS: string(cols[0]), Channel: string(cols[1]), tooLarge: true,
+				Reason: fmt.Sprintf("%v: the value at version %s is %d bytes, more than engine.MaxListBytes (%d bytes)", engine.ErrTooLarge, cols[2], be(cols[3]), engine.MaxListBytes)}
+			return nil
+		})
+	}
+	if err == nil && p == nil {
+		err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, channel, task_id, idx::int8, octet_length(blob)::int8 FROM checkpoint_writes
+			WHERE thread_id = $1 AND octet_length(blob) > $2 LIMIT 1`, []string{thread, strconv.Itoa(engine.MaxValueBytes)}, func(cols [][]byte) error {
+			p = tooLargeWrite(thread, string(cols[0]), string(cols[1]), string(cols[2]), string(cols[3]), be(cols[4]), be(cols[5]))
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		return p
+	}
+	return nil
+}
+
 func (s *pgSource) read(ctx context.Context, thread string) (*rawThread, error) {
+	if err := s.checkRows(ctx, thread); err != nil {
+		return nil, err
+	}
 	memo := extMemo{}
 	blobs, err := s.blobs(ctx, thread)
 	if err != nil {
@@ -213,6 +257,9 @@ func (s *pgSource) joinBlobs(cp *rawCheckpoint, doc, inline map[string]any, blob
 }
 
 func (s *pgSource) readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error) {
+	if err := s.checkRows(ctx, thread); err != nil {
+		return nil, err
+	}
 	blobs, err := s.blobs(ctx, thread)
 	if err != nil {
 		return nil, err

@@ -186,4 +186,36 @@ func TestLangGraphPostgresRefusals(t *testing.T) {
 			t.Fatal("a failed import changed the destination")
 		}
 	})
+	t.Run("values past the engine's limits", func(t *testing.T) {
+		// Refused by their sizes, which the server computes: no such row is
+		// read into memory.
+		src := pgDatabase(t, dump)
+		pgExec(t, src,
+			`UPDATE checkpoint_blobs SET blob = convert_to(repeat('x', 65 << 20), 'UTF8') WHERE thread_id = 'chat' AND channel = 'messages'`,
+			`UPDATE checkpoint_writes SET blob = convert_to(repeat('x', (16 << 20) + 1), 'UTF8') WHERE thread_id = 'types' AND channel = 'when'`,
+			`UPDATE checkpoints SET metadata = jsonb_build_object('big', repeat('x', 16 << 20)) WHERE thread_id = 'fork'`)
+		for _, into := range []Into{IntoProtocol, IntoMessages} {
+			db, before := seededDst(t)
+			o := pyOptions
+			o.Into = into
+			_, err := Import(ctx, db, src, o)
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) || !errors.Is(err, engine.ErrTooLarge) || len(ue.Problems) != 3 {
+				t.Fatalf("%s: import: %v, want 3 problems and ErrTooLarge", into, err)
+			}
+			for i, w := range []struct{ thread, channel, reason string }{
+				{"chat", "messages", "more than engine.MaxListBytes"},
+				{"fork", "", "the metadata is"},
+				{"types", "when", "more than engine.MaxValueBytes"},
+			} {
+				p := ue.Problems[i]
+				if p.ThreadID != w.thread || p.Channel != w.channel || !strings.Contains(p.Reason, w.reason) {
+					t.Errorf("%s: problem %d: %+v, want %+v", into, i, p, w)
+				}
+			}
+			if fingerprint(t, db) != before {
+				t.Fatal("a failed import changed the destination")
+			}
+		}
+	})
 }

@@ -63,7 +63,7 @@ func importProtocol(ctx context.Context, db *engine.DB, src string, o Options) (
 			t, err := s.readBytes(ctx, th, o.Key)
 			var pl *planner
 			if err == nil {
-				pl, _, err = planBytes(t, false)
+				pl, _, err = planBytes(t, false, o.OrphansAsRoots)
 			}
 			var p *Problem
 			if errors.As(err, &p) {
@@ -101,11 +101,11 @@ type bytePlanned struct {
 // planBytes turns a thread read in the protocol's form into the protocol
 // calls that store it, and (if record) what each checkpoint must read back
 // as.
-func planBytes(t *byteThread, record bool) (*planner, map[cpKey]*expected, error) {
+func planBytes(t *byteThread, record, orphansAsRoots bool) (*planner, map[cpKey]*expected, error) {
 	if len(t.cps) == 0 {
 		return nil, nil, &Problem{ThreadID: t.id, Reason: "no checkpoint"}
 	}
-	pl := &planner{thread: t.id, rep: &Report{DeltaChannels: map[string]int{}, Dropped: map[string]int{}, Blobs: map[string]int{}}}
+	pl := &planner{thread: t.id, orphansAsRoots: orphansAsRoots, rep: &Report{DeltaChannels: map[string]int{}, Dropped: map[string]int{}, Blobs: map[string]int{}}}
 	var want map[cpKey]*expected
 	if record {
 		want = map[cpKey]*expected{}
@@ -156,7 +156,7 @@ func (pl *planner) byteNamespace(t *byteThread, cps []*byteCheckpoint, want map[
 			return fail("", err)
 		}
 		migrateSends(cp)
-		parent, parentID, err := plannedParent(done, inSource, cp.parent, pl.rep)
+		parent, parentID, err := plannedParent(pl, done, inSource, ns, cp.id, cp.parent)
 		if err != nil {
 			return fail("", err)
 		}
@@ -366,7 +366,7 @@ func compareProtocol(ctx context.Context, db *engine.DB, src string, o Options) 
 		if err == nil {
 			// Planning migrates old checkpoints' sends and renames reused
 			// versions, as the import did.
-			_, want, err = planBytes(t, true)
+			_, want, err = planBytes(t, true, o.OrphansAsRoots)
 		}
 		var p *Problem
 		if errors.As(err, &p) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agentstate/agentstate/engine"
 )
 
 // ErrUnsupportedSource is what every refusal of a source matches: a file or
@@ -19,6 +21,9 @@ type Problem struct {
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	Channel      string `json:"channel,omitempty"`
 	Reason       string `json:"reason"`
+	// tooLarge marks a value past the engine's limits (Reason names the
+	// limit): the UnsupportedError listing it is engine.ErrTooLarge too.
+	tooLarge bool
 }
 
 func (p *Problem) Error() string { return p.String() }
@@ -36,6 +41,15 @@ func (p Problem) String() string {
 		fmt.Fprintf(&b, " channel %q", p.Channel)
 	}
 	return b.String() + ": " + p.Reason
+}
+
+// Orphan is a checkpoint whose parent the source does not hold, imported
+// as a root (Options.OrphansAsRoots).
+type Orphan struct {
+	ThreadID     string `json:"thread_id"`
+	CheckpointNS string `json:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id"`
+	Parent       string `json:"parent"` // the missing parent's id
 }
 
 // UnsupportedError lists every thread of Source that the import cannot
@@ -59,7 +73,16 @@ func (e *UnsupportedError) Error() string {
 	return b.String()
 }
 
-func (e *UnsupportedError) Unwrap() error { return ErrUnsupportedSource }
+// Unwrap gives ErrUnsupportedSource, and engine.ErrTooLarge when a
+// problem is a value past the engine's limits.
+func (e *UnsupportedError) Unwrap() []error {
+	for _, p := range e.Problems {
+		if p.tooLarge {
+			return []error{ErrUnsupportedSource, engine.ErrTooLarge}
+		}
+	}
+	return []error{ErrUnsupportedSource}
+}
 
 // Report says what Import read and wrote.
 type Report struct {
@@ -80,9 +103,11 @@ type Report struct {
 	Snapshots  int `json:"snapshots"`
 	Overwrites int `json:"overwrites"`
 	IDsFilled  int `json:"ids_filled"`
-	// ParentsMissing counts checkpoints whose parent is not in the source;
-	// they are imported as roots.
-	ParentsMissing int `json:"parents_missing"`
+	// ParentsMissing counts checkpoints whose parent is not in the source,
+	// imported as roots (Options.OrphansAsRoots; without it such a
+	// checkpoint makes its thread unsupported); Orphans lists them.
+	ParentsMissing int      `json:"parents_missing"`
+	Orphans        []Orphan `json:"orphans"`
 	// DeltaChannels counts the DeltaChannels rebuilt from their snapshots
 	// and writes, per thread and namespace, by reducer.
 	DeltaChannels map[string]int `json:"delta_channels"`

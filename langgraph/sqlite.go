@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -31,7 +32,8 @@ type sqliteSource struct {
 	hasPath bool
 }
 
-func openSQLite(path string) (*sqliteSource, error) {
+func openSQLite(path string) (_ *sqliteSource, err error) {
+	defer recoverSQLite(&err)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 	}
@@ -39,6 +41,11 @@ func openSQLite(path string) (*sqliteSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 	}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
 	s := &sqliteSource{path: path, c: c}
 	for _, want := range []struct{ table, cols string }{
 		{"checkpoints", "thread_id checkpoint_ns checkpoint_id parent_checkpoint_id type checkpoint metadata"},
@@ -50,12 +57,10 @@ func openSQLite(path string) (*sqliteSource, error) {
 			return nil
 		})
 		if err != nil {
-			c.Close()
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
 		}
 		for _, col := range strings.Fields(want.cols) {
 			if !have[col] {
-				c.Close()
 				return nil, fmt.Errorf("%w: %s is not a LangGraph SqliteSaver file: table %s has no column %s", ErrUnsupportedSource, path, want.table, col)
 			}
 		}
@@ -63,7 +68,119 @@ func openSQLite(path string) (*sqliteSource, error) {
 			s.hasPath = have["task_path"]
 		}
 	}
+	if err := s.checkKeys(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return s, nil
+}
+
+// maxSourceKeyBytes bounds the ids, namespace, task, channel and serde
+// type of one SqliteSaver row, together.
+const maxSourceKeyBytes = 1 << 20
+
+// octets is the size in bytes of column col of a row, 0 for NULL; SQLite
+// reads it from the row's header, not from the value.
+func octets(cols ...string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = "coalesce(octet_length(" + c + "), 0)"
+	}
+	return strings.Join(out, " + ")
+}
+
+// checkKeys refuses, with engine.ErrTooLarge, a source whose ids (thread,
+// namespace, checkpoint, task, channel, serde type) pass maxSourceKeyBytes
+// in a row: the threads could not even be listed. It reads the rows'
+// headers only (the scan of the tables' leaf pages, not their overflow).
+func (s *sqliteSource) checkKeys() error {
+	path := "''"
+	if s.hasPath {
+		path = "task_path"
+	}
+	for table, cols := range map[string][]string{
+		"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type"},
+		"writes":      {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", path, "channel", "type"},
+	} {
+		err := s.query(`SELECT `+octets(cols...)+` AS n FROM `+table+` WHERE n > ? LIMIT 1`, []any{int64(maxSourceKeyBytes)}, func(st *sqlite3.Stmt) error {
+			return fmt.Errorf("%w: a row of table %s has ids, namespace, task, channel and type of %d bytes together, more than %d; the import reads no row so large",
+				engine.ErrTooLarge, table, st.ColumnInt64(0), maxSourceKeyBytes)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRows reports, as a *Problem of its thread (tooLarge, naming the
+// limit and the size), the first row of thread that holds more than the
+// engine stores: a checkpoint document past engine.MaxCallBytes (it holds
+// every channel value one Put writes), metadata or a pending write past
+// engine.MaxValueBytes. It reads the rows' sizes, not their values: one
+// such row could take more than SQLite's WebAssembly heap to read (256 MiB
+// a connection; ncruces panics, "sqlite3: out of memory").
+func (s *sqliteSource) checkRows(thread string) error {
+	var p *Problem
+	err := s.query(`SELECT checkpoint_ns, checkpoint_id, `+octets("checkpoint")+` AS doc, `+octets("metadata")+` AS md FROM checkpoints
+		WHERE thread_id = ? AND (doc > ? OR md > ?) LIMIT 1`, []any{thread, int64(engine.MaxCallBytes), int64(engine.MaxValueBytes)}, func(st *sqlite3.Stmt) error {
+		p = tooLargeCheckpoint(thread, st.ColumnText(0), st.ColumnText(1), st.ColumnInt64(2), st.ColumnInt64(3))
+		return nil
+	})
+	if err == nil && p == nil {
+		err = s.query(`SELECT checkpoint_ns, checkpoint_id, channel, task_id, idx, `+octets("value")+` AS n FROM writes
+		WHERE thread_id = ? AND n > ? LIMIT 1`, []any{thread, int64(engine.MaxValueBytes)}, func(st *sqlite3.Stmt) error {
+			p = tooLargeWrite(thread, st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), st.ColumnText(3), st.ColumnInt64(4), st.ColumnInt64(5))
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		return p
+	}
+	return nil
+}
+
+// tooLargeCheckpoint is the Problem of a checkpoint whose document (doc
+// bytes) passes engine.MaxCallBytes or whose metadata (md bytes)
+// engine.MaxValueBytes.
+func tooLargeCheckpoint(thread, ns, id string, doc, md int64) *Problem {
+	what, n, limit, limitName := "checkpoint document", doc, engine.MaxCallBytes, "MaxCallBytes"
+	if n <= int64(limit) {
+		what, n, limit, limitName = "metadata", md, engine.MaxValueBytes, "MaxValueBytes"
+	}
+	return &Problem{ThreadID: thread, CheckpointNS: ns, CheckpointID: id, tooLarge: true,
+		Reason: fmt.Sprintf("%v: the %s is %d bytes, more than engine.%s (%d bytes)", engine.ErrTooLarge, what, n, limitName, limit)}
+}
+
+// tooLargeWrite is the Problem of a pending write of n bytes, past
+// engine.MaxValueBytes.
+func tooLargeWrite(thread, ns, id, channel, task string, idx, n int64) *Problem {
+	return &Problem{ThreadID: thread, CheckpointNS: ns, CheckpointID: id, Channel: channel, tooLarge: true,
+		Reason: fmt.Sprintf("%v: the write of task %q idx %d is %d bytes, more than engine.MaxValueBytes (%d bytes)", engine.ErrTooLarge, task, idx, n, engine.MaxValueBytes)}
+}
+
+// recoverSQLite, deferred by every function of the package that calls
+// ncruces directly, turns its panics into errors, as the engine's driver
+// does: ncruces panics instead of returning an error when SQLite runs out
+// of its WebAssembly heap ("sqlite3: out of memory", engine.ErrTooLarge)
+// and on its own assertions. Any other panic is not the driver's and goes
+// on.
+func recoverSQLite(err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	perr, ok := p.(error)
+	if !ok || !strings.HasPrefix(perr.Error(), "sqlite3: ") {
+		panic(p)
+	}
+	if strings.Contains(perr.Error(), "out of memory") {
+		*err = fmt.Errorf("%w: %w: a row is larger than SQLite's heap holds (see engine.MaxValueBytes)", engine.ErrTooLarge, perr)
+		return
+	}
+	*err = fmt.Errorf("langgraph: the SQLite driver failed: %w", perr)
 }
 
 // sourceURI opens a SqliteSaver file only to read it, creating nothing
@@ -88,16 +205,28 @@ func sourceURI(path string) string {
 
 func (s *sqliteSource) name() string  { return s.path }
 func (s *sqliteSource) saver() string { return "sqlite" }
-func (s *sqliteSource) close() error  { return s.c.Close() }
+func (s *sqliteSource) close() (err error) {
+	defer recoverSQLite(&err)
+	return s.c.Close()
+}
 
-func (s *sqliteSource) query(q string, args []any, fn func(st *sqlite3.Stmt) error) error {
+// query runs q with args (strings or int64s), calling fn with each row; a
+// panic of the driver is an error (recoverSQLite).
+func (s *sqliteSource) query(q string, args []any, fn func(st *sqlite3.Stmt) error) (err error) {
+	defer recoverSQLite(&err)
 	st, _, err := s.c.Prepare(q)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	for i, a := range args {
-		if err := st.BindText(i+1, a.(string)); err != nil {
+		switch a := a.(type) {
+		case int64:
+			err = st.BindInt64(i+1, a)
+		default:
+			err = st.BindText(i+1, a.(string))
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -128,6 +257,9 @@ func (s *sqliteSource) count(ctx context.Context) (int, error) {
 }
 
 func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, error) {
+	if err := s.checkRows(thread); err != nil {
+		return nil, err
+	}
 	t := &rawThread{id: thread, writes: map[cpKey][]*rawWrite{}}
 	memo := extMemo{}
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
@@ -164,6 +296,9 @@ func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, err
 }
 
 func (s *sqliteSource) readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error) {
+	if err := s.checkRows(thread); err != nil {
+		return nil, err
+	}
 	t := &byteThread{id: thread, writes: map[cpKey][]*byteWrite{}}
 	intern := map[string]string{}
 	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints

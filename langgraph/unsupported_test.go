@@ -259,7 +259,10 @@ func TestLangGraphOrphanWrites(t *testing.T) {
 }
 
 // A parent that does not sort before its child cannot be represented; a
-// parent the source lacks makes its child a root.
+// parent the source lacks makes its thread unsupported, naming the
+// checkpoint and the parent (it was made a root silently, and the CLI said
+// every checkpoint read as in the source), unless OrphansAsRoots: then the
+// child is a root, listed in the report.
 func TestLangGraphParents(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, jsFixture)
@@ -277,20 +280,54 @@ func TestLangGraphParents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Close()
-	db := openDst(t, engine.ModeDelta, 3)
-	rep, err := Import(ctx, db, src, Options{Into: IntoMessages, SkipUnsupported: true})
+	var orphan string
+	st, _, err := c.Prepare(`SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'fork' AND parent_checkpoint_id = 'zz-missing'`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.ParentsMissing != 1 || len(rep.Skipped) != 1 || rep.Skipped[0].ThreadID != "chat" || !strings.Contains(rep.Skipped[0].Reason, "does not sort after its parent") {
-		t.Fatalf("report %+v", rep)
+	for st.Step() {
+		orphan = st.ColumnText(0)
 	}
-	if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
-		t.Fatalf("verify: %v %v", err, vr.Problems)
-	}
-	if _, diffs, err := Compare(ctx, db, src, Options{Into: IntoMessages}); err != nil || len(diffs) > 0 {
-		t.Fatalf("compare: %v %v", err, diffs)
+	st.Close()
+	c.Close()
+	for _, into := range []Into{IntoMessages, IntoProtocol} {
+		t.Run(string(into), func(t *testing.T) {
+			db, before := seededDst(t)
+			_, err := Import(ctx, db, src, Options{Into: into})
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) {
+				t.Fatalf("import without OrphansAsRoots: %v, want an UnsupportedError", err)
+			}
+			var found bool
+			for _, p := range ue.Problems {
+				if p.ThreadID == "fork" && p.CheckpointID == orphan && strings.Contains(p.Reason, `parent "zz-missing" is not in the source`) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("the problems do not name checkpoint %s and its missing parent: %v", orphan, err)
+			}
+			if fingerprint(t, db) != before {
+				t.Fatal("a refused import changed the destination")
+			}
+
+			db = openDst(t, engine.ModeDelta, 3)
+			o := Options{Into: into, SkipUnsupported: true, OrphansAsRoots: true}
+			rep, err := Import(ctx, db, src, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []Orphan{{ThreadID: "fork", CheckpointID: orphan, Parent: "zz-missing"}}
+			if rep.ParentsMissing != 1 || !slices.Equal(rep.Orphans, want) || len(rep.Skipped) != 1 || rep.Skipped[0].ThreadID != "chat" || !strings.Contains(rep.Skipped[0].Reason, "does not sort after its parent") {
+				t.Fatalf("report %+v", rep)
+			}
+			if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
+				t.Fatalf("verify: %v %v", err, vr.Problems)
+			}
+			if _, diffs, err := Compare(ctx, db, src, o); err != nil || len(diffs) > 0 {
+				t.Fatalf("compare: %v %v", err, diffs)
+			}
+		})
 	}
 }
 

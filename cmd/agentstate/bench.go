@@ -44,7 +44,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (ret
 	turns := fs.Int("turns", 400, "conversation turns (a 200-byte human and an 800-byte AI message each)")
 	mode := fs.String("mode", "both", "channel mode: full, delta or both")
 	every := fs.Int("every", 10, "delta snapshot cadence K")
-	retain := fs.Bool("retain", false, "run delta retention automatically as snapshots are written")
+	retain := fs.Bool("retain", true, "run delta retention automatically as snapshots are written (the default; --retain=false keeps every snapshot)")
 	dbPath := fs.String("db", "", "write to FILE and keep it (single mode only); default a temporary file")
 	asJSON := fs.Bool("json", false, "print one JSON object per mode")
 	plot := fs.String("plot", "", "write an SVG chart of file bytes against turns")

@@ -127,3 +127,14 @@ func swap(args []string, target string) []string {
 	}
 	return out
 }
+
+// An empty schema is said to be empty, not sent to `agentstate upgrade`.
+func TestPostgreSQLEmptySchemaIsNotOld(t *testing.T) {
+	url := pgSchema(t)
+	r := agentstate(t, nil, "info", url)
+	want(t, r, 1)
+	contains(t, r.stderr, "is empty", "holds no agentstate schema")
+	if strings.Contains(r.stderr, "upgrade") || strings.Contains(r.stderr, "older") {
+		t.Fatalf("an empty schema is sent to upgrade:\n%s", r.stderr)
+	}
+}

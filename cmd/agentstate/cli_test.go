@@ -1091,3 +1091,111 @@ func TestExportStopsOnInterrupt(t *testing.T) {
 	}
 	contains(t, errb.String(), "context canceled")
 }
+
+// A SqliteSaver file holding a 300 MB checkpoint is refused with a message
+// naming the limit (it made ncruces panic, exit 2 with a Go stack), and a
+// new destination is not created.
+func TestImportLangGraphHugeRow(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "huge.sqlite")
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The blob is the last column, so SQLite writes its zeros page by page.
+	err = c.Exec(`CREATE TABLE checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, metadata, checkpoint);
+		CREATE TABLE writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value);
+		INSERT INTO checkpoints VALUES ('t', '', 'c1', NULL, 'json', '{}', zeroblob(300 << 20))`)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst.db")
+	r := agentstate(t, nil, "import-langgraph", src, dst)
+	want(t, r, 1)
+	contains(t, r.stderr, "too large", `checkpoint "c1"`, "MaxCallBytes")
+	if strings.Contains(r.stderr, "goroutine") {
+		t.Fatalf("a Go stack:\n%s", r.stderr)
+	}
+	if es, err := os.ReadDir(filepath.Dir(dst)); err != nil || len(es) > 0 {
+		t.Fatalf("the refused import left %v in DST's directory (%v)", es, err)
+	}
+}
+
+// Only a file of an older schema is sent to `agentstate upgrade`: a file
+// with no agentstate schema yet, and a current file on read-only media whose
+// log cannot be read without creating its -shm, are said as what they are.
+func TestReadOnlyRefusalsThatAreNotOld(t *testing.T) {
+	dir := t.TempDir()
+	// An SQLite file that holds no schema (one table made and dropped).
+	bare := filepath.Join(dir, "bare.db")
+	c, err := sqlite3.Open(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(`CREATE TABLE x (a); DROP TABLE x`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// A current file copied while open: its last commits in the -wal,
+	// without the -shm.
+	o := engine.DefaultOptions()
+	live, err := engine.Open(context.Background(), filepath.Join(dir, "live.db"), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.Commit(context.Background(), "t", engine.Step{Tasks: []engine.TaskWrites{{TaskID: "t", Writes: []engine.ChannelWrite{
+		{Channel: engine.MessagesChannel, Value: codec.Message{ID: "m1", Type: codec.Human, Content: "hi"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, "live.db"+suffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "noshm.db"+suffix), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live.Close()
+	view, kind := testmedia.ReadOnlyView(t, dir)
+	for _, c := range []struct{ file, says string }{
+		{bare, "holds no agentstate schema"},
+		{filepath.Join(view, "noshm.db"), "-shm"},
+	} {
+		for _, cmd := range []string{"info", "verify"} {
+			r := agentstate(t, nil, cmd, c.file)
+			want(t, r, 1)
+			contains(t, r.stderr, c.says)
+			if strings.Contains(r.stderr, "upgrade") || strings.Contains(r.stderr, "older") {
+				t.Errorf("%s %s (on %s) is sent to upgrade:\n%s", cmd, c.file, kind, r.stderr)
+			}
+		}
+	}
+}
+
+// A checkpoint whose parent the source lacks is refused, naming both (it
+// became a root silently, and the CLI said every checkpoint read as in the
+// source); --orphans-as-roots imports it as a root and says so.
+func TestImportLangGraphMissingParent(t *testing.T) {
+	src := copyFile(t, filepath.Join("..", "..", "testdata", "langgraph", "langgraph-js.sqlite"))
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Exec(`UPDATE checkpoints SET parent_checkpoint_id = 'zz-missing' WHERE thread_id = 'fork' AND checkpoint_id =
+		(SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'fork' ORDER BY checkpoint_id LIMIT 1 OFFSET 1)`)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst.db")
+	r := agentstate(t, nil, "import-langgraph", src, dst)
+	want(t, r, 1)
+	contains(t, r.stderr, `thread "fork" checkpoint`, `its parent "zz-missing" is not in the source`, "--orphans-as-roots", "nothing was imported")
+	if exists(dst) {
+		t.Fatal("a refused import left DST behind")
+	}
+	r = agentstate(t, nil, "import-langgraph", "--orphans-as-roots", src, dst)
+	want(t, r, 0)
+	contains(t, r.stdout, `imported as a root: its parent "zz-missing" is not in`, "(but for the 1 parents listed above, which it does not hold)")
+}

@@ -280,7 +280,7 @@ func runUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	opts.ReadOnly, opts.Mode = true, engine.ModeAuto
 	upgraded := false
 	db, err := engine.Open(ctx, path, &opts)
-	if errors.Is(err, engine.ErrReadOnly) {
+	if errors.Is(err, engine.ErrSchemaTooOld) {
 		upgraded = true
 		db, err = openFile(ctx, path, false) // applies the missing migrations
 	}

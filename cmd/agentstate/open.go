@@ -35,8 +35,10 @@ func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, erro
 		return nil, fmt.Errorf("%w\n%s is a LangGraph SqliteSaver file: copy its threads into an agentstate file with: agentstate import-langgraph %s %s",
 			err, path, shellQuote(path), shellQuote(dst))
 	}
-	if readOnly && errors.Is(err, engine.ErrReadOnly) {
-		// The only refusal of a read-only Open: an older schema.
+	if readOnly && errors.Is(err, engine.ErrSchemaTooOld) {
+		// Not every refusal of a read-only Open (ErrReadOnly) is an older
+		// schema: a file with no schema yet, a log that cannot be read
+		// without creating its -shm are said as the engine says them.
 		return nil, fmt.Errorf("%s was written by an older agentstate (this one has schema version %d) and a read-only command does not upgrade it; upgrade it in place with: agentstate upgrade %s",
 			pgurl.Redacted(path), engine.SchemaVersion, shellQuote(pgurl.Redacted(path)))
 	}

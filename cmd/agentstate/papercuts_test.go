@@ -17,13 +17,16 @@ import (
 // protocolChain writes one thread of n checkpoints through the checkpoint
 // protocol, each with a new version of one channel value that differs a
 // little from the one before: the engine stores each as a delta against
-// the last, and whole again every 100 deltas, whole values that retention
-// can thin.
+// the last, and whole again every 100 deltas, whole values that an explicit
+// retention can thin.
 func protocolChain(t *testing.T, n int) string {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chain.db")
-	db, err := engine.Open(ctx, path, nil)
+	// Without AutoRetain (on by default), which would thin them as they come.
+	o := engine.DefaultOptions()
+	o.AutoRetain = false
+	db, err := engine.Open(ctx, path, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

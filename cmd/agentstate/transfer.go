@@ -109,11 +109,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import-langgraph", "import-langgraph [--into protocol|messages] [--mode full|delta] [--every K] [--skip-unsupported] [--delta-reducer CHANNEL=concat]... [--json] SRC DST", stdout)
+	fs := newFlags("import-langgraph", "import-langgraph [--into protocol|messages] [--mode full|delta] [--every K] [--skip-unsupported] [--orphans-as-roots] [--delta-reducer CHANNEL=concat]... [--json] SRC DST", stdout)
 	into := fs.String("into", string(langgraph.IntoProtocol), "protocol: keep LangGraph's values and writes as its serde's bytes, for the savers to resume; messages: convert them into the thread API's messages (for Go programs; drops fields those have no place for)")
 	mode := fs.String("mode", "", "channel mode of a new DST: full or delta (default delta; an existing DST keeps its own)")
 	every := fs.Int("every", 10, "delta snapshot cadence K of a new DST")
 	skip := fs.Bool("skip-unsupported", false, "import the threads that can be read and list the others, instead of importing nothing")
+	orphans := fs.Bool("orphans-as-roots", false, "import a checkpoint whose parent is not in SRC (a pruned history) as a root, and list it; without it such a checkpoint makes its thread unsupported")
 	reducers := reducerFlags{}
 	fs.Var(reducers, "delta-reducer", "the reducer of a DeltaChannel that is not a message channel: CHANNEL=concat (list concatenation); repeatable")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -171,7 +172,7 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	defer db.Close()
 	prog := newProgress(stderr, *asJSON)
-	lo := langgraph.Options{SkipUnsupported: *skip, DeltaReducers: reducers, Into: langgraph.Into(*into),
+	lo := langgraph.Options{SkipUnsupported: *skip, OrphansAsRoots: *orphans, DeltaReducers: reducers, Into: langgraph.Into(*into),
 		Key: []byte(os.Getenv(langgraph.EncryptionKeyEnv)), Progress: func(done, total int) {
 			prog.show("import-langgraph: %d/%d checkpoints", done, total)
 		}}
@@ -262,6 +263,10 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		for _, p := range rep.Skipped {
 			fmt.Fprintf(stdout, "%s: skipped %s\n", pgurl.Redacted(dst), p)
 		}
+		for _, o := range rep.Orphans {
+			fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q imported as a root: its parent %q is not in %s (--orphans-as-roots)\n",
+				pgurl.Redacted(dst), o.ThreadID, o.CheckpointNS, o.CheckpointID, o.Parent, rep.Source)
+		}
 		for _, p := range vr.Problems {
 			fmt.Fprintf(stdout, "%s: %s\n", pgurl.Redacted(dst), p)
 		}
@@ -269,7 +274,11 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 			fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q: %s\n", pgurl.Redacted(dst), d.ThreadID, d.CheckpointNS, d.CheckpointID, d.Message)
 		}
 		if vr.OK && len(diffs) == 0 {
-			fmt.Fprintf(stdout, "%s: verified, and all %d checkpoints read as in %s\n", pgurl.Redacted(dst), checked, rep.Source)
+			but := ""
+			if len(rep.Orphans) > 0 {
+				but = fmt.Sprintf(" (but for the %d parents listed above, which it does not hold)", len(rep.Orphans))
+			}
+			fmt.Fprintf(stdout, "%s: verified, and all %d checkpoints read as in %s%s\n", pgurl.Redacted(dst), checked, rep.Source, but)
 		}
 	}
 	if !vr.OK || len(diffs) > 0 {

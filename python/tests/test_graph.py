@@ -205,3 +205,12 @@ def test_a_lone_surrogate_is_refused_not_replaced():
         assert saver.get_tuple({"configurable": {"thread_id": "a\ufffd", "checkpoint_ns": ""}}) is None
         with pytest.raises(InvalidArgumentError):
             saver.get_tuple({"configurable": {"thread_id": "a\ud800"}})
+
+
+def test_auto_retain_is_on_unless_turned_off():
+    # Delta mode keeps storage linear by default: the engine's AutoRetain
+    # is on unless the caller turns it off.
+    with AgentStateSaver() as saver:
+        assert saver.db.auto_retain is True
+    with AgentStateSaver(auto_retain=False) as saver:
+        assert saver.db.auto_retain is False

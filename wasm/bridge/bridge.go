@@ -113,6 +113,7 @@ type openRequest struct {
 	StoreTTL   float64 `json:"storeDefaultTtlMs"`
 	RefreshTTL *bool   `json:"storeRefreshOnRead"`
 	SweepMs    float64 `json:"storeSweepIntervalMs"`
+	AutoRetain *bool   `json:"autoRetain"` // nil: the engine's default (on)
 }
 
 // Open opens a handle.
@@ -150,6 +151,9 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 		o.StoreRefreshOnRead = *req.RefreshTTL
 	}
 	o.StoreSweepInterval = time.Duration(req.SweepMs * float64(time.Millisecond))
+	if req.AutoRetain != nil {
+		o.AutoRetain = *req.AutoRetain
+	}
 
 	ctx := context.Background()
 	h := &handle{cursors: map[int]*cursor{}}
@@ -178,7 +182,7 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 	// The mode the handle resolved to (the file's, with mode "auto" or no
 	// mode), so that a second open of the same file can be checked.
 	ro := h.db.Options()
-	return map[string]any{"h": id, "mode": ro.Mode, "every": ro.SnapshotEvery}, nil, nil
+	return map[string]any{"h": id, "mode": ro.Mode, "every": ro.SnapshotEvery, "autoRetain": ro.AutoRetain}, nil, nil
 }
 
 // jsAdvice replaces an engine error's text, whose advice names Go options

@@ -5,7 +5,9 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
@@ -119,9 +121,34 @@ func decodeJSON(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	if err := d.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// Say which argument, in the request's own names, instead of
+			// "cannot unmarshal number into Go struct field wStoreOp.ops.key".
+			return errArg("request: %s must be %s, not a JSON %s", te.Field, jsonKind(te.Type), te.Value)
+		}
 		return errArg("request: %v", err)
 	}
 	return nil
+}
+
+// jsonKind names what a request field of Go type t is in JSON.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.String()
 }
 
 // numbers replaces json.Number values inside a decoded free-form value

@@ -28,6 +28,58 @@ const isNode = runtime === "node";
 
 export { AgentStateError };
 
+// JSON.stringify writes a lone surrogate (half of a UTF-16 pair, alone) as
+// a lowercase \udXXX escape, and nothing else as such an escape; the
+// engine's JSON decoder would read it as U+FFFD, another string.
+const LONE_SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+// The first string (a key or a value) of v that is not valid UTF-16, as a
+// path ("config.thread_id"), or undefined.
+function illFormed(v, path) {
+  if (typeof v === "string") return LONE_SURROGATE.test(v) ? path : undefined;
+  if (v === null || typeof v !== "object") return undefined;
+  if (typeof v.toJSON === "function") return illFormed(v.toJSON(), path);
+  for (const [k, x] of Object.entries(v)) {
+    const p = Array.isArray(v) ? `${path}[${k}]` : path === "" ? k : `${path}.${k}`;
+    if (LONE_SURROGATE.test(k)) return `the key ${JSON.stringify(k)} of ${path || "the request"}`;
+    const bad = illFormed(x, p);
+    if (bad !== undefined) return bad;
+  }
+  return undefined;
+}
+
+/**
+ * The JSON text of an engine call's request. A string in it (a thread id,
+ * a namespace, a key, metadata) that is not valid UTF-16 (a lone surrogate)
+ * is refused with INVALID_ARGUMENT: it is no text the engine can store, and
+ * passed on it would read back as U+FFFD, under another id.
+ */
+export function requestJSON(op, payload) {
+  const text = JSON.stringify(payload);
+  if (text !== undefined && LONE_SURROGATE_ESCAPE.test(text)) {
+    const where = illFormed(payload, "") ?? "a string";
+    throw new AgentStateError(`agentstate: ${op}: ${where} is not valid Unicode (it holds a lone surrogate)`, "INVALID_ARGUMENT");
+  }
+  return text;
+}
+
+/**
+ * An id or key given to the API, as the engine's string: a string as it is,
+ * an integer (a safe one) as its decimal text, as LangGraph.js's own savers
+ * store it. Anything else (an object, an array, a boolean) is refused with
+ * INVALID_ARGUMENT: String() would make `{user: "alice"}` and `{user: "bob"}`
+ * one thread, "[object Object]", and `["x"]` the thread "x". With integers
+ * false, only a string is taken (a store's keys and namespaces: its oracle,
+ * InMemoryStore, keeps 1 and "1" apart).
+ */
+export function idString(v, what, integers = true) {
+  if (typeof v === "string") return v;
+  if (integers && Number.isSafeInteger(v)) return String(v);
+  const got = v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "number" ? `the number ${v}` : `a value of type ${typeof v}`;
+  throw new AgentStateError(`agentstate: ${what} must be a string, got ${got}`, "INVALID_ARGUMENT");
+}
+
 function wrapError(e) {
   if (e instanceof AgentStateError) return e;
   if (e && typeof e === "object" && typeof e.code === "string") {
@@ -261,13 +313,15 @@ export class Database {
   #release;
   #key;
   #options;
+  #autoRetain;
 
-  constructor(api, h, { release, key, options } = {}) {
+  constructor(api, h, { release, key, options, autoRetain } = {}) {
     this.#api = api;
     this.#h = h;
     this.#release = release;
     this.#key = key;
     this.#options = options;
+    this.#autoRetain = autoRetain;
     instances.get(api)?.dbs.add(this);
   }
 
@@ -295,6 +349,8 @@ export class Database {
    *   refused with any other mode, where it would mean nothing);
    *   `cacheBytes` (history cache bound), `readOnly`, `busyTimeoutMs`,
    *   `storeDefaultTtlMs`, `storeRefreshOnRead`, `storeSweepIntervalMs`;
+   *   `autoRetain` (default true: delta threads keep a geometric series of
+   *   snapshots, so storage stays linear; false keeps every snapshot);
    * - `wasmURL` / `wasmBytes` / `trace`: how to load the engine (first
    *   open; see loadEngine).
    */
@@ -317,13 +373,17 @@ export class Database {
       storeRefreshOnRead: options.storeRefreshOnRead,
       storeSweepIntervalMs: options.storeSweepIntervalMs,
       readConns: options.readConns,
+      autoRetain: options.autoRetain,
     };
+    if (options.autoRetain !== undefined && typeof options.autoRetain !== "boolean") {
+      throw new AgentStateError(`agentstate: autoRetain must be a boolean, got ${typeof options.autoRetain}`, "INVALID_ARGUMENT");
+    }
     if ([options.path, options.image, options.host].filter((v) => v !== undefined && v !== null).length > 1) {
       throw new AgentStateError("agentstate: open takes one of path, image and host", "INVALID_ARGUMENT");
     }
     if (options.image !== undefined) {
-      const r = await callApi(api, () => api.open(JSON.stringify({ ...req, image: 0 }), [toBytes(options.image, "image")]));
-      return new Database(api, r.h, { options: req });
+      const r = await callApi(api, () => api.open(requestJSON("open", { ...req, image: 0 }), [toBytes(options.image, "image")]));
+      return new Database(api, r.h, { options: req, autoRetain: r.autoRetain });
     }
     if (options.host !== undefined && options.host !== null) {
       if (options.opfs) throw new AgentStateError("agentstate: opfs applies to a path, not to a host", "INVALID_ARGUMENT");
@@ -337,8 +397,8 @@ export class Database {
         throw new AgentStateError("agentstate: host.path must name the database file the host serves", "INVALID_ARGUMENT");
       }
     } else if (options.path === undefined || options.path === null) {
-      const r = await callApi(api, () => api.open(JSON.stringify(req), []));
-      return new Database(api, r.h, { options: req });
+      const r = await callApi(api, () => api.open(requestJSON("open", req), []));
+      return new Database(api, r.h, { options: req, autoRetain: r.autoRetain });
     } else if (typeof options.path !== "string" || options.path === "") {
       throw new AgentStateError("agentstate: path must be a non-empty string", "INVALID_ARGUMENT");
     }
@@ -377,7 +437,7 @@ export class Database {
           const { registerVfs } = await import("./sqlite/vfs.js");
           vfs = registerVfs(instances.get(api).sqlite, host);
           r = await callApi(api, () =>
-            api.open(JSON.stringify({ ...req, path: host.path, vfs: vfs.name, disk, name: options.path ?? host.path }), []),
+            api.open(requestJSON("open", { ...req, path: host.path, vfs: vfs.name, disk, name: options.path ?? host.path }), []),
           );
         } catch (e) {
           vfs?.unregister();
@@ -389,7 +449,7 @@ export class Database {
           host.dispose?.();
         };
         // The mode the engine resolved ("auto" or no mode: the file's).
-        const db = new Database(api, r.h, { release, key, options: { ...req, mode: r.mode, every: r.every } });
+        const db = new Database(api, r.h, { release, key, options: { ...req, mode: r.mode, every: r.every }, autoRetain: r.autoRetain });
         db.host = host;
         return db;
       })();
@@ -406,8 +466,8 @@ export class Database {
 
   #share(req) {
     if (this.#closed) throw new AgentStateError(`agentstate: ${this.#key} was closed while being opened again`, "CLOSED");
-    const defaults = { mode: "full", every: 10, readOnly: false };
-    for (const k of ["mode", "every", "readOnly"]) {
+    const defaults = { mode: "full", every: 10, readOnly: false, autoRetain: true };
+    for (const k of ["mode", "every", "readOnly", "autoRetain"]) {
       const want = req[k] ?? defaults[k];
       const have = this.#options[k] ?? defaults[k];
       // "auto" takes the mode the handle has; K matters in delta mode only.
@@ -424,6 +484,11 @@ export class Database {
     return this;
   }
 
+  /** Whether the handle runs snapshot retention as it writes (the `autoRetain` open option; default true). */
+  get autoRetain() {
+    return this.#autoRetain;
+  }
+
   /** Sends one call to the engine: op name, JSON payload, byte arrays. */
   async call(op, payload = {}, bufs = []) {
     return this.#send(op, payload, bufs);
@@ -431,7 +496,8 @@ export class Database {
 
   async #send(op, payload, bufs) {
     if (this.#closed) throw new AgentStateError("agentstate: database is closed", "CLOSED");
-    return callApi(this.#api, () => this.#api.call(this.#h, op, JSON.stringify(payload), bufs));
+    const text = requestJSON(op, payload);
+    return callApi(this.#api, () => this.#api.call(this.#h, op, text, bufs));
   }
 
   /** Run records (records.js): the same calls as Go's db.Runs(). */

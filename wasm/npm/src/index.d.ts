@@ -123,6 +123,13 @@ export interface OpenOptions {
   every?: number;
   /** History cache bound in bytes (default 64 MiB; 0 disables). */
   cacheBytes?: number;
+  /**
+   * Snapshot retention as the engine's thread API writes delta snapshots
+   * (and as puts store whole values): default true, so a delta thread's
+   * storage stays linear in its messages; false keeps every snapshot (a
+   * delta thread then grows as N^2/K).
+   */
+  autoRetain?: boolean;
   readOnly?: boolean;
   /** How long a call waits for another connection's lock (milliseconds; default 30 s). */
   busyTimeoutMs?: number;
@@ -303,6 +310,8 @@ export class Database {
   /** Low-level engine call (the ops of wasm/bridge; the typed handles above cover the record ops). */
   call(op: string, payload?: object, bufs?: Uint8Array[]): Promise<any>;
   info(): Promise<Info>;
+  /** Whether the handle runs snapshot retention as it writes (OpenOptions.autoRetain; default true). */
+  readonly autoRetain: boolean;
   /** A consistent copy of the whole database file. */
   image(): Promise<Uint8Array>;
   close(): Promise<void>;

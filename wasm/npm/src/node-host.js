@@ -279,6 +279,12 @@ function checkFilePath(given, db) {
     return;
   }
   if (st.isDirectory()) throw new AgentStateError(`agentstate: open ${given}: it is a directory, not a database file`, "INVALID_ARGUMENT");
+  if (!st.isFile()) {
+    // A named pipe, a socket or a device: reading its first bytes would
+    // wait for a pipe's writer (blocking Node), and SQLite says "disk I/O error".
+    const kind = st.isFIFO() ? "a named pipe" : st.isSocket() ? "a socket" : st.isCharacterDevice() ? "a character device" : "a device";
+    throw new AgentStateError(`agentstate: open ${given}: it is not a regular file (${kind}), not a database file`, "INVALID_ARGUMENT");
+  }
   let head;
   try {
     const fd = fs.openSync(db, "r");

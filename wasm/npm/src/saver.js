@@ -1,6 +1,6 @@
 // AgentStateSaver: a LangGraph.js checkpoint saver on the agentstate engine.
 import { BaseCheckpointSaver, TASKS, getCheckpointId, maxChannelVersion } from "@langchain/langgraph-checkpoint";
-import { AgentStateError, Database, nextTurn } from "./engine.js";
+import { AgentStateError, Database, idString, nextTurn } from "./engine.js";
 import { MessageJSON } from "./message-json.js";
 
 // Channel versions are strings in the engine. LangGraph's default integer
@@ -55,14 +55,21 @@ function threadOf(config, what) {
   if (thread === undefined || thread === null || thread === "") {
     throw new AgentStateError(`agentstate: ${what}: config.configurable.thread_id is missing`, "INVALID_ARGUMENT");
   }
-  return String(thread);
+  return idString(thread, `${what}: config.configurable.thread_id`);
+}
+
+// A checkpoint namespace or id of a config: a string, or absent (undefined
+// or null: the default).
+function optString(v, what) {
+  return v === undefined || v === null ? undefined : idString(v, what);
 }
 
 function wireConfig(config, what) {
+  const c = config.configurable;
   return {
     thread_id: threadOf(config, what),
-    checkpoint_ns: config.configurable.checkpoint_ns ?? "",
-    checkpoint_id: getCheckpointId(config) || undefined,
+    checkpoint_ns: optString(c.checkpoint_ns, `${what}: config.configurable.checkpoint_ns`) ?? "",
+    checkpoint_id: optString(getCheckpointId(config) || undefined, `${what}: config.configurable.checkpoint_id`),
   };
 }
 
@@ -210,12 +217,12 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     this.#prefetched = undefined;
     const c = config?.configurable ?? {};
     const { limit, before, filter } = options;
-    const only = c.checkpoint_id ?? c.thread_ts;
+    const only = optString(c.checkpoint_id ?? c.thread_ts, "list: config.configurable.checkpoint_id");
     const req = {
-      threadId: c.thread_id === undefined || c.thread_id === null ? "" : String(c.thread_id),
-      namespace: c.checkpoint_ns ?? null,
+      threadId: optString(c.thread_id, "list: config.configurable.thread_id") ?? "",
+      namespace: optString(c.checkpoint_ns, "list: config.configurable.checkpoint_ns") ?? null,
       filter: filter && Object.keys(filter).length > 0 ? filter : undefined,
-      before: before ? getCheckpointId(before) || undefined : undefined,
+      before: before ? optString(getCheckpointId(before) || undefined, "list: options.before's checkpoint_id") : undefined,
       limit: limit ?? 0,
     };
     if (limit !== undefined && limit <= 0) return;
@@ -269,6 +276,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   async put(config, checkpoint, metadata, newVersions) {
     this.#prefetched = undefined;
     const cfg = wireConfig(config, "put");
+    idString(checkpoint?.id, "put: checkpoint.id");
     const key = cpKey(cfg, checkpoint?.id);
     const tkey = threadKey(cfg);
     let done;
@@ -368,10 +376,16 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const bufs = new Bufs();
     const ws = [];
     for (const [channel, value] of writes) {
+      const ch = idString(channel, "putWrites: a write's channel");
       const [type, bytes] = await this.#dumps.dumpsTyped(value);
-      ws.push({ channel, value: bufs.add(type, bytes) });
+      ws.push({ channel: ch, value: bufs.add(type, bytes) });
     }
-    const req = { config: cfg, writes: ws, taskId, taskPath: taskPath ?? "" };
+    const req = {
+      config: cfg,
+      writes: ws,
+      taskId: idString(taskId, "putWrites: taskId"),
+      taskPath: optString(taskPath, "putWrites: taskPath") ?? "",
+    };
     const key = cpKey(cfg, cfg.checkpoint_id);
     const own = this.#inflight.get(key);
     if (own && this.#undispatched.has(key)) {
@@ -432,19 +446,22 @@ export class AgentStateSaver extends BaseCheckpointSaver {
 
   async deleteThread(threadId) {
     this.#prefetched = undefined;
-    await this.db.call("deleteThread", { threadId: String(threadId) });
+    await this.db.call("deleteThread", { threadId: idString(threadId, "deleteThread: threadId") });
   }
 
   /** Deletes the checkpoints (and their writes) whose metadata run_id is listed. */
   async deleteForRuns(runIds) {
     this.#prefetched = undefined;
-    await this.db.call("deleteForRuns", { runIds: [...runIds].map(String) });
+    await this.db.call("deleteForRuns", { runIds: [...runIds].map((r) => idString(r, "deleteForRuns: a run id")) });
   }
 
   /** Copies every checkpoint, value and write of a thread to another thread id. */
   async copyThread(sourceThreadId, targetThreadId) {
     this.#prefetched = undefined;
-    await this.db.call("copyThread", { src: String(sourceThreadId), dst: String(targetThreadId) });
+    await this.db.call("copyThread", {
+      src: idString(sourceThreadId, "copyThread: sourceThreadId"),
+      dst: idString(targetThreadId, "copyThread: targetThreadId"),
+    });
   }
 
   /**
@@ -454,7 +471,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
    */
   async prune(threadIds, strategy = "keep_latest") {
     this.#prefetched = undefined;
-    return this.db.call("prune", { threadIds: [...threadIds].map(String), strategy });
+    return this.db.call("prune", { threadIds: [...threadIds].map((t) => idString(t, "prune: a thread id")), strategy });
   }
 
   /** Served by the engine's parent-link walk and its history cache. */

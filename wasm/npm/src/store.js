@@ -1,6 +1,6 @@
 // AgentStateStore: a LangGraph.js BaseStore on the agentstate engine.
 import { AsyncBatchedStore, BaseStore, validateNamespace } from "@langchain/langgraph-checkpoint";
-import { AgentStateError, Database } from "./engine.js";
+import { AgentStateError, Database, idString } from "./engine.js";
 
 const MINUTE = 60_000;
 
@@ -12,6 +12,16 @@ function ttlFields(ttl) {
     throw new AgentStateError(`agentstate: ttl must be a positive number of minutes or null, got ${ttl}`, "INVALID_ARGUMENT");
   }
   return { ttlMs: ttl * MINUTE };
+}
+
+// A namespace (or prefix, or match path) of a store call: an array of
+// strings (LangGraph's validateNamespace checks those its methods take; a
+// batch is checked here), "*" allowed as a match path's wildcard.
+function namespaceOf(ns, what) {
+  if (!Array.isArray(ns)) {
+    throw new AgentStateError(`agentstate: ${what} must be an array of strings, got ${ns === null ? "null" : typeof ns}`, "INVALID_ARGUMENT");
+  }
+  return ns.map((label, i) => idString(label, `${what}[${i}]`, false));
 }
 
 function toItem(i) {
@@ -87,7 +97,7 @@ export class AgentStateStore extends BaseStore {
     if ("namespacePrefix" in op) {
       return {
         op: "search",
-        prefix: op.namespacePrefix,
+        prefix: namespaceOf(op.namespacePrefix, "search: namespacePrefix"),
         filter: op.filter && Object.keys(op.filter).length > 0 ? op.filter : undefined,
         limit: op.limit ?? 10,
         offset: op.offset ?? 0,
@@ -95,16 +105,23 @@ export class AgentStateStore extends BaseStore {
       };
     }
     if ("value" in op) {
-      return { op: "put", namespace: op.namespace, key: op.key, value: op.value ?? null, ...ttlFields(op.ttl) };
+      const what = op.value === null ? "delete" : "put";
+      return {
+        op: "put",
+        namespace: namespaceOf(op.namespace, `${what}: namespace`),
+        key: idString(op.key, `${what}: key`, false),
+        value: op.value ?? null,
+        ...ttlFields(op.ttl),
+      };
     }
     if ("key" in op && "namespace" in op) {
-      return { op: "get", namespace: op.namespace, key: op.key, refresh: op.refreshTtl };
+      return { op: "get", namespace: namespaceOf(op.namespace, "get: namespace"), key: idString(op.key, "get: key", false), refresh: op.refreshTtl };
     }
     if ("matchConditions" in op || "maxDepth" in op || "limit" in op) {
       const req = { op: "list", maxDepth: op.maxDepth ?? 0, limit: op.limit ?? 100, offset: op.offset ?? 0 };
       for (const c of op.matchConditions ?? []) {
-        if (c.matchType === "prefix") req.prefix = c.path;
-        else if (c.matchType === "suffix") req.suffix = c.path;
+        if (c.matchType === "prefix") req.prefix = namespaceOf(c.path, "listNamespaces: a prefix");
+        else if (c.matchType === "suffix") req.suffix = namespaceOf(c.path, "listNamespaces: a suffix");
         else throw new AgentStateError(`agentstate: unknown match type ${c.matchType}`, "INVALID_ARGUMENT");
       }
       return req;

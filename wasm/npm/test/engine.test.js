@@ -1,6 +1,6 @@
 // The engine through the bridge: files, crashes, exclusion, images, the
 // admin calls and the record surfaces.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -126,7 +126,7 @@ describe("files under Node", () => {
   // As the native engine's Open (engine/open_errors_test.go): a code that
   // says why, a message that names the path and says agentstate: once, and
   // nothing left beside the path.
-  it("refuses a directory, a missing directory and a file that is not SQLite with a code", async () => {
+  it("refuses a directory, a missing directory, a named pipe and a file that is not SQLite with a code", async () => {
     const dir = tmpdir();
     try {
       const text = path.join(dir, "notes.txt");
@@ -138,6 +138,12 @@ describe("files under Node", () => {
         [path.join(dir, "nope", "x.db"), "NOT_FOUND", `directory ${path.join(dir, "nope")} does not exist`],
         [text, "NOT_AGENTSTATE", `is not an SQLite database (it begins "hello, this is a")`],
       ];
+      if (process.platform !== "win32") {
+        // Reading a named pipe's first bytes waited for a writer forever.
+        const fifo = path.join(dir, "pipe.db");
+        execFileSync("mkfifo", [fifo]);
+        cases.push([fifo, "INVALID_ARGUMENT", "it is not a regular file (a named pipe)"]);
+      }
       for (const [file, code, says] of cases) {
         const before = fs.readdirSync(dir).sort();
         for (const readOnly of [false, true]) {
@@ -325,6 +331,32 @@ describe("the event loop", () => {
       expect(ticks).toBeGreaterThan(5);
     } finally {
       await saver.close();
+    }
+  });
+});
+
+// Delta mode keeps storage linear by default: the engine's AutoRetain is
+// on unless the caller turns it off.
+describe("autoRetain", () => {
+  it("is on by default, off when asked, and refused when not a boolean", async () => {
+    const on = await Database.open();
+    expect(on.autoRetain).toBe(true);
+    await on.close();
+    const off = await Database.open({ autoRetain: false });
+    expect(off.autoRetain).toBe(false);
+    await off.close();
+    await expect(Database.open({ autoRetain: "no" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
+  it("a second open of a shared file must not ask for another setting", async () => {
+    const dir = tmpdir();
+    try {
+      const file = path.join(dir, "r.db");
+      const a = await Database.open({ path: file });
+      await expect(Database.open({ path: file, autoRetain: false })).rejects.toMatchObject({ code: "MODE_MISMATCH" });
+      await a.close();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -34,6 +34,9 @@ class Database:
             off).
         store_default_ttl_minutes, store_refresh_on_read,
         store_sweep_interval_minutes: the store's TTL settings.
+        auto_retain: snapshot retention as delta snapshots are written (and
+            as puts store whole values); default on, so a delta thread's
+            storage stays linear; False keeps every snapshot (N^2/K).
     """
 
     def __init__(
@@ -48,6 +51,7 @@ class Database:
         store_default_ttl_minutes: float | None = None,
         store_refresh_on_read: bool | None = None,
         store_sweep_interval_minutes: float | None = None,
+        auto_retain: bool | None = None,
     ) -> None:
         if mode is not None and mode not in _MODES:
             raise InvalidArgumentError(f"agentstate: mode must be one of {', '.join(_MODES)} or None, got {mode!r}")
@@ -78,12 +82,15 @@ class Database:
             req["storeRefreshOnRead"] = bool(store_refresh_on_read)
         if store_sweep_interval_minutes is not None:
             req["storeSweepIntervalMs"] = float(store_sweep_interval_minutes) * 60_000
+        if auto_retain is not None:
+            req["autoRetain"] = bool(auto_retain)
         self.path = p
         self._engine = _engine.engine()
         res, _ = self._engine.call(0, "open", req)
         self._h: int | None = res["h"]
         self.mode: str = res["mode"]
         self.every: int = res["every"]
+        self.auto_retain: bool = res["autoRetain"]
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h)
 
