@@ -128,6 +128,9 @@ func (b *pgBackend) liveness() driver.Liveness {
 	return b.live
 }
 
+// pgReleaseWait bounds the unlock of a hold's release.
+const pgReleaseWait = 500 * time.Millisecond
+
 const pgOwnerKey = `hashtextextended('agentstate owner/' || current_schema() || '/' || $1::text, 0)`
 
 // pgNoIdleTimeout runs on every session of liveness: a hold sits idle
@@ -187,13 +190,21 @@ func (h *pgHold) Check(ctx context.Context) error {
 	return err
 }
 
-// Release implements driver.Hold: the session's end releases the lock.
+// Release implements driver.Hold. The lock is given back before the
+// session ends, so that the owner is gone for everyone once Release
+// returns (a session's end releases its locks too, but the server gets to
+// it in its own time); a server that does not answer gets half a second.
 func (h *pgHold) Release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.c == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), pgReleaseWait)
+	restore := h.c.Interrupt(ctx)
+	h.c.Exec(`SELECT pg_advisory_unlock(`+pgOwnerKey+`)`, h.owner)
+	restore()
+	cancel()
 	err := h.c.Close()
 	h.c = nil
 	return err
