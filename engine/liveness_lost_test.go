@@ -4,8 +4,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -159,4 +161,77 @@ func pgAdminExec(t *testing.T, q string, args ...any) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestLostLockThenStopped: holder processes lose their liveness locks
+// (SQLite: every lock file deleted; PostgreSQL: every session of the
+// holders and of the reconciler terminated, as a restart or failover
+// does), take them again, and are then stopped (SIGSTOP) for three leases
+// while another process reconciles every 20 ms. No live run may be
+// reconciled; the killed holder's must be. AGENTSTATE_LOST_ROUNDS sets how
+// many times the locks are lost (default 2).
+func TestLostLockThenStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes for several seconds; skipped with -short")
+	}
+	if noFileLocks() && !onPG() {
+		t.Skip("no file locks on this platform: a stopped owner relies on its lease")
+	}
+	rounds := 2
+	if n, err := strconv.Atoi(os.Getenv("AGENTSTATE_LOST_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	const lease = time.Second
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lost.db")
+	app := fmt.Sprintf("lostlock%d", os.Getpid())
+	if onPG() {
+		path = testPath(t, path) + "&application_name=" + app
+	}
+	const holders = 2
+	// The live handles: the holders and the reconciler.
+	locks := func() int {
+		if onPG() {
+			return pgAdminExec(t, `SELECT 1 FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+				WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND a.application_name = $1`, app)
+		}
+		names, _ := filepath.Glob(path + "-owner-*")
+		return len(names)
+	}
+	drop := func(t *testing.T) {
+		if onPG() {
+			pgAdminExec(t, `SELECT pg_terminate_backend(pid, 10000) FROM pg_catalog.pg_stat_activity WHERE application_name = $1`, app)
+			return
+		}
+		names, _ := filepath.Glob(path + "-owner-*")
+		for _, n := range names {
+			os.Remove(n)
+		}
+	}
+	liveScenario{lease: lease, holders: holders, runs: 3, dir: dir,
+		disturb: func(t *testing.T, procs []*proc) {
+			for round := range rounds {
+				drop(t)
+				// Each live handle takes its lock again within a renewal
+				// interval; plenty of time on a busy machine.
+				deadline := time.Now().Add(20 * lease)
+				for locks() < holders+1 {
+					if time.Now().After(deadline) {
+						t.Errorf("round %d: %d of %d live handles hold their liveness lock %v after it was lost", round, locks(), holders+1, 20*lease)
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				for _, h := range procs {
+					if err := pause(h.cmd.Process, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(3 * lease)
+				for _, h := range procs {
+					pause(h.cmd.Process, false)
+				}
+				time.Sleep(lease / 2)
+			}
+		}}.run(t, path)
 }
