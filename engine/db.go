@@ -50,9 +50,11 @@ type DB struct {
 
 // CloseTimeout bounds how long Close waits, on PostgreSQL, for calls in
 // flight to end (a long import, a server that stopped answering): it then
-// ends them (they fail with ErrClosed) and closes every connection, waiting
-// at most a tenth of a second for the server to hang up. SQLite calls
-// always end on their own, and Close waits for them.
+// ends them (they fail with ErrClosed) and closes every connection. Close
+// returns within CloseTimeout and one second more whatever the server does
+// (half a second to give back the handle's liveness lock, a tenth for the
+// server to hang up). SQLite calls always end on their own, and Close
+// waits for them.
 const CloseTimeout = 5 * time.Second
 
 // onClose registers fn to run when the DB closes, before its connections do.
@@ -175,8 +177,8 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 // Close waits for running calls to finish and releases every connection.
 // Calls made after Close fail with ErrClosed. Closing twice is harmless.
 //
-// On PostgreSQL, Close returns within CloseTimeout (and a fraction of a
-// second) whatever the server does: calls still running then are ended.
+// On PostgreSQL, Close returns within CloseTimeout and a second more
+// whatever the server does: calls still running then are ended.
 func (db *DB) Close() error {
 	db.hookMu.Lock()
 	hooks := db.stopHooks
@@ -322,7 +324,7 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 	}
 	defer release()
 	if err := c.d.Begin(driver.TxWrite); err != nil {
-		return wrapErr(ctx, err)
+		return db.endedByClose(wrapErr(ctx, err))
 	}
 	c.runsBefore = -1
 	began := time.Now()
@@ -357,7 +359,7 @@ func (db *DB) read(ctx context.Context, fn func(c *conn) error) error {
 	}
 	defer release()
 	if err := c.d.Begin(driver.TxRead); err != nil {
-		return wrapErr(ctx, err)
+		return db.endedByClose(wrapErr(ctx, err))
 	}
 	err = fn(c)
 	if cerr := c.d.Commit(); cerr != nil && err == nil {

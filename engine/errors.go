@@ -73,7 +73,7 @@ var (
 	// ErrInterrupted: the server cancelled a statement although the
 	// call's context had not ended: its statement_timeout, or someone's
 	// pg_cancel_backend. Nothing was written; the data is not at fault.
-	ErrInterrupted = errors.New("agentstate: statement cancelled by the server")
+	ErrInterrupted = errors.New("agentstate: statement cancelled, not by the call's context (the server's statement_timeout, or pg_cancel_backend)")
 )
 
 // HeldError is the error (also ErrConflict) of an Open refused because a
