@@ -301,6 +301,11 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 	if st.schema == "" {
 		return fmt.Errorf("%w: %s: the search_path names no schema that exists; create it (CREATE SCHEMA) or name another", ErrInvalidArgument, db.path)
 	}
+	// The server skips schemas of the search_path that do not exist: the
+	// tables would land in the next one, which the URL did not name first.
+	if first := firstSchema(b.w.SearchPath()); first != "" && first != "$user" && first != st.schema {
+		return fmt.Errorf("%w: %s: the search_path names schema %q first, which does not exist (or this user may not use it), and the server would use %q instead; create it (CREATE SCHEMA) or name the schema to use first", ErrInvalidArgument, db.path, first, st.schema)
+	}
 	if err := st.check(db.path + " (schema " + st.schema + ")"); err != nil {
 		return err
 	}
@@ -336,6 +341,30 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 			return nil
 		}
 	}
+}
+
+// firstSchema is the first schema a search_path names, as the server
+// reads an identifier: a quoted name as written (with "" for "), an
+// unquoted one folded to lower case; "" when it names none.
+func firstSchema(sp string) string {
+	sp = strings.TrimSpace(sp)
+	if strings.HasPrefix(sp, `"`) {
+		var b strings.Builder
+		for i := 1; i < len(sp); i++ {
+			if sp[i] == '"' {
+				if i+1 < len(sp) && sp[i+1] == '"' {
+					b.WriteByte('"')
+					i++
+					continue
+				}
+				return b.String()
+			}
+			b.WriteByte(sp[i])
+		}
+		return b.String()
+	}
+	first, _, _ := strings.Cut(sp, ",")
+	return strings.ToLower(strings.TrimSpace(first))
 }
 
 func (b *pgBackend) migrateStep(db *DB, w *conn) (done bool, err error) {

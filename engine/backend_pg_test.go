@@ -184,8 +184,8 @@ func TestPGUpgradeFromV5Schema(t *testing.T) {
 	}
 }
 
-// Open refuses a search_path without a schema, and a bad URL, with typed
-// errors.
+// Open refuses a search_path without a schema, one whose first schema does
+// not exist, and a bad URL, with typed errors.
 func TestPGOpenRefusesBadURLs(t *testing.T) {
 	pgOnly(t)
 	u := testPath(t, Memory)
@@ -195,6 +195,27 @@ func TestPGOpenRefusesBadURLs(t *testing.T) {
 		if !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", displayPath(bad), err)
 		}
+	}
+	// A first schema that does not exist is refused, naming it, though the
+	// next one exists (the server would use that one), and nothing is
+	// created there.
+	existing := u[i+len("search_path="):]
+	for sp, name := range map[string]string{"no_such_schema_here," + existing: "no_such_schema_here", `"No_Such",` + existing: "No_Such", "NoSuch,%20" + existing: "nosuch"} {
+		_, err := Open(context.Background(), u[:i]+"search_path="+sp, nil)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), `schema "`+name+`" first`) {
+			t.Errorf("search_path=%s: %v, want ErrInvalidArgument naming schema %q", sp, err, name)
+		}
+	}
+	if n := pgAdminExec(t, `SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = $1::regnamespace`, existing); n != 0 {
+		t.Errorf("a refused Open created %d objects in the next schema of the search_path", n)
+	}
+	// Case folds as the server folds it: an unquoted upper-case name is
+	// the lower-case schema.
+	db, err := Open(context.Background(), u[:i]+"search_path="+strings.ToUpper(existing), nil)
+	if err != nil {
+		t.Errorf("search_path=%s (the schema %s, folded): %v", strings.ToUpper(existing), existing, err)
+	} else {
+		db.Close()
 	}
 	if got := displayPath("postgres://u:secret@h/db?password=hunter2&search_path=s"); strings.Contains(got, "secret") || strings.Contains(got, "hunter2") {
 		t.Errorf("displayPath shows the password: %s", got)
