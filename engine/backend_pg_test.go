@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/pg"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
@@ -521,5 +523,50 @@ func BenchmarkHeadStateVsSQLite(b *testing.B) {
 				b.ReportMetric(float64(spent[1])/float64(spent[0]), "pg/sqlite")
 			})
 		}
+	}
+}
+
+// A statement the server cancels (its statement_timeout) stops Verify with
+// ErrInterrupted: the check could not run, and the data is not at fault,
+// so it is no problem of the report. Here a table Verify reads is locked
+// by another session past the statement_timeout of Verify's sessions.
+func TestPGVerifyStatementTimeoutIsNoProblem(t *testing.T) {
+	pgOnly(t)
+	u := testPath(t, Memory)
+	db, err := Open(context.Background(), u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, db, NewRun{RunID: "r1", ThreadID: "t1", Status: RunRunning})
+	db.Close()
+	o := DefaultOptions()
+	o.ReadOnly = true
+	v, err := Open(context.Background(), u+"&options=-c%20statement_timeout%3D1500", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	d, err := pg.NewDialer(u, pg.Options{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Begin(driver.TxWrite); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(`LOCK TABLE runs IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Rollback()
+	rep, err := v.Verify(context.Background(), VerifyOptions{})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Verify with a statement cancelled by statement_timeout: %v (report %+v), want ErrInterrupted", err, rep.Problems)
+	}
+	if errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a statement_timeout reported as damage: %v", err)
 	}
 }
