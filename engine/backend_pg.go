@@ -128,7 +128,8 @@ func (b *pgBackend) liveness() driver.Liveness {
 	return b.live
 }
 
-// pgReleaseWait bounds the unlock of a hold's release.
+// pgReleaseWait bounds the unlock of a hold's release, and of the
+// migrations' lock.
 const pgReleaseWait = 500 * time.Millisecond
 
 const pgOwnerKey = `hashtextextended('agentstate owner/' || current_schema() || '/' || $1::text, 0)`
@@ -200,11 +201,13 @@ func (h *pgHold) Release() error {
 	if h.c == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), pgReleaseWait)
-	restore := h.c.Interrupt(ctx)
-	h.c.Exec(`SELECT pg_advisory_unlock(`+pgOwnerKey+`)`, h.owner)
-	restore()
-	cancel()
+	if !h.c.Broken() { // a broken session took the lock with it
+		ctx, cancel := context.WithTimeout(context.Background(), pgReleaseWait)
+		restore := h.c.Interrupt(ctx)
+		h.c.Exec(`SELECT pg_advisory_unlock(`+pgOwnerKey+`)`, h.owner)
+		restore()
+		cancel()
+	}
 	err := h.c.Close()
 	h.c = nil
 	return err
@@ -326,7 +329,12 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 		return fail(err)
 	}
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// A session that broke took the lock with it: dialling another
+		// just to unlock would only wait on a server that may be gone.
+		if pc, ok := w.d.(*pg.Conn); ok && pc.Broken() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pgReleaseWait)
 		defer cancel()
 		defer w.d.Interrupt(ctx)()
 		w.d.Exec(`SELECT pg_advisory_unlock(` + lockKey + `)`)

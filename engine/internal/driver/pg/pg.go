@@ -182,6 +182,10 @@ func (c *Conn) ensure() error {
 	return c.connect(c.ctx)
 }
 
+// Broken reports a connection that is closed or was found broken: the
+// next statement dials a new session (and the old one's locks are gone).
+func (c *Conn) Broken() bool { return c.pc == nil || c.pc.IsClosed() }
+
 // Raw returns the pgconn connection, for tests and benchmarks.
 func (c *Conn) Raw() *pgconn.PgConn { return c.pc }
 
