@@ -589,13 +589,18 @@ func (c *Conn) Commit() error {
 		b.ExecStatement(commit.sd, nil, nil, nil)
 		_, err = c.pc.ExecBatch(c.ctx, b).ReadAll()
 		if err == nil && c.pc.TxStatus() != 'I' {
-			err = errors.New("agentstate: internal: the transaction did not commit")
+			c.rollback()
+			return errors.New("agentstate: internal: the transaction did not commit")
 		}
 	} else {
 		_, err = c.pc.Exec(c.ctx, "COMMIT").ReadAll()
 	}
 	if err != nil {
-		err = commitErr(c.ctx, err)
+		if c.kind == driver.TxWrite {
+			err = commitErr(c.ctx, err)
+		} else {
+			err = classify(c.ctx, err) // a read's outcome is known: nothing
+		}
 		if c.pc != nil && !c.pc.IsClosed() && c.pc.TxStatus() != 'I' {
 			c.rollback()
 		}
