@@ -129,8 +129,9 @@ func (b *pgBackend) liveness() driver.Liveness {
 }
 
 // pgReleaseWait bounds the unlock of a hold's release, and of the
-// migrations' lock.
-const pgReleaseWait = 500 * time.Millisecond
+// migrations' lock: long enough for a loaded server, so that an owner
+// that closed is gone for others at once.
+const pgReleaseWait = 2 * time.Second
 
 const pgOwnerKey = `hashtextextended('agentstate owner/' || current_schema() || '/' || $1::text, 0)`
 
@@ -194,7 +195,7 @@ func (h *pgHold) Check(ctx context.Context) error {
 // Release implements driver.Hold. The lock is given back before the
 // session ends, so that the owner is gone for everyone once Release
 // returns (a session's end releases its locks too, but the server gets to
-// it in its own time); a server that does not answer gets half a second.
+// it in its own time); a server that does not answer gets pgReleaseWait.
 func (h *pgHold) Release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

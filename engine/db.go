@@ -51,8 +51,8 @@ type DB struct {
 // CloseTimeout bounds how long Close waits, on PostgreSQL, for calls in
 // flight to end (a long import, a server that stopped answering): it then
 // ends them (they fail with ErrClosed) and closes every connection. Close
-// returns within CloseTimeout and one second more whatever the server does
-// (half a second to give back the handle's liveness lock, a tenth for the
+// returns within CloseTimeout and 2.5 s more whatever the server does (2 s
+// to give back the handle's liveness lock, a tenth of a second for the
 // server to hang up). SQLite calls always end on their own, and Close
 // waits for them.
 const CloseTimeout = 5 * time.Second
@@ -177,7 +177,7 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 // Close waits for running calls to finish and releases every connection.
 // Calls made after Close fail with ErrClosed. Closing twice is harmless.
 //
-// On PostgreSQL, Close returns within CloseTimeout and a second more
+// On PostgreSQL, Close returns within CloseTimeout and 2.5 s more
 // whatever the server does: calls still running then are ended.
 func (db *DB) Close() error {
 	db.hookMu.Lock()

@@ -65,10 +65,10 @@ var (
 	// ErrOutcomeUnknown: a write's COMMIT was sent to the server and its
 	// answer never came (the call's context ended, or the connection
 	// broke, while the server was committing): the write may have been
-	// applied or not. Read before retrying (a retried Commit or
-	// AppendEvents could apply twice). PostgreSQL only; it does not match
-	// the context's error, so that code retrying on a timeout does not
-	// retry this blindly, and its message says what ended the wait.
+	// applied or not. Read before retrying (a retried Commit or event
+	// append could apply twice). PostgreSQL only. It also matches what
+	// ended the wait (context.DeadlineExceeded or context.Canceled, or
+	// ErrConnectionLost): test for it first.
 	ErrOutcomeUnknown = errors.New("agentstate: outcome of the write is unknown")
 	// ErrInterrupted: the server cancelled a statement although the
 	// call's context had not ended: its statement_timeout, or someone's
@@ -181,9 +181,13 @@ func wrapErr(ctx context.Context, err error) error {
 		return err
 	}
 	if errors.Is(err, driver.ErrOutcomeUnknown) && !errors.Is(err, ErrOutcomeUnknown) {
-		// Said before the context's error: it must not read as a call
-		// that did nothing.
-		if errors.Is(err, driver.ErrConnLost) {
+		// Said first: it must not read as a call that did nothing. It
+		// matches what ended the wait too (the context's error, or a lost
+		// connection).
+		switch {
+		case ctx != nil && ctx.Err() != nil:
+			return fmt.Errorf("%w (%w): the server may or may not have committed it: %v", ErrOutcomeUnknown, ctx.Err(), err)
+		case errors.Is(err, driver.ErrConnLost):
 			return fmt.Errorf("%w (%w): the server may or may not have committed it: %v", ErrOutcomeUnknown, ErrConnectionLost, err)
 		}
 		return fmt.Errorf("%w: the server may or may not have committed it: %v", ErrOutcomeUnknown, err)
