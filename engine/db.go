@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -37,6 +38,7 @@ type DB struct {
 
 	closeMu sync.RWMutex // held for reading by every call, for writing by Close
 	closed  bool
+	closing atomic.Bool // Close has begun: new calls fail with ErrClosed at once
 	all     []*conn
 	// abort, on a server backend, ends every call in flight when Close has
 	// waited CloseTimeout for them (abortCalls); nil on SQLite, whose
@@ -180,6 +182,7 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 // On PostgreSQL, Close returns within CloseTimeout and 2.5 s more
 // whatever the server does: calls still running then are ended.
 func (db *DB) Close() error {
+	db.closing.Store(true)
 	db.hookMu.Lock()
 	hooks := db.stopHooks
 	db.stopHooks = nil
@@ -281,6 +284,11 @@ func (db *DB) Options() Options { return db.opts }
 func (db *DB) acquire(ctx context.Context, pool *connPool) (*conn, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
+	}
+	if db.closing.Load() {
+		// Not behind Close, which may wait CloseTimeout for calls in
+		// flight: this call could not run anyway.
+		return nil, nil, ErrClosed
 	}
 	db.closeMu.RLock()
 	if db.closed {

@@ -138,7 +138,18 @@ func TestPGStoppedServerNeverHangs(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond)
 	began = time.Now()
-	cerr := db.Close()
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	// A call made while Close waits fails at once.
+	time.Sleep(200 * time.Millisecond)
+	late := time.Now()
+	if _, err := db.Runs().Get(context.Background(), "r1"); !errors.Is(err, ErrClosed) {
+		t.Errorf("a call made during Close: %v, want ErrClosed", err)
+	}
+	if d := time.Since(late); d > slack {
+		t.Errorf("a call made during Close returned after %v", d)
+	}
+	cerr := <-closed
 	took = time.Since(began)
 	t.Logf("Close on a stopped server with a call in flight returned after %v (%v)", took, cerr)
 	if took > CloseTimeout+2500*time.Millisecond+slack {
