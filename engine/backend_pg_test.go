@@ -570,3 +570,30 @@ func TestPGVerifyStatementTimeoutIsNoProblem(t *testing.T) {
 		t.Fatalf("a statement_timeout reported as damage: %v", err)
 	}
 }
+
+// A session the server ends inside a transaction (pg_terminate_backend, as
+// a restart or failover does) fails the call with ErrConnectionLost, not
+// the server's raw text, and the next call runs on a new session.
+func TestPGTerminatedSessionIsConnectionLost(t *testing.T) {
+	pgOnly(t)
+	db := openTest(t, Memory, nil)
+	err := db.write(rctx, func(c *conn) error {
+		var pid int64
+		if _, err := c.queryRow(`SELECT pg_backend_pid()`, nil, func(r row) error { pid = r.Int64(0); return nil }); err != nil {
+			return err
+		}
+		if n := pgAdminExec(t, `SELECT pg_terminate_backend($1::int, 10000)`, pid); n != 1 {
+			t.Fatalf("terminate: %d rows", n)
+		}
+		return c.exec(`SELECT 1`)
+	})
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("a write whose session was terminated: %v, want ErrConnectionLost", err)
+	}
+	if pgErrorLeaked(err) && !strings.Contains(err.Error(), "agentstate:") {
+		t.Fatalf("raw server error: %v", err)
+	}
+	if err := db.Store().Put(rctx, []string{"ns"}, "k", map[string]any{"v": 1}); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+}
