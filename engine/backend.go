@@ -12,7 +12,8 @@ import (
 type backend interface {
 	// dial opens one connection with the handle's per-connection settings:
 	// the writer (which may create the database) or a read-only reader.
-	dial(write bool) (driver.Conn, error)
+	// ctx bounds the dialling where it waits on a network.
+	dial(ctx context.Context, write bool) (driver.Conn, error)
 	// memory reports a private in-memory database, which has no file.
 	memory() bool
 	// close frees what the connections shared, once they are closed.

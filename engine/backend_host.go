@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
@@ -51,7 +52,7 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 	return b, nil
 }
 
-func (b *hostBackend) dial(write bool) (driver.Conn, error) {
+func (b *hostBackend) dial(_ context.Context, write bool) (driver.Conn, error) {
 	o := hostsqlite.Options{ReadOnly: b.o.ReadOnly, Create: write, BusyTimeout: b.o.BusyTimeout, Funcs: b.funcs}
 	if b.image != nil {
 		// The connection only carries the image, which is read-only or not.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -29,6 +30,7 @@ import (
 // Its tables live in the first schema of the connection's search_path.
 type pgBackend struct {
 	w, r     *pg.Dialer // writers, readers (read-only sessions)
+	l        *pg.Dialer // liveness: the writers' sessions, never idle-timed-out
 	o        Options
 	liveOnce sync.Once
 	live     *pgLiveness
@@ -76,21 +78,27 @@ func openPGBackend(url string, o Options) (backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArgument, displayPath(url), err)
 	}
+	lo := po
+	lo.Setup = pgNoIdleTimeout
+	l, err := pg.NewDialer(url, lo)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArgument, displayPath(url), err)
+	}
 	po.ReadOnly = true
 	r, err := pg.NewDialer(url, po)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArgument, displayPath(url), err)
 	}
-	return &pgBackend{w: w, r: r, o: o}, nil
+	return &pgBackend{w: w, r: r, l: l, o: o}, nil
 }
 
-func (b *pgBackend) dial(write bool) (driver.Conn, error) {
+// dial opens a session within ctx: a server that does not answer fails
+// it when ctx ends.
+func (b *pgBackend) dial(ctx context.Context, write bool) (driver.Conn, error) {
 	d := b.r
 	if write {
 		d = b.w
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(b.o.BusyTimeout, 10*time.Second))
-	defer cancel()
 	return d.Dial(ctx)
 }
 
@@ -109,12 +117,29 @@ func (b *pgBackend) close() {
 // from another session. A server cannot tell an owner that never held the
 // lock from one that died, so a free lock is PresenceUnknown: the lease
 // decides, as it does on SQLite without a lock file.
+//
+// The server may end the holding session while the handle lives (a
+// restart, a failover, pg_terminate_backend): Hold.Check, before every
+// lease renewal, finds the lock gone and takes it again on a new session.
+// The sessions of liveness turn idle_session_timeout off, which would
+// otherwise end them between checks.
 func (b *pgBackend) liveness() driver.Liveness {
-	b.liveOnce.Do(func() { b.live = &pgLiveness{d: b.w} })
+	b.liveOnce.Do(func() { b.live = &pgLiveness{d: b.l} })
 	return b.live
 }
 
+// pgReleaseWait bounds the unlock of a hold's release, and of the
+// migrations' lock: long enough for a loaded server, so that an owner
+// that closed is gone for others at once.
+const pgReleaseWait = 2 * time.Second
+
 const pgOwnerKey = `hashtextextended('agentstate owner/' || current_schema() || '/' || $1::text, 0)`
+
+// pgNoIdleTimeout runs on every session of liveness: a hold sits idle
+// between checks, and a server's idle_session_timeout (PostgreSQL 14 and
+// later; older servers have no such setting, and this does nothing there)
+// would end it and drop the lock.
+const pgNoIdleTimeout = `SELECT set_config(name, '0', false) FROM pg_catalog.pg_settings WHERE name = 'idle_session_timeout'`
 
 type pgLiveness struct {
 	d     *pg.Dialer
@@ -122,45 +147,100 @@ type pgLiveness struct {
 	probe *pg.Conn // dialled on first use
 }
 
-func (l *pgLiveness) Hold(owner string) (func() error, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// pgHold is an owner's advisory lock and the session that holds it.
+type pgHold struct {
+	d     *pg.Dialer
+	owner string
+	mu    sync.Mutex
+	c     *pg.Conn // nil once released
+}
+
+func (l *pgLiveness) Hold(ctx context.Context, owner string) (driver.Hold, error) {
 	c, err := l.d.Dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.Exec(`SELECT pg_advisory_lock(`+pgOwnerKey+`)`, owner); err != nil {
+	h := &pgHold{d: l.d, owner: owner, c: c}
+	if err := h.Check(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
-	return c.Close, nil // the session's end releases the lock
+	return h, nil
 }
 
-func (l *pgLiveness) Probe(owner string) (driver.Presence, error) {
+// Check implements driver.Hold: the session still holds the lock, or
+// (a new session, dialled when the old one is found gone) takes it.
+func (h *pgHold) Check(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.c == nil {
+		return nil
+	}
+	defer h.c.Interrupt(ctx)()
+	held := false
+	q := `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+		AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = ` + pgOwnerKey + `)`
+	err := h.c.Query(q, []any{h.owner}, func(r driver.Row) error { held = r.Int64(0) != 0; return nil })
+	if err != nil && errors.Is(err, driver.ErrConnLost) && ctx.Err() == nil {
+		// The session was ended: this asks a new one.
+		err = h.c.Query(q, []any{h.owner}, func(r driver.Row) error { held = r.Int64(0) != 0; return nil })
+	}
+	if err != nil || held {
+		return err
+	}
+	_, err = h.c.Exec(`SELECT pg_advisory_lock(`+pgOwnerKey+`)`, h.owner)
+	return err
+}
+
+// Release implements driver.Hold. The lock is given back before the
+// session ends, so that the owner is gone for everyone once Release
+// returns (a session's end releases its locks too, but the server gets to
+// it in its own time); a server that does not answer gets pgReleaseWait.
+func (h *pgHold) Release() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.c == nil {
+		return nil
+	}
+	if !h.c.Broken() { // a broken session took the lock with it
+		ctx, cancel := context.WithTimeout(context.Background(), pgReleaseWait)
+		restore := h.c.Interrupt(ctx)
+		h.c.Exec(`SELECT pg_advisory_unlock(`+pgOwnerKey+`)`, h.owner)
+		restore()
+		cancel()
+	}
+	err := h.c.Close()
+	h.c = nil
+	return err
+}
+
+func (l *pgLiveness) Probe(ctx context.Context, owner string) (driver.Presence, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.probe == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
 		c, err := l.d.Dial(ctx)
 		if err != nil {
 			return driver.PresenceUnknown, err
 		}
 		l.probe = c
 	}
-	var free bool
-	err := l.probe.Query(`SELECT pg_try_advisory_lock(`+pgOwnerKey+`)`, []any{owner}, func(r driver.Row) error {
-		free = r.Int64(0) != 0
-		return nil
-	})
-	if err != nil {
-		return driver.PresenceUnknown, err
+	defer l.probe.Interrupt(ctx)()
+	// One round trip: a free lock is taken and given back at once.
+	q := `SELECT CASE WHEN pg_try_advisory_lock(` + pgOwnerKey + `) THEN NOT pg_advisory_unlock(` + pgOwnerKey + `) ELSE true END`
+	var held bool
+	err := l.probe.Query(q, []any{owner}, func(r driver.Row) error { held = r.Int64(0) != 0; return nil })
+	if err != nil && errors.Is(err, driver.ErrConnLost) && ctx.Err() == nil {
+		// The probing session was ended (a restart, idle_session_timeout):
+		// ask again on a new one rather than leave the owner to its lease.
+		err = l.probe.Query(q, []any{owner}, func(r driver.Row) error { held = r.Int64(0) != 0; return nil })
 	}
-	if !free {
+	switch {
+	case err != nil:
+		return driver.PresenceUnknown, err
+	case held:
 		return driver.PresenceAlive, nil
 	}
-	_, err = l.probe.Exec(`SELECT pg_advisory_unlock(`+pgOwnerKey+`)`, owner)
-	return driver.PresenceUnknown, err
+	return driver.PresenceUnknown, nil
 }
 
 func (l *pgLiveness) close() {
@@ -225,6 +305,11 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 	if st.schema == "" {
 		return fmt.Errorf("%w: %s: the search_path names no schema that exists; create it (CREATE SCHEMA) or name another", ErrInvalidArgument, db.path)
 	}
+	// The server skips schemas of the search_path that do not exist: the
+	// tables would land in the next one, which the URL did not name first.
+	if first := firstSchema(b.w.SearchPath()); first != "" && first != "$user" && first != st.schema {
+		return fmt.Errorf("%w: %s: the search_path names schema %q first, which does not exist (or this user may not use it), and the server would use %q instead; create it (CREATE SCHEMA) or name the schema to use first", ErrInvalidArgument, db.path, first, st.schema)
+	}
 	if err := st.check(db.path + " (schema " + st.schema + ")"); err != nil {
 		return err
 	}
@@ -245,7 +330,12 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 		return fail(err)
 	}
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// A session that broke took the lock with it: dialling another
+		// just to unlock would only wait on a server that may be gone.
+		if pc, ok := w.d.(*pg.Conn); ok && pc.Broken() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pgReleaseWait)
 		defer cancel()
 		defer w.d.Interrupt(ctx)()
 		w.d.Exec(`SELECT pg_advisory_unlock(` + lockKey + `)`)
@@ -260,6 +350,30 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 			return nil
 		}
 	}
+}
+
+// firstSchema is the first schema a search_path names, as the server
+// reads an identifier: a quoted name as written (with "" for "), an
+// unquoted one folded to lower case; "" when it names none.
+func firstSchema(sp string) string {
+	sp = strings.TrimSpace(sp)
+	if strings.HasPrefix(sp, `"`) {
+		var b strings.Builder
+		for i := 1; i < len(sp); i++ {
+			if sp[i] == '"' {
+				if i+1 < len(sp) && sp[i+1] == '"' {
+					b.WriteByte('"')
+					i++
+					continue
+				}
+				return b.String()
+			}
+			b.WriteByte(sp[i])
+		}
+		return b.String()
+	}
+	first, _, _ := strings.Cut(sp, ",")
+	return strings.ToLower(strings.TrimSpace(first))
 }
 
 func (b *pgBackend) migrateStep(db *DB, w *conn) (done bool, err error) {

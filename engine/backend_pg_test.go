@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/pg"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
@@ -184,8 +186,8 @@ func TestPGUpgradeFromV5Schema(t *testing.T) {
 	}
 }
 
-// Open refuses a search_path without a schema, and a bad URL, with typed
-// errors.
+// Open refuses a search_path without a schema, one whose first schema does
+// not exist, and a bad URL, with typed errors.
 func TestPGOpenRefusesBadURLs(t *testing.T) {
 	pgOnly(t)
 	u := testPath(t, Memory)
@@ -195,6 +197,27 @@ func TestPGOpenRefusesBadURLs(t *testing.T) {
 		if !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", displayPath(bad), err)
 		}
+	}
+	// A first schema that does not exist is refused, naming it, though the
+	// next one exists (the server would use that one), and nothing is
+	// created there.
+	existing := u[i+len("search_path="):]
+	for sp, name := range map[string]string{"no_such_schema_here," + existing: "no_such_schema_here", `"No_Such",` + existing: "No_Such", "NoSuch,%20" + existing: "nosuch"} {
+		_, err := Open(context.Background(), u[:i]+"search_path="+sp, nil)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), `schema "`+name+`" first`) {
+			t.Errorf("search_path=%s: %v, want ErrInvalidArgument naming schema %q", sp, err, name)
+		}
+	}
+	if n := pgAdminExec(t, `SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = $1::regnamespace`, existing); n != 0 {
+		t.Errorf("a refused Open created %d objects in the next schema of the search_path", n)
+	}
+	// Case folds as the server folds it: an unquoted upper-case name is
+	// the lower-case schema.
+	db, err := Open(context.Background(), u[:i]+"search_path="+strings.ToUpper(existing), nil)
+	if err != nil {
+		t.Errorf("search_path=%s (the schema %s, folded): %v", strings.ToUpper(existing), existing, err)
+	} else {
+		db.Close()
 	}
 	if got := displayPath("postgres://u:secret@h/db?password=hunter2&search_path=s"); strings.Contains(got, "secret") || strings.Contains(got, "hunter2") {
 		t.Errorf("displayPath shows the password: %s", got)
@@ -500,5 +523,77 @@ func BenchmarkHeadStateVsSQLite(b *testing.B) {
 				b.ReportMetric(float64(spent[1])/float64(spent[0]), "pg/sqlite")
 			})
 		}
+	}
+}
+
+// A statement the server cancels (its statement_timeout) stops Verify with
+// ErrInterrupted: the check could not run, and the data is not at fault,
+// so it is no problem of the report. Here a table Verify reads is locked
+// by another session past the statement_timeout of Verify's sessions.
+func TestPGVerifyStatementTimeoutIsNoProblem(t *testing.T) {
+	pgOnly(t)
+	u := testPath(t, Memory)
+	db, err := Open(context.Background(), u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, db, NewRun{RunID: "r1", ThreadID: "t1", Status: RunRunning})
+	db.Close()
+	o := DefaultOptions()
+	o.ReadOnly = true
+	v, err := Open(context.Background(), u+"&options=-c%20statement_timeout%3D1500", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	d, err := pg.NewDialer(u, pg.Options{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Begin(driver.TxWrite); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(`LOCK TABLE runs IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Rollback()
+	rep, err := v.Verify(context.Background(), VerifyOptions{})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Verify with a statement cancelled by statement_timeout: %v (report %+v), want ErrInterrupted", err, rep.Problems)
+	}
+	if errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a statement_timeout reported as damage: %v", err)
+	}
+}
+
+// A session the server ends inside a transaction (pg_terminate_backend, as
+// a restart or failover does) fails the call with ErrConnectionLost, not
+// the server's raw text, and the next call runs on a new session.
+func TestPGTerminatedSessionIsConnectionLost(t *testing.T) {
+	pgOnly(t)
+	db := openTest(t, Memory, nil)
+	err := db.write(rctx, func(c *conn) error {
+		var pid int64
+		if _, err := c.queryRow(`SELECT pg_backend_pid()`, nil, func(r row) error { pid = r.Int64(0); return nil }); err != nil {
+			return err
+		}
+		if n := pgAdminExec(t, `SELECT pg_terminate_backend($1::int, 10000)`, pid); n != 1 {
+			t.Fatalf("terminate: %d rows", n)
+		}
+		return c.exec(`SELECT 1`)
+	})
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("a write whose session was terminated: %v, want ErrConnectionLost", err)
+	}
+	if pgErrorLeaked(err) && !strings.Contains(err.Error(), "agentstate:") {
+		t.Fatalf("raw server error: %v", err)
+	}
+	if err := db.Store().Put(rctx, []string{"ns"}, "k", map[string]any{"v": 1}); err != nil {
+		t.Fatalf("the next write: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -67,7 +68,7 @@ func imageBackend(img []byte, o Options) (backend, error) {
 	return b, nil
 }
 
-func (b *sqliteBackend) dial(write bool) (driver.Conn, error) {
+func (b *sqliteBackend) dial(_ context.Context, write bool) (driver.Conn, error) {
 	c, err := sqlite.Open(b.name, sqlite.Options{
 		ReadOnly:    b.o.ReadOnly,
 		Create:      write,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -37,13 +38,33 @@ type DB struct {
 
 	closeMu sync.RWMutex // held for reading by every call, for writing by Close
 	closed  bool
+	closing atomic.Bool // Close has begun: new calls fail with ErrClosed at once
 	all     []*conn
+	// abort, on a server backend, ends every call in flight when Close has
+	// waited CloseTimeout for them (abortCalls); nil on SQLite, whose
+	// calls always end.
+	abort      context.Context
+	abortCalls context.CancelFunc
 
+	hookMu    sync.Mutex
 	stopHooks []func() // run by Close before the connections close, in reverse
 }
 
+// CloseTimeout bounds how long Close waits, on PostgreSQL, for calls in
+// flight to end (a long import, a server that stopped answering): it then
+// ends them (they fail with ErrClosed) and closes every connection. Close
+// returns within CloseTimeout and 2.5 s more whatever the server does (2 s
+// to give back the handle's liveness lock, a tenth of a second for the
+// server to hang up). SQLite calls always end on their own, and Close
+// waits for them.
+const CloseTimeout = 5 * time.Second
+
 // onClose registers fn to run when the DB closes, before its connections do.
-func (db *DB) onClose(fn func()) { db.stopHooks = append(db.stopHooks, fn) }
+func (db *DB) onClose(fn func()) {
+	db.hookMu.Lock()
+	defer db.hookMu.Unlock()
+	db.stopHooks = append(db.stopHooks, fn)
+}
 
 // Open opens or creates the agentstate file at path (or, for path Memory, a
 // fresh private in-memory database) and brings its schema to the current
@@ -81,6 +102,9 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 // openWith opens a handle on the backend b, which has just been made.
 func openWith(ctx context.Context, path string, b backend, o Options) (*DB, error) {
 	db := &DB{path: displayPath(path), b: b, opts: o, cache: newHistoryCache(o.HistoryCacheBytes), states: newStateCache(stateCacheSize(o))}
+	if _, ok := b.(serverBackend); ok {
+		db.abort, db.abortCalls = context.WithCancel(context.Background())
+	}
 	if err := db.open(ctx); err != nil {
 		db.closeConns()
 		b.close()
@@ -140,7 +164,7 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d, err := db.b.dial(write)
+	d, err := db.b.dial(ctx, write)
 	if err != nil {
 		return nil, err
 	}
@@ -154,17 +178,22 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 
 // Close waits for running calls to finish and releases every connection.
 // Calls made after Close fail with ErrClosed. Closing twice is harmless.
+//
+// On PostgreSQL, Close returns within CloseTimeout and 2.5 s more
+// whatever the server does: calls still running then are ended.
 func (db *DB) Close() error {
-	db.closeMu.Lock()
+	db.closing.Store(true)
+	db.hookMu.Lock()
 	hooks := db.stopHooks
 	db.stopHooks = nil
-	db.closeMu.Unlock()
+	db.hookMu.Unlock()
 	// Stop hooks run before taking the lock: a background sweeper may be in
-	// the middle of a call that holds it for reading.
+	// the middle of a call that holds it for reading. Each ends its work
+	// by cancelling its context, which ends a statement at once.
 	for i := len(hooks) - 1; i >= 0; i-- {
 		hooks[i]()
 	}
-	db.closeMu.Lock()
+	db.lockForClose()
 	defer db.closeMu.Unlock()
 	if db.closed {
 		return nil
@@ -192,15 +221,56 @@ func firstKind(err, kind error) error {
 	return err
 }
 
-func (db *DB) closeConns() error {
-	var errs []error
-	for _, c := range db.all {
-		if err := c.close(); err != nil {
-			errs = append(errs, err)
-		}
+// lockForClose takes closeMu for writing once the calls in flight have
+// ended: on a server backend, those still running after CloseTimeout are
+// ended first.
+func (db *DB) lockForClose() {
+	if db.abort == nil {
+		db.closeMu.Lock()
+		return
 	}
+	locked := make(chan struct{})
+	go func() {
+		db.closeMu.Lock()
+		close(locked)
+	}()
+	select {
+	case <-locked:
+	case <-time.After(CloseTimeout):
+		db.abortCalls()
+		<-locked
+	}
+	db.abortCalls()
+}
+
+// closeConns closes every connection; a server's at once (each waits a
+// moment for the server to hang up).
+func (db *DB) closeConns() error {
+	errs := make([]error, len(db.all))
+	var wg sync.WaitGroup
+	for i, c := range db.all {
+		if db.abort == nil {
+			errs[i] = c.close()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.close()
+		}()
+	}
+	wg.Wait()
 	db.all = nil
 	return errors.Join(errs...)
+}
+
+// endedByClose turns the error of a call that Close ended (abortCalls)
+// into ErrClosed.
+func (db *DB) endedByClose(err error) error {
+	if err != nil && db.abort != nil && db.abort.Err() != nil && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: Close ended the call after waiting %v for it (%v)", ErrClosed, CloseTimeout, err)
+	}
+	return err
 }
 
 // Path returns the path the DB was opened with (a server URL without its
@@ -215,6 +285,11 @@ func (db *DB) acquire(ctx context.Context, pool *connPool) (*conn, func(), error
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	if db.closing.Load() {
+		// Not behind Close, which may wait CloseTimeout for calls in
+		// flight: this call could not run anyway.
+		return nil, nil, ErrClosed
+	}
 	db.closeMu.RLock()
 	if db.closed {
 		db.closeMu.RUnlock()
@@ -223,9 +298,19 @@ func (db *DB) acquire(ctx context.Context, pool *connPool) (*conn, func(), error
 	select {
 	case <-pool.tokens:
 		c := pool.take()
-		restore := c.withCtx(ctx)
+		cctx, stop := ctx, func() {}
+		if db.abort != nil {
+			// The call's statements end when its context does, or when
+			// Close gives up waiting for it.
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithCancel(ctx)
+			unhook := context.AfterFunc(db.abort, cancel)
+			stop = func() { unhook(); cancel() }
+		}
+		restore := c.withCtx(cctx)
 		return c, func() {
 			restore()
+			stop()
 			pool.put(c)
 			db.closeMu.RUnlock()
 		}, nil
@@ -247,7 +332,7 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 	}
 	defer release()
 	if err := c.d.Begin(driver.TxWrite); err != nil {
-		return wrapErr(ctx, err)
+		return db.endedByClose(wrapErr(ctx, err))
 	}
 	c.runsBefore = -1
 	began := time.Now()
@@ -255,15 +340,18 @@ func (db *DB) write(ctx context.Context, fn func(c *conn) error) (err error) {
 	if err := fn(c); err != nil {
 		c.d.Rollback()
 		db.redialAfter(c, err)
-		return wrapErr(ctx, schemaErr(err))
+		return db.endedByClose(wrapErr(ctx, schemaErr(err)))
 	}
 	if err := db.extendLeases(c, time.Since(began)); err != nil {
 		c.d.Rollback()
-		return wrapErr(ctx, schemaErr(err))
+		return db.endedByClose(wrapErr(ctx, schemaErr(err)))
 	}
 	if err := c.d.Commit(); err != nil {
 		c.d.Rollback()
-		return wrapErr(ctx, err)
+		if err = wrapErr(ctx, err); errors.Is(err, ErrOutcomeUnknown) {
+			return err // what Close did or not, the write may have happened
+		}
+		return db.endedByClose(err)
 	}
 	// Only now do the values this transaction stored exist for others.
 	db.cache.publish(c.pending)
@@ -279,7 +367,7 @@ func (db *DB) read(ctx context.Context, fn func(c *conn) error) error {
 	}
 	defer release()
 	if err := c.d.Begin(driver.TxRead); err != nil {
-		return wrapErr(ctx, err)
+		return db.endedByClose(wrapErr(ctx, err))
 	}
 	err = fn(c)
 	if cerr := c.d.Commit(); cerr != nil && err == nil {
@@ -289,7 +377,7 @@ func (db *DB) read(ctx context.Context, fn func(c *conn) error) error {
 		c.d.Rollback()
 		db.redialAfter(c, err)
 	}
-	return wrapErr(ctx, schemaErr(err))
+	return db.endedByClose(wrapErr(ctx, schemaErr(err)))
 }
 
 // redialAfter replaces c's connection with a fresh one when err says SQLite
@@ -300,7 +388,7 @@ func (db *DB) redialAfter(c *conn, err error) {
 	if !errors.Is(err, driver.ErrNoMemory) {
 		return
 	}
-	d, derr := db.b.dial(c.writer)
+	d, derr := db.b.dial(context.Background(), c.writer)
 	if derr != nil {
 		return
 	}

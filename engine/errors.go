@@ -67,6 +67,24 @@ var (
 	// before writing, and so does Close; reads still see the file as it was.
 	// The handle is of no further use: close it and open the path again.
 	ErrFileReplaced = errors.New("agentstate: database file was deleted or replaced while open")
+	// ErrConnectionLost: the connection to the database server failed or
+	// was ended by the server (a restart, a failover, pg_terminate_backend,
+	// idle_session_timeout, a network error). PostgreSQL only. The call
+	// changed nothing, unless the error is also ErrOutcomeUnknown; the
+	// handle dials a new session for the next call.
+	ErrConnectionLost = errors.New("agentstate: connection to the database server lost")
+	// ErrOutcomeUnknown: a write's COMMIT was sent to the server and its
+	// answer never came (the call's context ended, or the connection
+	// broke, while the server was committing): the write may have been
+	// applied or not. Read before retrying (a retried Commit or event
+	// append could apply twice). PostgreSQL only. It also matches what
+	// ended the wait (context.DeadlineExceeded or context.Canceled, or
+	// ErrConnectionLost): test for it first.
+	ErrOutcomeUnknown = errors.New("agentstate: outcome of the write is unknown")
+	// ErrInterrupted: the server cancelled a statement although the
+	// call's context had not ended: its statement_timeout, or someone's
+	// pg_cancel_backend. Nothing was written; the data is not at fault.
+	ErrInterrupted = errors.New("agentstate: statement cancelled, not by the call's context (the server's statement_timeout, or pg_cancel_backend)")
 )
 
 // HeldError is the error (also ErrConflict) of an Open refused because a
@@ -219,6 +237,18 @@ func wrapErr(ctx context.Context, err error) error {
 	if err == nil || errors.Is(err, ErrCorrupt) {
 		return err
 	}
+	if errors.Is(err, driver.ErrOutcomeUnknown) && !errors.Is(err, ErrOutcomeUnknown) {
+		// Said first: it must not read as a call that did nothing. It
+		// matches what ended the wait too (the context's error, or a lost
+		// connection).
+		switch {
+		case ctx != nil && ctx.Err() != nil:
+			return fmt.Errorf("%w (%w): the server may or may not have committed it: %v", ErrOutcomeUnknown, ctx.Err(), err)
+		case errors.Is(err, driver.ErrConnLost):
+			return fmt.Errorf("%w (%w): the server may or may not have committed it: %v", ErrOutcomeUnknown, ErrConnectionLost, err)
+		}
+		return fmt.Errorf("%w: the server may or may not have committed it: %v", ErrOutcomeUnknown, err)
+	}
 	if ctx != nil && ctx.Err() != nil && (errors.Is(err, driver.ErrInterrupted) || errors.Is(err, driver.ErrBusy) || errors.Is(err, ctx.Err())) {
 		if errors.Is(err, ctx.Err()) {
 			return err
@@ -245,6 +275,12 @@ func wrapErr(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, driver.ErrValue) && !errors.Is(err, ErrInvalidArgument) {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if errors.Is(err, driver.ErrConnLost) && !errors.Is(err, ErrConnectionLost) {
+		return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+	}
+	if errors.Is(err, driver.ErrInterrupted) && !errors.Is(err, ErrInterrupted) {
+		return fmt.Errorf("%w: %w", ErrInterrupted, err)
 	}
 	return err
 }

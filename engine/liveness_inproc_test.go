@@ -23,9 +23,13 @@ func TestReconcileBusyIsTyped(t *testing.T) {
 	a.Close()
 	clk.Add(time.Minute)
 
-	// Another connection holds the write lock.
+	// Another connection holds the write lock. Neither handle's
+	// background loop may reconcile the run first (on PostgreSQL the
+	// blocker's own loop would wait on the row, then take it as soon as
+	// it is free): their loops tick every RunLease/3.
 	bo := o
 	bo.ReconcileOnOpen = false
+	bo.RunLease = time.Hour
 	blocker := openTest(t, path, &bo)
 	c, release, err := blocker.acquire(rctx, blocker.writer)
 	if err != nil {
@@ -48,6 +52,7 @@ func TestReconcileBusyIsTyped(t *testing.T) {
 	}
 	short := o
 	short.BusyTimeout = 100 * time.Millisecond
+	short.RunLease = time.Hour
 	b := openTest(t, path, &short) // reconciles at open, cannot: not an error
 	if _, err := b.Runs().Reconcile(rctx); !errors.Is(err, ErrBusy) {
 		t.Fatalf("reconcile under a held write lock: %v, want ErrBusy", err)

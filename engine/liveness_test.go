@@ -443,10 +443,15 @@ type liveScenario struct {
 	// disturb runs while the holders hold their runs; it may stop and
 	// continue holder processes.
 	disturb func(t *testing.T, holders []*proc)
+	// dir, when set, holds the stop file (for a path that is a URL).
+	dir string
 }
 
 func (s liveScenario) run(t *testing.T, path string) {
 	dir := filepath.Dir(path)
+	if s.dir != "" {
+		dir = s.dir
+	}
 	stop := filepath.Join(dir, "stop")
 	os.Remove(stop)
 	var env []string

@@ -111,8 +111,8 @@ type recordsState struct {
 	// live proves this handle alive to other processes and probes theirs;
 	// nil where the driver has no way (leases alone decide).
 	live driver.Liveness
-	// unhold ends this handle's liveness hold (Close runs it).
-	unhold func() error
+	// hold is this handle's liveness hold (Close releases it).
+	hold driver.Hold
 }
 
 // noLiveness makes handles rely on leases alone, as on a platform without
@@ -120,6 +120,18 @@ type recordsState struct {
 var noLiveness bool
 
 func (db *DB) records() *recordsState { return &db.recs }
+
+// checkHold makes sure this handle still holds its liveness lock, taking
+// it again if it was lost (the server ended its session, someone deleted
+// its lock file), and reports whether it holds it. Every lease renewal
+// runs it first, so a live owner is without its lock for at most one
+// renewal interval (RunLease/3), always within a lease it renews.
+func (db *DB) checkHold(ctx context.Context) bool {
+	if db.recs.hold == nil {
+		return false
+	}
+	return db.recs.hold.Check(ctx) == nil
+}
 
 // startRecords runs at the end of Open on read-write handles: it gives the
 // handle its run owner id, reconciles orphaned runs (unless disabled) and
@@ -131,9 +143,9 @@ func (db *DB) startRecords(ctx context.Context) error {
 		// Held before the handle can own a run, so that no run of it is
 		// ever seen without it. A directory we cannot write to leaves the
 		// handle with leases alone rather than failing Open.
-		if release, err := live.Hold(db.recs.ownerID); err == nil {
-			db.recs.live, db.recs.unhold = live, release
-			db.onClose(func() { release() })
+		if hold, err := live.Hold(ctx, db.recs.ownerID); err == nil {
+			db.recs.live, db.recs.hold = live, hold
+			db.onClose(func() { hold.Release() })
 		}
 	}
 	if db.opts.ReconcileOnOpen {
@@ -173,6 +185,7 @@ func (db *DB) recordsLoop(ctx context.Context, done chan<- struct{}) {
 			return
 		case <-lease.C:
 			runs := db.Runs()
+			db.checkHold(ctx)
 			runs.RenewLeases(ctx)
 			runs.Reconcile(ctx)
 		case <-sweep:

@@ -675,9 +675,19 @@ func (r Runs) Reconcile(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if len(owners) == 0 {
+		return 0, nil
+	}
+	// Locks are trusted only while this handle holds its own: one that
+	// cannot (the server just lost every session, lock files are being
+	// deleted) cannot tell a live owner whose lock went with its own from
+	// a dead one, and waits until it holds again.
+	if r.db.recs.hold != nil && !r.db.checkHold(ctx) {
+		return 0, ctx.Err()
+	}
 	gone := owners[:0]
 	for _, o := range owners {
-		if !r.db.ownerAlive(o) {
+		if !r.db.ownerAlive(ctx, o) {
 			gone = append(gone, o)
 		}
 	}
@@ -706,12 +716,12 @@ func (r Runs) Reconcile(ctx context.Context) (int64, error) {
 // without a liveness lock (a closed handle, another host whose locks we
 // cannot see, a platform without them) or whose probe fails is left to its
 // lease.
-func (db *DB) ownerAlive(owner string) bool {
+func (db *DB) ownerAlive(ctx context.Context, owner string) bool {
 	live := db.recs.live
 	if owner == "" || live == nil {
 		return false
 	}
-	p, err := live.Probe(owner)
+	p, err := live.Probe(ctx, owner)
 	return err == nil && p == driver.PresenceAlive
 }
 

@@ -526,10 +526,10 @@ func TestRunReconcile(t *testing.T) {
 	}
 	// Once the owner cannot be shown alive (its process died, or it runs
 	// where there are no file locks), its lapsed lease decides.
-	if a.recs.unhold == nil {
+	if a.recs.hold == nil {
 		t.Fatal("the owner holds no liveness lock on this platform")
 	}
-	a.recs.unhold()
+	a.recs.hold.Release()
 	if n, err := b.Runs().Reconcile(rctx); err != nil || n != 2 {
 		t.Fatalf("reconcile after lease expiry: %d %v, want 2", n, err)
 	}

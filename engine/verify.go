@@ -146,10 +146,16 @@ func (v *verifier) addf(kind, thread, ns, id, format string, args ...any) {
 	v.add(Problem{Kind: kind, ThreadID: thread, CheckpointNS: ns, CheckpointID: id, Message: fmt.Sprintf(format, args...)})
 }
 
-// failed records an error that stopped a check; a context error stops all.
+// failed records an error that stopped a check; a context error stops
+// all, and so does one that says nothing of the data (the server cancelled
+// the statement, the connection broke, a lock was held too long): the
+// check could not run, which is not a problem of the data.
 func (v *verifier) failed(kind, thread string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrClosed) {
 		return err
+	}
+	if errors.Is(err, ErrInterrupted) || errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrBusy) {
+		return fmt.Errorf("verify could not run its %s check: %w", kind, err)
 	}
 	v.addf(kind, thread, "", "", "cannot be read: %v", err)
 	return nil

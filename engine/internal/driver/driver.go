@@ -84,6 +84,15 @@ var (
 	// text holds no NUL byte and only valid UTF-8, where SQLite text holds
 	// any bytes). The engine reports it as a refused argument.
 	ErrValue = errors.New("value cannot be stored")
+	// ErrConnLost: the connection to a database server failed or was
+	// ended by the server (a restart, a failover, a terminated session, a
+	// network error). Nothing of the current transaction committed,
+	// unless the error is also ErrOutcomeUnknown.
+	ErrConnLost = errors.New("connection to the database server lost")
+	// ErrOutcomeUnknown: COMMIT was sent and no answer came (the context
+	// ended, the connection broke): the transaction may have committed or
+	// not. The error also wraps what broke it.
+	ErrOutcomeUnknown = errors.New("outcome of the commit is unknown")
 )
 
 // Error is a driver error: a kind and the driver's own error.
@@ -204,16 +213,32 @@ const (
 
 // Liveness lets a handle show other processes that it is alive without
 // taking the database's write lock, and lets them probe without blocking.
-// The guarantee: while Hold's release has not been called and the process
-// lives, Probe of that owner, from any process or handle that can open the
+// The guarantee: while a Hold has not been released and the process lives,
+// Probe of that owner, from any process or handle that can open the
 // database, returns PresenceAlive, whatever the holder's CPU share or the
 // database's locks; once the process ends, by any means, the hold ends
-// with it. A driver that cannot give this returns no Liveness, and the
-// engine relies on leases alone.
+// with it. A hold can be lost from outside while its process lives (a
+// server restart, failover or idle_session_timeout ends the session that
+// held it; someone deletes the lock file): Hold.Check finds that out and
+// takes it again, and the engine calls it before every lease renewal, so
+// that a live owner is never without its hold for longer than that. A
+// driver that cannot give this returns no Liveness, and the engine relies
+// on leases alone.
 type Liveness interface {
-	// Hold marks owner as alive until release is called or the process
-	// ends.
-	Hold(owner string) (release func() error, err error)
-	// Probe reports what is known about owner without waiting.
-	Probe(owner string) (Presence, error)
+	// Hold marks owner as alive until the hold is released or the
+	// process ends. ctx bounds the taking, not the hold.
+	Hold(ctx context.Context, owner string) (Hold, error)
+	// Probe reports what is known about owner without waiting for the
+	// owner (ctx bounds the question to the server).
+	Probe(ctx context.Context, owner string) (Presence, error)
+}
+
+// Hold is one owner's liveness hold.
+type Hold interface {
+	// Check makes sure the hold is still in force, taking it again if it
+	// was lost; an error says it is not held now (the next Check tries
+	// again).
+	Check(ctx context.Context) error
+	// Release ends the hold for good; Check does nothing after it.
+	Release() error
 }

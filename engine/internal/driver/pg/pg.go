@@ -54,11 +54,16 @@ type Options struct {
 	// a crash of the server may lose the last fraction of a second of
 	// commits, never part of one.
 	SyncFull bool
+	// Setup, when set, runs on every new session right after it connects
+	// (a session setting the server cannot take at startup on every
+	// version).
+	Setup string
 }
 
 // Dialer opens connections to one database with one set of options.
 type Dialer struct {
-	cfg *pgconn.Config
+	cfg   *pgconn.Config
+	setup string
 }
 
 // NewDialer parses a postgres:// or postgresql:// URL (or key=value
@@ -82,12 +87,18 @@ func NewDialer(url string, o Options) (*Dialer, error) {
 	if o.ReadOnly {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	}
-	// A done context sends a cancel request and keeps the connection; only
-	// a server that ignores it for seconds costs the connection.
+	// A done context ends the wait at once, whatever the server does (it
+	// may not be answering at all): the connection is given up, and pgconn
+	// sends the server a cancel request and a goodbye in the background, so
+	// that the statement stops there too. The next use of the Conn dials a
+	// new session. Keeping the connection instead (a cancel request, then
+	// waiting for the server's answer) would make a call outlive its
+	// context by as long as the server takes to answer, unbounded when it
+	// is stopped.
 	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 5 * time.Second}
+		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
 	}
-	return &Dialer{cfg: cfg}, nil
+	return &Dialer{cfg: cfg, setup: o.Setup}, nil
 }
 
 // SearchPath is the search_path the URL sets, or "".
@@ -146,8 +157,14 @@ func (c *Conn) connect(ctx context.Context) error {
 		return classify(ctx, err)
 	}
 	if enc := pc.ParameterStatus("server_encoding"); enc != "UTF8" {
-		pc.Close(context.Background())
+		closeQuickly(pc)
 		return &driver.Error{Kind: driver.ErrValue, Err: fmt.Errorf("agentstate: the database's encoding is %s; agentstate needs a UTF8 database", enc)}
+	}
+	if c.d.setup != "" {
+		if _, err := pc.Exec(ctx, c.d.setup).ReadAll(); err != nil {
+			closeQuickly(pc)
+			return classify(ctx, err)
+		}
 	}
 	c.pc, c.stmts, c.lockSt = pc, map[string]*stmt{}, nil
 	return nil
@@ -160,24 +177,51 @@ func (c *Conn) ensure() error {
 		return nil
 	}
 	if c.tx == txOpen {
-		return errors.New("agentstate: the connection to the server was lost inside a transaction")
+		return &driver.Error{Kind: driver.ErrConnLost, Err: errors.New("agentstate: the connection to the server was lost inside a transaction")}
 	}
 	return c.connect(c.ctx)
 }
 
+// Broken reports a connection that is closed or was found broken: the
+// next statement dials a new session (and the old one's locks are gone).
+func (c *Conn) Broken() bool { return c.pc == nil || c.pc.IsClosed() }
+
 // Raw returns the pgconn connection, for tests and benchmarks.
 func (c *Conn) Raw() *pgconn.PgConn { return c.pc }
 
-// Close implements driver.Conn.
+// Close implements driver.Conn. It says goodbye to the server and waits
+// at most CloseWait for the server to hang up: a server that does not
+// answer (stopped, unreachable) costs no more; it ends the session when it
+// finds the connection closed.
 func (c *Conn) Close() error {
 	if c.pc == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := c.pc.Close(ctx)
+	err := closeQuickly(c.pc)
 	c.pc = nil
-	return err
+	if err != nil && !pgconn.Timeout(err) {
+		return classify(nil, err)
+	}
+	return nil
+}
+
+// CloseWait bounds how long closing a connection waits for the server.
+const CloseWait = 100 * time.Millisecond
+
+func closeQuickly(pc *pgconn.PgConn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), CloseWait)
+	defer cancel()
+	return pc.Close(ctx)
+}
+
+// discard gives up the connection at once (its state is unknown); the next
+// statement dials a new one.
+func (c *Conn) discard() {
+	if c.pc != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		c.pc.Close(ctx)
+	}
 }
 
 // Interrupt implements driver.Conn.
@@ -524,7 +568,7 @@ func (c *Conn) Commit() error {
 		return nil // nothing reached the server
 	}
 	if c.pc == nil || c.pc.IsClosed() {
-		return errors.New("agentstate: the connection to the server was lost before COMMIT")
+		return &driver.Error{Kind: driver.ErrConnLost, Err: errors.New("agentstate: the connection to the server was lost before COMMIT")}
 	}
 	if c.pc.TxStatus() == 'E' {
 		c.rollback()
@@ -545,18 +589,37 @@ func (c *Conn) Commit() error {
 		b.ExecStatement(commit.sd, nil, nil, nil)
 		_, err = c.pc.ExecBatch(c.ctx, b).ReadAll()
 		if err == nil && c.pc.TxStatus() != 'I' {
-			err = errors.New("agentstate: internal: the transaction did not commit")
+			c.rollback()
+			return errors.New("agentstate: internal: the transaction did not commit")
 		}
 	} else {
 		_, err = c.pc.Exec(c.ctx, "COMMIT").ReadAll()
 	}
 	if err != nil {
-		err = classify(c.ctx, err)
+		if c.kind == driver.TxWrite {
+			err = commitErr(c.ctx, err)
+		} else {
+			err = classify(c.ctx, err) // a read's outcome is known: nothing
+		}
 		if c.pc != nil && !c.pc.IsClosed() && c.pc.TxStatus() != 'I' {
 			c.rollback()
 		}
 	}
 	return err
+}
+
+// commitErr classifies an error of the round trip that carried COMMIT.
+// The server's own error (a failed statement, a constraint checked at
+// commit) means the transaction rolled back, and an error before anything
+// was sent means it never reached the server; anything else (the context
+// ended or the connection broke after COMMIT was sent, before its answer
+// came) leaves it unknown whether the server committed.
+func commitErr(ctx context.Context, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+		return classify(ctx, err)
+	}
+	return &driver.Error{Kind: driver.ErrOutcomeUnknown, Err: classify(ctx, err)}
 }
 
 // Rollback implements driver.Conn; it runs even when the context of the
@@ -569,11 +632,19 @@ func (c *Conn) Rollback() error {
 	return c.rollback()
 }
 
+// rollback ends the transaction on the server, within the current call's
+// context; when that is done, or ROLLBACK fails, the connection is given
+// up instead (the server rolls back a session that ends).
 func (c *Conn) rollback() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := c.pc.Exec(ctx, "ROLLBACK").ReadAll()
-	return classify(ctx, err)
+	if c.ctx.Err() != nil {
+		c.discard()
+		return nil
+	}
+	_, err := c.pc.Exec(c.ctx, "ROLLBACK").ReadAll()
+	if err != nil {
+		c.discard()
+	}
+	return classify(c.ctx, err)
 }
 
 // InTx implements driver.Conn.
@@ -936,6 +1007,10 @@ func classify(ctx context.Context, err error) error {
 			kind = driver.ErrReadOnly
 		case code == "XX001", code == "XX002":
 			kind = driver.ErrCorrupt
+		case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03":
+			// A connection failure, or the session ended by the server
+			// (pg_terminate_backend, a shutdown, a restart).
+			kind = driver.ErrConnLost
 		case strings.HasPrefix(code, "22"), code == "54000":
 			kind = driver.ErrValue
 		default:
@@ -945,7 +1020,9 @@ func classify(ctx context.Context, err error) error {
 		ctx != nil && ctx.Err() != nil:
 		kind = driver.ErrInterrupted
 	default:
-		return err
+		// Not the server's answer: the connection failed (refused, reset,
+		// closed by the server or the network).
+		kind = driver.ErrConnLost
 	}
 	return &driver.Error{Kind: kind, Err: err}
 }

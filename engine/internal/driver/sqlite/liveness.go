@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -54,10 +55,11 @@ func OwnerLocks(name string) driver.Liveness {
 
 type ownerLocks struct{ prefix string }
 
-// heldHere are the lock files this process holds: a probe from another
-// handle of the same process answers from here, whatever the file system's
-// lock semantics between two descriptors of one process.
-var heldHere sync.Map // file name -> struct{}
+// heldHere are the lock files this process holds (file name -> the
+// *os.File that holds it): a probe from another handle of the same process
+// answers from here while that file is still the one at the name, whatever
+// the file system's lock semantics between two descriptors of one process.
+var heldHere sync.Map
 
 func (l *ownerLocks) file(owner string) string {
 	sum := sha256.Sum256([]byte(owner))
@@ -66,9 +68,20 @@ func (l *ownerLocks) file(owner string) string {
 
 // Hold implements driver.Liveness. It also clears lock files left by
 // processes that ended without closing, so they do not pile up.
-func (l *ownerLocks) Hold(owner string) (func() error, error) {
+func (l *ownerLocks) Hold(_ context.Context, owner string) (driver.Hold, error) {
 	l.sweep()
-	name := l.file(owner)
+	h := &fileHold{owner: owner, name: l.file(owner)}
+	f, err := takeLock(h.name, owner)
+	if err != nil {
+		return nil, err
+	}
+	h.f = f
+	heldHere.Store(h.name, f)
+	return h, nil
+}
+
+// takeLock creates (or opens) the lock file at name and locks it.
+func takeLock(name, owner string) (*os.File, error) {
 	for range 3 {
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -83,37 +96,74 @@ func (l *ownerLocks) Hold(owner string) (func() error, error) {
 		}
 		// A probe may have removed the file between our open and our lock
 		// (it found it unlocked): then we hold a lock nobody can see.
-		fi, ferr := f.Stat()
-		pi, perr := os.Stat(name)
-		if ferr != nil || perr != nil || !os.SameFile(fi, pi) {
+		if !atName(f, name) {
 			f.Close()
 			continue
 		}
 		// For people reading the directory: who holds it.
 		f.Truncate(0)
 		f.WriteAt([]byte(owner+"\n"), 0)
-		heldHere.Store(name, struct{}{})
-		var once sync.Once
-		return func() error {
-			var err error
-			once.Do(func() {
-				heldHere.Delete(name)
-				os.Remove(name)
-				err = f.Close()
-			})
-			return err
-		}, nil
+		return f, nil
 	}
 	return nil, errors.New("the owner's lock file kept disappearing")
 }
 
+// atName reports whether f is the file at name now.
+func atName(f *os.File, name string) bool {
+	fi, ferr := f.Stat()
+	pi, perr := os.Stat(name)
+	return ferr == nil && perr == nil && os.SameFile(fi, pi)
+}
+
+// fileHold is a held lock file.
+type fileHold struct {
+	owner, name string
+	mu          sync.Mutex
+	f           *os.File // nil once released
+}
+
+// Check implements driver.Hold: a lock file deleted (or replaced) under
+// its holder no longer shows anyone that it lives, so it is made again.
+func (h *fileHold) Check(context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f == nil || atName(h.f, h.name) {
+		return nil
+	}
+	f, err := takeLock(h.name, h.owner)
+	if err != nil {
+		return err
+	}
+	old := h.f
+	h.f = f
+	heldHere.Store(h.name, f)
+	old.Close()
+	return nil
+}
+
+// Release implements driver.Hold.
+func (h *fileHold) Release() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f == nil {
+		return nil
+	}
+	heldHere.CompareAndDelete(h.name, h.f)
+	if atName(h.f, h.name) {
+		os.Remove(h.name)
+	}
+	err := h.f.Close()
+	h.f = nil
+	return err
+}
+
 // Probe implements driver.Liveness.
-func (l *ownerLocks) Probe(owner string) (driver.Presence, error) {
+func (l *ownerLocks) Probe(_ context.Context, owner string) (driver.Presence, error) {
 	return probeFile(l.file(owner))
 }
 
 func probeFile(name string) (driver.Presence, error) {
-	if _, ok := heldHere.Load(name); ok {
+	if f, ok := heldHere.Load(name); ok && atName(f.(*os.File), name) {
 		return driver.PresenceAlive, nil
 	}
 	f, err := os.Open(name)
