@@ -438,7 +438,8 @@ export class Database {
 
   async #send(op, payload, bufs) {
     if (this.#closed) throw new AgentStateError("agentstate: database is closed", "CLOSED");
-    return callApi(this.#api, () => this.#api.call(this.#h, op, JSON.stringify(payload), bufs));
+    const json = JSON.stringify(payload);
+    return callApi(this.#api, () => send(this.#api, this.#h, op, json, bufs));
   }
 
   /** Schema version, sizes, row counts and history-cache counters. */
@@ -491,6 +492,64 @@ export const nextTurn = (() => {
   }
   return () => new Promise((r) => setTimeout(r, 0));
 })();
+
+// api.send(frame, done): a call as one byte array each way (see
+// wasm/js/bridge.go, readFrame and writeFrame), which costs Go far fewer
+// JavaScript objects than api.call's strings, arrays and Promise. The
+// request is built in a buffer reused by every call: Go copies it before
+// send returns.
+const frameEncoder = new TextEncoder();
+const frameDecoder = new TextDecoder();
+let scratch = new Uint8Array(1 << 16);
+let scratchView = new DataView(scratch.buffer);
+
+function send(api, h, op, json, bufs) {
+  let size = 16 + 4 * bufs.length + 3 * (op.length + json.length); // UTF-8: at most 3 bytes per UTF-16 unit
+  for (const b of bufs) {
+    if (!(b instanceof Uint8Array)) throw new AgentStateError("agentstate: call: byte arrays must be Uint8Arrays", "INVALID_ARGUMENT");
+    size += b.length;
+  }
+  if (scratch.length < size) {
+    scratch = new Uint8Array(Math.max(size, 2 * scratch.length));
+    scratchView = new DataView(scratch.buffer);
+  }
+  const u8 = scratch;
+  const dv = scratchView;
+  let at = 16 + 4 * bufs.length;
+  const opLen = frameEncoder.encodeInto(op, u8.subarray(at)).written;
+  at += opLen;
+  const jsonLen = frameEncoder.encodeInto(json, u8.subarray(at)).written;
+  at += jsonLen;
+  dv.setUint32(0, h, true);
+  dv.setUint32(4, opLen, true);
+  dv.setUint32(8, jsonLen, true);
+  dv.setUint32(12, bufs.length, true);
+  for (let i = 0; i < bufs.length; i++) {
+    dv.setUint32(16 + 4 * i, bufs[i].length, true);
+    u8.set(bufs[i], at);
+    at += bufs[i].length;
+  }
+  return new Promise((resolve, reject) => {
+    api.send(u8.subarray(0, at), (err, frame) => (err ? reject(err) : resolve(readResult(frame))));
+  });
+}
+
+// A result frame as {json, bufs}; each buffer a copy of its own.
+function readResult(u8) {
+  const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
+  const n = dv.getUint32(0, true);
+  const jsonLen = dv.getUint32(4, true);
+  let at = 8 + 4 * n;
+  const json = frameDecoder.decode(u8.subarray(at, at + jsonLen));
+  at += jsonLen;
+  const bufs = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const l = dv.getUint32(8 + 4 * i, true);
+    bufs[i] = u8.slice(at, at + l);
+    at += l;
+  }
+  return { json, bufs };
+}
 
 // A call settles when Go answers, or rejects when the engine stops first
 // (state.stop rejects every pending call). A trap in the module (a wasm
