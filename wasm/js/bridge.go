@@ -5,8 +5,10 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"syscall/js"
+	"unsafe"
 
 	"github.com/agentstate/agentstate/engine"
 	"github.com/agentstate/agentstate/wasm/bridge"
@@ -31,8 +33,8 @@ var (
 //	close(h)
 //
 // send(frame, done) is call for the package's own Database: the request
-// in one byte array, the result handed to done(error, frame), no Promise
-// made in Go (readFrame, writeFrame). Every JavaScript object Go makes or receives
+// in one byte array, the result handed to done(error, address, length) in
+// the module's memory, no Promise made in Go (readFrame, writeFrame). Every JavaScript object Go makes or receives
 // costs a reference with a finalizer, and a call of call makes a dozen.
 func api(b *bridge.Bridge) js.Value {
 	obj := jsObject.New()
@@ -59,15 +61,12 @@ func api(b *bridge.Bridge) js.Value {
 		}
 		dispatch(func() {
 			v, o, err := run(func() (any, *bridge.Out, error) { return b.Call(h, op, req, bufs) })
-			var frame js.Value
 			if err == nil {
-				frame, err = writeFrame(v, o)
+				err = writeFrame(v, o, func(ptr, n int) { done.Invoke(js.Null(), ptr, n) })
 			}
 			if err != nil {
 				done.Invoke(jsErr(err))
-				return
 			}
-			done.Invoke(js.Null(), frame)
 		})
 		return nil
 	}))
@@ -261,29 +260,40 @@ func readFrame(u8 js.Value) (h int, op string, req []byte, bufs [][]byte, err er
 	return h, op, req, bufs, nil
 }
 
-// writeFrame is a result of send: one byte array, n u32, JSON length u32, n
-// buffer lengths u32, then the JSON and the buffers.
-func writeFrame(v any, o *bridge.Out) (js.Value, error) {
+// writeFrame hands a result of send to JavaScript without copying it into
+// a JavaScript object here: give gets the address and length, in the
+// module's memory, of
+//
+//	n u32, JSON length u32, n times (address u32, length u32), the JSON
+//
+// (little-endian), and copies what it needs out of that memory (the JSON
+// and the n buffers it points to) before it returns.
+func writeFrame(v any, o *bridge.Out, give func(ptr, n int)) error {
 	text, err := bridge.Encode(v)
 	if err != nil {
-		return js.Undefined(), err
+		return err
 	}
 	bufs := o.Bufs()
-	size := 8 + 4*len(bufs) + len(text)
-	for _, x := range bufs {
-		size += len(x)
-	}
-	b := make([]byte, 8+4*len(bufs), size)
+	head := 8 + 8*len(bufs)
+	b := make([]byte, head, head+len(text))
 	binary.LittleEndian.PutUint32(b, uint32(len(bufs)))
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(text)))
 	for i, x := range bufs {
-		binary.LittleEndian.PutUint32(b[8+4*i:], uint32(len(x)))
+		binary.LittleEndian.PutUint32(b[8+8*i:], uint32(addr(x)))
+		binary.LittleEndian.PutUint32(b[12+8*i:], uint32(len(x)))
 	}
 	b = append(b, text...)
-	for _, x := range bufs {
-		b = append(b, x...)
+	give(addr(b), len(b))
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(bufs)
+	return nil
+}
+
+// addr is where b's bytes are in the module's memory (0 for none). Go's
+// heap does not move, and b stays reachable while JavaScript reads it.
+func addr(b []byte) int {
+	if len(b) == 0 {
+		return 0
 	}
-	a := jsUint8Array.New(len(b))
-	js.CopyBytesToJS(a, b)
-	return a, nil
+	return int(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
 }

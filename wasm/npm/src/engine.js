@@ -224,6 +224,7 @@ async function startEngine(options = {}) {
   run.catch((e) => state.stop(new AgentStateError(`agentstate: the engine stopped: ${e?.message ?? e}`, "INTERNAL", { cause: e })));
   const api = await ready;
   delete globalThis[name];
+  state.mem = instance.exports.mem;
   instances.set(api, state);
   return api;
 }
@@ -493,11 +494,11 @@ export const nextTurn = (() => {
   return () => new Promise((r) => setTimeout(r, 0));
 })();
 
-// api.send(frame, done): a call as one byte array each way (see
-// wasm/js/bridge.go, readFrame and writeFrame), which costs Go far fewer
-// JavaScript objects than api.call's strings, arrays and Promise. The
-// request is built in a buffer reused by every call: Go copies it before
-// send returns.
+// api.send(frame, done): a call as one byte array (see wasm/js/bridge.go,
+// readFrame and writeFrame), its result read out of the Go module's
+// memory, which costs Go far fewer JavaScript objects than api.call's
+// strings, arrays and Promise. The request is built in a buffer reused by
+// every call: Go copies it before send returns.
 const frameEncoder = new TextEncoder();
 const frameDecoder = new TextDecoder();
 let scratch = new Uint8Array(1 << 16);
@@ -529,24 +530,25 @@ function send(api, h, op, json, bufs) {
     u8.set(bufs[i], at);
     at += bufs[i].length;
   }
+  const mem = instances.get(api).mem;
   return new Promise((resolve, reject) => {
-    api.send(u8.subarray(0, at), (err, frame) => (err ? reject(err) : resolve(readResult(frame))));
+    api.send(u8.subarray(0, at), (err, ptr, n) => (err ? reject(err) : resolve(readResult(mem, ptr, n))));
   });
 }
 
-// A result frame as {json, bufs}; each buffer a copy of its own.
-function readResult(u8) {
-  const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
-  const n = dv.getUint32(0, true);
+// A result in the Go module's memory as {json, bufs}; each buffer a copy
+// of its own (Go's memory is reused once this returns).
+function readResult(mem, ptr, n) {
+  const buf = mem.buffer;
+  const dv = new DataView(buf, ptr, n);
+  const count = dv.getUint32(0, true);
   const jsonLen = dv.getUint32(4, true);
-  let at = 8 + 4 * n;
-  const json = frameDecoder.decode(u8.subarray(at, at + jsonLen));
-  at += jsonLen;
-  const bufs = new Array(n);
-  for (let i = 0; i < n; i++) {
-    const l = dv.getUint32(8 + 4 * i, true);
-    bufs[i] = u8.slice(at, at + l);
-    at += l;
+  const head = 8 + 8 * count;
+  const json = frameDecoder.decode(new Uint8Array(buf, ptr + head, jsonLen));
+  const bufs = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const p = dv.getUint32(8 + 8 * i, true);
+    bufs[i] = new Uint8Array(buf.slice(p, p + dv.getUint32(12 + 8 * i, true)));
   }
   return { json, bufs };
 }
