@@ -150,6 +150,7 @@ function isMessageProto(proto) {
 
 const CYCLE_MARKS = ['"[Circular]"', '"[...]"'];
 const TEXT_CHARS = 16 << 20; // message texts remembered, at most (then forgotten, all at once)
+const TEMPLATE_CHARS = 4 << 20; // texts of the revived messages kept to copy (each with its message), at most
 
 // splitArray returns the byte ranges of the top-level elements of the JSON
 // array in b[from:to] as [start, end, ...], or undefined if b[from:to] is not
@@ -258,13 +259,16 @@ export class MessageJSON {
 
   /**
    * serde.loadsTyped(type, data); for a list of messages (or a DeltaChannel
-   * snapshot of one) also notes where each message's text is in data.
+   * snapshot of one), with learn, also notes where each message's text is in
+   * data.
    */
-  async loadsTyped(type, data) {
+  async loadsTyped(type, data, learn = true) {
     const mine = this.#on && type === "json" && data instanceof Uint8Array;
     let value = mine ? await this.#loadList(data) : undefined;
     if (value === undefined) value = await this.#serde.loadsTyped(type, data);
-    if (mine) await this.#learn(value, data);
+    if (mine && learn) await this.#learn(value, data);
+    else if (mine) await this.#noteSnapshot(value, data);
+    this.#split = undefined;
     return value;
   }
 
@@ -315,7 +319,7 @@ export class MessageJSON {
       if (!this.#isMessage(m)) return undefined;
       const copy = cloneValue(m, new Map());
       if (copy === FAIL || !sameValue(copy, m)) return undefined;
-      if (this.#templateChars + text.length > TEXT_CHARS) {
+      if (this.#templateChars + text.length > TEMPLATE_CHARS) {
         this.#templates.clear();
         this.#templateChars = 0;
       }
@@ -347,17 +351,29 @@ export class MessageJSON {
     if (shell !== FAIL) this.#snapshotShells.push({ shell, prefix: w.prefix, suffix: w.suffix });
   }
 
+  // The wrapper of a snapshot read back as data, if its bytes are wrapped
+  // so; it is noted for #loadList.
+  async #snapshotWrapper(value, data) {
+    if (!isSnapshotValue(value)) return undefined;
+    const proto = Object.getPrototypeOf(value);
+    if (!this.#wrappers.has(proto)) await this.#learnWrapper(value);
+    const w = this.#wrappers.get(proto);
+    if (!w || !startsWith(data, w.prefix, 0) || !startsWith(data, w.suffix, data.length - w.suffix.length)) return undefined;
+    this.#noteShell(value, w);
+    return w;
+  }
+
+  async #noteSnapshot(value, data) {
+    if (!Array.isArray(value)) await this.#snapshotWrapper(value, data);
+  }
+
   async #learn(value, data) {
     let list = value;
     let from = 0;
     let to = data.length;
     if (!Array.isArray(value)) {
-      if (!isSnapshotValue(value)) return;
-      const proto = Object.getPrototypeOf(value);
-      if (!this.#wrappers.has(proto)) await this.#learnWrapper(value);
-      const w = this.#wrappers.get(proto);
-      if (!w || !startsWith(data, w.prefix, 0) || !startsWith(data, w.suffix, data.length - w.suffix.length)) return;
-      this.#noteShell(value, w);
+      const w = await this.#snapshotWrapper(value, data);
+      if (!w) return;
       list = value.value;
       from = w.prefix.length;
       to = data.length - w.suffix.length;
