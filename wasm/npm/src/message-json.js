@@ -278,11 +278,12 @@ export class MessageJSON {
   // elements revived. An element read before is a copy of the message it
   // revived to then (a template, never handed out): a deep copy of its own
   // properties, their descriptors and the objects they share, which costs a
-  // fraction of reviving. An element that revives to something other than a
+  // fraction of reviving (a list mostly new here is revived by the serde
+  // whole, and its messages kept). An element that revives to something other than a
   // LangChain message, or whose revived form cannot be copied exactly,
-  // makes the list go to the serde whole. The first list of each kind (a
-  // list, a snapshot) is revived by the serde too and compared; if they
-  // differ, this is off for good.
+  // makes the list go to the serde whole. For the first list of each kind
+  // (a list, a snapshot), the serde also revives a list of its first three
+  // elements, compared with the copies; if they differ, this is off for good.
   #templates = new Map(); // element text -> template message
   #templateChars = 0;
   #snapshotShells = []; // [{ shell, prefix, suffix }]: snapshot objects seen, their bytes around the list
@@ -306,9 +307,16 @@ export class MessageJSON {
     if (ranges === undefined || ranges.length === 0) return undefined;
     this.#split = { data, ranges };
     const list = new Array(ranges.length / 2);
+    const texts = new Array(list.length);
+    let misses = 0;
+    for (let i = 0; i < list.length; i++) {
+      texts[i] = decoder.decode(data.subarray(ranges[2 * i], ranges[2 * i + 1]));
+      if (!this.#templates.has(texts[i])) misses++;
+    }
+    if (misses > 4 && 2 * misses > list.length) return this.#loadWhole(data, texts, shell !== undefined);
     for (let i = 0; i < list.length; i++) {
       const bytes = data.subarray(ranges[2 * i], ranges[2 * i + 1]);
-      const text = decoder.decode(bytes);
+      const text = texts[i];
       const t = this.#templates.get(text);
       if (t !== undefined) {
         list[i] = cloneValue(t, new Map());
@@ -316,15 +324,7 @@ export class MessageJSON {
         continue;
       }
       const m = await this.#serde.loadsTyped("json", bytes);
-      if (!this.#isMessage(m)) return undefined;
-      const copy = cloneValue(m, new Map());
-      if (copy === FAIL || !sameValue(copy, m)) return undefined;
-      if (this.#templateChars + text.length > TEMPLATE_CHARS) {
-        this.#templates.clear();
-        this.#templateChars = 0;
-      }
-      this.#templates.set(text, copy);
-      this.#templateChars += text.length;
+      if (!this.#keep(text, m)) return undefined;
       list[i] = m;
     }
     let value = list;
@@ -334,14 +334,47 @@ export class MessageJSON {
     }
     const kind = shell === undefined ? "list" : "snapshot";
     if (!this.#loadChecked.has(kind)) {
-      const want = await this.#serde.loadsTyped("json", data);
-      if (!sameValue(value, want)) {
+      // The serde's own reading of the same kind of value, cut to its first
+      // elements (reviving all of them again would double the first read).
+      const n = Math.min(list.length, 3);
+      const parts = [data.subarray(0, from), Uint8Array.of(0x5b)];
+      for (let i = 0; i < n; i++) parts.push(...(i > 0 ? [Uint8Array.of(0x2c)] : []), data.subarray(ranges[2 * i], ranges[2 * i + 1]));
+      parts.push(Uint8Array.of(0x5d), data.subarray(to));
+      const want = await this.#serde.loadsTyped("json", concat(parts));
+      const got = shell === undefined ? list.slice(0, n) : Object.assign(cloneValue(shell, new Map()), { value: list.slice(0, n) });
+      if (!sameValue(got, want)) {
         this.#loadOn = false;
-        return want;
+        return undefined;
       }
       this.#loadChecked.add(kind);
     }
     return value;
+  }
+
+  // A list mostly new here: the serde revives it whole (one parse, not one
+  // per element), and its messages are kept to copy.
+  async #loadWhole(data, texts, snapshot) {
+    const value = await this.#serde.loadsTyped("json", data);
+    const list = snapshot ? (isSnapshotValue(value) ? value.value : undefined) : value;
+    if (Array.isArray(list) && list.length === texts.length) {
+      for (let i = 0; i < list.length; i++) if (!this.#templates.has(texts[i])) this.#keep(texts[i], list[i]);
+    }
+    return value;
+  }
+
+  // Keeps a copy of message m, revived from text, to copy when text is read
+  // again; false if m is no message or does not copy exactly.
+  #keep(text, m) {
+    if (!this.#isMessage(m)) return false;
+    const copy = cloneValue(m, new Map());
+    if (copy === FAIL || !sameValue(copy, m)) return false;
+    if (this.#templateChars + text.length > TEMPLATE_CHARS) {
+      this.#templates.clear();
+      this.#templateChars = 0;
+    }
+    this.#templates.set(text, copy);
+    this.#templateChars += text.length;
+    return true;
   }
 
   // A snapshot read back: how its bytes wrap its list, for #loadList.
@@ -587,6 +620,16 @@ function sameValue(a, b, depth = 0) {
     if (!sameValue(da.value, db.value, depth + 1)) return false;
   }
   return true;
+}
+
+function concat(parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 function startsWith(b, prefix, at) {
