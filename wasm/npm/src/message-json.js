@@ -264,7 +264,7 @@ export class MessageJSON {
    */
   async loadsTyped(type, data, learn = true) {
     const mine = this.#on && type === "json" && data instanceof Uint8Array;
-    let value = mine ? await this.#loadList(data) : undefined;
+    let value = mine ? await this.#loadList(data, learn) : undefined;
     if (value === undefined) value = await this.#serde.loadsTyped(type, data);
     if (mine && learn) await this.#learn(value, data);
     else if (mine) await this.#noteSnapshot(value, data);
@@ -286,12 +286,14 @@ export class MessageJSON {
   // elements, compared with the copies; if they differ, this is off for good.
   #templates = new Map(); // element text -> template message
   #templateChars = 0;
+  #seen = new Set(); // element texts read once by reads that do not learn
+  #seenChars = 0;
   #snapshotShells = []; // [{ shell, prefix, suffix }]: snapshot objects seen, their bytes around the list
   #loadChecked = new Set();
   #loadOn = true;
   #split; // the element ranges #loadList found, for #learn
 
-  async #loadList(data) {
+  async #loadList(data, learn) {
     if (!this.#loadOn) return undefined;
     let from = 0;
     let to = data.length;
@@ -313,7 +315,7 @@ export class MessageJSON {
       texts[i] = decoder.decode(data.subarray(ranges[2 * i], ranges[2 * i + 1]));
       if (!this.#templates.has(texts[i])) misses++;
     }
-    if (misses > 4 && 2 * misses > list.length) return this.#loadWhole(data, texts, shell !== undefined);
+    if (misses > 4 && 2 * misses > list.length) return this.#loadWhole(data, texts, shell !== undefined, learn);
     for (let i = 0; i < list.length; i++) {
       const bytes = data.subarray(ranges[2 * i], ranges[2 * i + 1]);
       const text = texts[i];
@@ -352,12 +354,27 @@ export class MessageJSON {
   }
 
   // A list mostly new here: the serde revives it whole (one parse, not one
-  // per element), and its messages are kept to copy.
-  async #loadWhole(data, texts, snapshot) {
+  // per element), and its messages are kept to copy. A read that does not
+  // learn (a look at a thread this saver does not run) keeps only messages
+  // read once before: a single look costs no more than the serde.
+  async #loadWhole(data, texts, snapshot, learn) {
     const value = await this.#serde.loadsTyped("json", data);
     const list = snapshot ? (isSnapshotValue(value) ? value.value : undefined) : value;
     if (Array.isArray(list) && list.length === texts.length) {
-      for (let i = 0; i < list.length; i++) if (!this.#templates.has(texts[i])) this.#keep(texts[i], list[i]);
+      for (let i = 0; i < list.length; i++) {
+        const text = texts[i];
+        if (this.#templates.has(text)) continue;
+        if (learn || this.#seen.has(text)) {
+          this.#keep(text, list[i]);
+        } else {
+          if (this.#seenChars + text.length > TEMPLATE_CHARS) {
+            this.#seen.clear();
+            this.#seenChars = 0;
+          }
+          this.#seen.add(text);
+          this.#seenChars += text.length;
+        }
+      }
     }
     return value;
   }
