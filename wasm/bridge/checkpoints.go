@@ -4,7 +4,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -60,24 +59,23 @@ func (b *Bridge) Call(id int, name string, req []byte, bufs [][]byte) (any, *Out
 var traceCalls = os.Getenv("AGENTSTATE_TRACE") != ""
 
 func opPut(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error) {
-	var r struct {
-		Config      engine.Config     `json:"config"`
-		Checkpoint  wCheckpoint       `json:"checkpoint"`
-		Metadata    map[string]any    `json:"metadata"`
-		NewVersions map[string]string `json:"newVersions"`
+	m, err := parseRequest(req)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := decodeJSON(req, &r); err != nil {
+	return putParsed(ctx, h, m, i)
+}
+
+func putParsed(ctx context.Context, h *handle, m map[string]any, i in) (any, *Out, error) {
+	r, err := readPut(m)
+	if err != nil {
 		return nil, nil, err
 	}
 	cp, err := r.Checkpoint.engine(i)
 	if err != nil {
 		return nil, nil, err
 	}
-	md, err := numbersMap(r.Metadata)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg, err := h.db.Put(ctx, r.Config, cp, engine.Metadata(md), r.NewVersions)
+	cfg, err := h.db.Put(ctx, r.Config, cp, engine.Metadata(r.Metadata), r.NewVersions)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,16 +83,16 @@ func opPut(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error) 
 }
 
 func opPutWrites(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error) {
-	var r struct {
-		Config engine.Config `json:"config"`
-		Writes []struct {
-			Channel string `json:"channel"`
-			Value   wBlob  `json:"value"`
-		} `json:"writes"`
-		TaskID   string `json:"taskId"`
-		TaskPath string `json:"taskPath"`
+	m, err := parseRequest(req)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := decodeJSON(req, &r); err != nil {
+	return putWritesParsed(ctx, h, m, i)
+}
+
+func putWritesParsed(ctx context.Context, h *handle, m map[string]any, i in) (any, *Out, error) {
+	r, err := readPutWrites(m)
+	if err != nil {
 		return nil, nil, err
 	}
 	ws := make([]engine.Write, len(r.Writes))
@@ -109,7 +107,9 @@ func opPutWrites(ctx context.Context, h *handle, req []byte, i in) (any, *Out, e
 }
 
 // batchable are the ops a writes.batch may hold.
-var batchable = map[string]op{"put": opPut, "putWrites": opPutWrites}
+var batchable = map[string]func(context.Context, *handle, map[string]any, in) (any, *Out, error){
+	"put": putParsed, "putWrites": putWritesParsed,
+}
 
 // opWritesBatch runs several puts and putWrites in one crossing of the
 // bridge, in order, each as its own call would (its own transaction): the
@@ -119,23 +119,42 @@ var batchable = map[string]op{"put": opPut, "putWrites": opPutWrites}
 // write to a checkpoint whose put failed fails by itself, NOT_FOUND).
 // Blob references index the byte arrays of the whole batch.
 func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error) {
-	var r struct {
-		Ops []struct {
-			Op  string          `json:"op"`
-			Req json.RawMessage `json:"req"`
-		} `json:"ops"`
-	}
-	if err := decodeJSON(req, &r); err != nil {
+	m, err := parseRequest(req)
+	if err != nil {
 		return nil, nil, err
 	}
-	for _, o := range r.Ops {
-		if batchable[o.Op] == nil {
-			return nil, nil, errArg("writes.batch cannot hold %q", o.Op)
-		}
+	list, err := fArr(m["ops"], "ops")
+	if err != nil {
+		return nil, nil, err
 	}
-	res := make([]any, len(r.Ops))
-	for k, o := range r.Ops {
-		v, _, err := batchable[o.Op](ctx, h, o.Req, i)
+	type batchOp struct {
+		name string
+		req  any
+	}
+	ops := make([]batchOp, len(list))
+	for k, e := range list {
+		o, err := fObj(e, "ops")
+		if err != nil {
+			return nil, nil, err
+		}
+		if ops[k].name, err = fStr(o["op"], "ops.op"); err != nil {
+			return nil, nil, err
+		}
+		if batchable[ops[k].name] == nil {
+			return nil, nil, errArg("writes.batch cannot hold %q", ops[k].name)
+		}
+		ops[k].req = o["req"]
+	}
+	res := make([]any, len(ops))
+	for k, o := range ops {
+		req, err := fObj(o.req, "req")
+		var v any
+		if err == nil {
+			if req == nil {
+				req = map[string]any{}
+			}
+			v, _, err = batchable[o.name](ctx, h, req, i)
+		}
 		if err != nil {
 			res[k] = map[string]string{"error": err.Error(), "code": ErrorCode(err)}
 			continue
@@ -157,14 +176,21 @@ func ErrorCode(err error) string {
 
 func opGetTuple(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
-		Config engine.Config `json:"config"`
-		// DeltaHistory asks, in the same call, for the delta histories of
-		// the channels the checkpoint's metadata counts as delta channels
-		// (counters_since_delta_snapshot) and that hold no value in it: what
-		// LangGraph asks next when it loads the checkpoint.
-		DeltaHistory bool `json:"deltaHistory"`
+		Config engine.Config // config
+		// DeltaHistory (deltaHistory) asks, in the same call, for the
+		// delta histories of the channels the checkpoint's metadata counts
+		// as delta channels (counters_since_delta_snapshot) and that hold no
+		// value in it: what LangGraph asks next when it loads the checkpoint.
+		DeltaHistory bool
 	}
-	if err := decodeJSON(req, &r); err != nil {
+	m, err := parseRequest(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Config, err = fConfig(m["config"], "config"); err != nil {
+		return nil, nil, err
+	}
+	if r.DeltaHistory, err = fBool(m["deltaHistory"], "deltaHistory"); err != nil {
 		return nil, nil, err
 	}
 	t, err := h.db.GetTuple(ctx, r.Config)

@@ -3,23 +3,41 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"syscall/js"
+	"unsafe"
 
 	"github.com/agentstate/agentstate/engine"
 	"github.com/agentstate/agentstate/wasm/bridge"
 )
 
-// api returns the object handed to JavaScript. Every method returns a
-// Promise of {json, bufs}: a JSON text and the byte arrays it refers to by
-// index ({"t": type, "b": index} for a typed blob).
+// The JavaScript constructors the transport uses, looked up once: each
+// js.Global().Get makes a new reference, with a finalizer, on every call.
+var (
+	jsPromise    = js.Global().Get("Promise")
+	jsObject     = js.Global().Get("Object")
+	jsArray      = js.Global().Get("Array")
+	jsUint8Array = js.Global().Get("Uint8Array")
+	jsError      = js.Global().Get("Error")
+)
+
+// api returns the object handed to JavaScript. open, call and close return
+// a Promise of {json, bufs}: a JSON text and the byte arrays it refers to
+// by index ({"t": type, "b": index} for a typed blob).
 //
 //	open(json, bufs)          -> {"h": handle}
 //	call(h, op, json, bufs)   -> op's result
 //	close(h)
+//
+// send(frame, done) is call for the package's own Database: the request
+// in one byte array, the result handed to done(error, address, length) in
+// the module's memory, no Promise made in Go (readFrame, writeFrame). Every JavaScript object Go makes or receives
+// costs a reference with a finalizer, and a call of call makes a dozen.
 func api(b *bridge.Bridge) js.Value {
-	obj := js.Global().Get("Object").New()
+	obj := jsObject.New()
 	obj.Set("open", guarded(func(args []js.Value) any {
 		req, bufs := argJSON(args, 0), argBufs(args, 1)
 		return promise(func() (any, *bridge.Out, error) { return b.Open(req, bufs) })
@@ -30,6 +48,27 @@ func api(b *bridge.Bridge) js.Value {
 		}
 		h, op, req, bufs := args[0].Int(), args[1].String(), argJSON(args, 2), argBufs(args, 3)
 		return promise(func() (any, *bridge.Out, error) { return b.Call(h, op, req, bufs) })
+	}))
+	obj.Set("send", guarded(func(args []js.Value) any {
+		if len(args) < 2 || args[1].Type() != js.TypeFunction {
+			panic("send(frame, done)")
+		}
+		done := args[1]
+		h, op, req, bufs, err := readFrame(args[0])
+		if err != nil {
+			done.Invoke(jsErr(err))
+			return nil
+		}
+		dispatch(func() {
+			v, o, err := run(func() (any, *bridge.Out, error) { return b.Call(h, op, req, bufs) })
+			if err == nil {
+				err = writeFrame(v, o, func(ptr, n int) { done.Invoke(js.Null(), ptr, n) })
+			}
+			if err != nil {
+				done.Invoke(jsErr(err))
+			}
+		})
+		return nil
 	}))
 	obj.Set("close", guarded(func(args []js.Value) any {
 		h := -1
@@ -57,7 +96,7 @@ func guarded(fn func(args []js.Value) any) js.Func {
 }
 
 func rejected(err error) js.Value {
-	return js.Global().Get("Promise").Call("reject", jsError(err))
+	return jsPromise.Call("reject", jsErr(err))
 }
 
 func argJSON(args []js.Value, i int) []byte {
@@ -84,7 +123,17 @@ func argBufs(args []js.Value, i int) [][]byte {
 	return out
 }
 
-// promise runs fn in a goroutine and settles a Promise with its result: the
+// run calls fn, turning a panic into an error.
+func run(fn func() (any, *bridge.Out, error)) (v any, o *bridge.Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("agentstate: internal error: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn()
+}
+
+// promise runs fn on a goroutine and settles a Promise with its result: the
 // JSON of the first value and the buffers collected in out.
 func promise(fn func() (any, *bridge.Out, error)) js.Value {
 	var resolve, reject js.Value
@@ -92,36 +141,57 @@ func promise(fn func() (any, *bridge.Out, error)) js.Value {
 		resolve, reject = args[0], args[1]
 		return nil
 	})
-	p := js.Global().Get("Promise").New(executor)
+	p := jsPromise.New(executor)
 	executor.Release()
-	go func() {
-		var v any
-		var o *bridge.Out
-		var err error
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					err = fmt.Errorf("agentstate: internal error: %v\n%s", r, debug.Stack())
-				}
-			}()
-			v, o, err = fn()
-		}()
+	dispatch(func() {
+		v, o, err := run(fn)
 		if err != nil {
-			reject.Invoke(jsError(err))
+			reject.Invoke(jsErr(err))
 			return
 		}
 		res, err := result(v, o)
 		if err != nil {
-			reject.Invoke(jsError(err))
+			reject.Invoke(jsErr(err))
 			return
 		}
 		resolve.Invoke(res)
-	}()
+	})
 	return p
 }
 
-func jsError(err error) js.Value {
-	e := js.Global().Get("Error").New(err.Error())
+// Calls run on goroutines that stay: a new goroutine starts on a small
+// stack and grows it, copying, in every call (the engine's calls are
+// deep). An idle worker takes the next call; when none is idle, a new one
+// starts, so a call that waits (a busy file, a list cursor) never holds up
+// another. At most idleWorkers wait for work.
+const idleWorkers = 4
+
+var idle = make(chan chan func(), idleWorkers)
+
+func dispatch(fn func()) {
+	select {
+	case w := <-idle:
+		w <- fn
+	default:
+		go worker(fn)
+	}
+}
+
+func worker(fn func()) {
+	inbox := make(chan func())
+	for {
+		fn()
+		select {
+		case idle <- inbox:
+		default:
+			return
+		}
+		fn = <-inbox
+	}
+}
+
+func jsErr(err error) js.Value {
+	e := jsError.New(err.Error())
 	e.Set("code", bridge.ErrorCode(err))
 	return e
 }
@@ -136,15 +206,94 @@ func result(v any, o *bridge.Out) (js.Value, error) {
 	if err != nil {
 		return js.Undefined(), err
 	}
-	res := js.Global().Get("Object").New()
+	res := jsObject.New()
 	res.Set("json", string(text))
-	arr := js.Global().Get("Array").New()
-	u8 := js.Global().Get("Uint8Array")
+	arr := jsArray.New()
 	for _, b := range o.Bufs() {
-		a := u8.New(len(b))
+		a := jsUint8Array.New(len(b))
 		js.CopyBytesToJS(a, b)
 		arr.Call("push", a)
 	}
 	res.Set("bufs", arr)
 	return res, nil
+}
+
+// readFrame reads a request of send: one byte array,
+//
+//	h u32, op length u32, JSON length u32, n u32, n buffer lengths u32,
+//	then the op's name, the JSON and the n buffers, back to back
+//
+// (little-endian). The buffers are slices of one copy, capped so that
+// appending to one cannot reach the next.
+func readFrame(u8 js.Value) (h int, op string, req []byte, bufs [][]byte, err error) {
+	if u8.Type() != js.TypeObject {
+		return 0, "", nil, nil, errArg("send: the frame must be a Uint8Array")
+	}
+	b := make([]byte, u8.Length())
+	js.CopyBytesToGo(b, u8)
+	bad := errArg("send: malformed frame")
+	if len(b) < 16 {
+		return 0, "", nil, nil, bad
+	}
+	h = int(binary.LittleEndian.Uint32(b))
+	opLen, jsonLen, n := int(binary.LittleEndian.Uint32(b[4:])), int(binary.LittleEndian.Uint32(b[8:])), int(binary.LittleEndian.Uint32(b[12:]))
+	at := 16 + 4*n
+	if n > len(b)/4 || at > len(b) || opLen > len(b)-at || jsonLen > len(b)-at-opLen {
+		return 0, "", nil, nil, bad
+	}
+	op = string(b[at : at+opLen])
+	at += opLen
+	req = b[at : at+jsonLen : at+jsonLen]
+	at += jsonLen
+	bufs = make([][]byte, n)
+	for i := range n {
+		l := int(binary.LittleEndian.Uint32(b[16+4*i:]))
+		if l > len(b)-at {
+			return 0, "", nil, nil, bad
+		}
+		bufs[i] = b[at : at+l : at+l]
+		at += l
+	}
+	if at != len(b) {
+		return 0, "", nil, nil, bad
+	}
+	return h, op, req, bufs, nil
+}
+
+// writeFrame hands a result of send to JavaScript without copying it into
+// a JavaScript object here: give gets the address and length, in the
+// module's memory, of
+//
+//	n u32, JSON length u32, n times (address u32, length u32), the JSON
+//
+// (little-endian), and copies what it needs out of that memory (the JSON
+// and the n buffers it points to) before it returns.
+func writeFrame(v any, o *bridge.Out, give func(ptr, n int)) error {
+	text, err := bridge.Encode(v)
+	if err != nil {
+		return err
+	}
+	bufs := o.Bufs()
+	head := 8 + 8*len(bufs)
+	b := make([]byte, head, head+len(text))
+	binary.LittleEndian.PutUint32(b, uint32(len(bufs)))
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(text)))
+	for i, x := range bufs {
+		binary.LittleEndian.PutUint32(b[8+8*i:], uint32(addr(x)))
+		binary.LittleEndian.PutUint32(b[12+8*i:], uint32(len(x)))
+	}
+	b = append(b, text...)
+	give(addr(b), len(b))
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(bufs)
+	return nil
+}
+
+// addr is where b's bytes are in the module's memory (0 for none). Go's
+// heap does not move, and b stays reachable while JavaScript reads it.
+func addr(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	return int(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
 }

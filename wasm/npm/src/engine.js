@@ -269,6 +269,7 @@ async function startEngine(options = {}) {
   run.catch((e) => state.stop(new AgentStateError(`agentstate: the engine stopped: ${e?.message ?? e}`, "INTERNAL", { cause: e })));
   const api = await ready;
   delete globalThis[name];
+  state.mem = instance.exports.mem;
   instances.set(api, state);
   return api;
 }
@@ -497,7 +498,7 @@ export class Database {
   async #send(op, payload, bufs) {
     if (this.#closed) throw new AgentStateError("agentstate: database is closed", "CLOSED");
     const text = requestJSON(op, payload);
-    return callApi(this.#api, () => this.#api.call(this.#h, op, text, bufs));
+    return callApi(this.#api, () => send(this.#api, this.#h, op, text, bufs));
   }
 
   /** Run records (records.js): the same calls as Go's db.Runs(). */
@@ -565,6 +566,65 @@ export const nextTurn = (() => {
   }
   return () => new Promise((r) => setTimeout(r, 0));
 })();
+
+// api.send(frame, done): a call as one byte array (see wasm/js/bridge.go,
+// readFrame and writeFrame), its result read out of the Go module's
+// memory, which costs Go far fewer JavaScript objects than api.call's
+// strings, arrays and Promise. The request is built in a buffer reused by
+// every call: Go copies it before send returns.
+const frameEncoder = new TextEncoder();
+const frameDecoder = new TextDecoder();
+let scratch = new Uint8Array(1 << 16);
+let scratchView = new DataView(scratch.buffer);
+
+function send(api, h, op, json, bufs) {
+  let size = 16 + 4 * bufs.length + 3 * (op.length + json.length); // UTF-8: at most 3 bytes per UTF-16 unit
+  for (const b of bufs) {
+    if (!(b instanceof Uint8Array)) throw new AgentStateError("agentstate: call: byte arrays must be Uint8Arrays", "INVALID_ARGUMENT");
+    size += b.length;
+  }
+  if (scratch.length < size) {
+    scratch = new Uint8Array(Math.max(size, 2 * scratch.length));
+    scratchView = new DataView(scratch.buffer);
+  }
+  const u8 = scratch;
+  const dv = scratchView;
+  let at = 16 + 4 * bufs.length;
+  const opLen = frameEncoder.encodeInto(op, u8.subarray(at)).written;
+  at += opLen;
+  const jsonLen = frameEncoder.encodeInto(json, u8.subarray(at)).written;
+  at += jsonLen;
+  dv.setUint32(0, h, true);
+  dv.setUint32(4, opLen, true);
+  dv.setUint32(8, jsonLen, true);
+  dv.setUint32(12, bufs.length, true);
+  for (let i = 0; i < bufs.length; i++) {
+    dv.setUint32(16 + 4 * i, bufs[i].length, true);
+    u8.set(bufs[i], at);
+    at += bufs[i].length;
+  }
+  const mem = instances.get(api).mem;
+  return new Promise((resolve, reject) => {
+    api.send(u8.subarray(0, at), (err, ptr, n) => (err ? reject(err) : resolve(readResult(mem, ptr, n))));
+  });
+}
+
+// A result in the Go module's memory as {json, bufs}; each buffer a copy
+// of its own (Go's memory is reused once this returns).
+function readResult(mem, ptr, n) {
+  const buf = mem.buffer;
+  const dv = new DataView(buf, ptr, n);
+  const count = dv.getUint32(0, true);
+  const jsonLen = dv.getUint32(4, true);
+  const head = 8 + 8 * count;
+  const json = frameDecoder.decode(new Uint8Array(buf, ptr + head, jsonLen));
+  const bufs = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const p = dv.getUint32(8 + 8 * i, true);
+    bufs[i] = new Uint8Array(buf.slice(p, p + dv.getUint32(12 + 8 * i, true)));
+  }
+  return { json, bufs };
+}
 
 // A call settles when Go answers, or rejects when the engine stops first
 // (state.stop rejects every pending call). A trap in the module (a wasm

@@ -150,6 +150,7 @@ function isMessageProto(proto) {
 
 const CYCLE_MARKS = ['"[Circular]"', '"[...]"'];
 const TEXT_CHARS = 16 << 20; // message texts remembered, at most (then forgotten, all at once)
+const TEMPLATE_CHARS = 4 << 20; // texts of the revived messages kept to copy (each with its message), at most
 
 // splitArray returns the byte ranges of the top-level elements of the JSON
 // array in b[from:to] as [start, end, ...], or undefined if b[from:to] is not
@@ -212,7 +213,7 @@ export class MessageJSON {
   #verified = new Set(); // kinds whose first fast result matched the serde
   #texts = new Map(); // message text -> a state (snapshot) that serialises to it
   #textChars = 0;
-  stats = { hits: 0, misses: 0, fast: 0, slow: 0, learned: 0, reread: 0 };
+  stats = { hits: 0, misses: 0, fast: 0, slow: 0, learned: 0, reread: 0, copied: 0 };
 
   constructor(serde) {
     this.#serde = serde;
@@ -258,12 +259,164 @@ export class MessageJSON {
 
   /**
    * serde.loadsTyped(type, data); for a list of messages (or a DeltaChannel
-   * snapshot of one) also notes where each message's text is in data.
+   * snapshot of one), with learn, also notes where each message's text is in
+   * data.
    */
-  async loadsTyped(type, data) {
-    const value = await this.#serde.loadsTyped(type, data);
-    if (this.#on && type === "json" && data instanceof Uint8Array) await this.#learn(value, data);
+  async loadsTyped(type, data, learn = true) {
+    const mine = this.#on && type === "json" && data instanceof Uint8Array;
+    let value = mine ? await this.#loadList(data, learn) : undefined;
+    if (value === undefined) value = await this.#serde.loadsTyped(type, data);
+    if (mine && learn) await this.#learn(value, data);
+    else if (mine) await this.#noteSnapshot(value, data);
+    this.#split = undefined;
     return value;
+  }
+
+  // Reviving a list of messages in O(new messages). The serde revives a
+  // JSON array element by element, each alone (its reviver looks at the
+  // value only, never at where it is), so a list is the list of its
+  // elements revived. An element read before is a copy of the message it
+  // revived to then (a template, never handed out): a deep copy of its own
+  // properties, their descriptors and the objects they share, which costs a
+  // fraction of reviving (a list mostly new here is revived by the serde
+  // whole, and its messages kept). An element that revives to something other than a
+  // LangChain message, or whose revived form cannot be copied exactly,
+  // makes the list go to the serde whole. For the first list of each kind
+  // (a list, a snapshot), the serde also revives a list of its first three
+  // elements, compared with the copies; if they differ, this is off for good.
+  #templates = new Map(); // element text -> template message
+  #templateChars = 0;
+  #seen = new Set(); // element texts read once by reads that do not learn
+  #seenChars = 0;
+  #snapshotShells = []; // [{ shell, prefix, suffix }]: snapshot objects seen, their bytes around the list
+  #loadChecked = new Set();
+  #loadOn = true;
+  #split; // the element ranges #loadList found, for #learn
+
+  async #loadList(data, learn) {
+    if (!this.#loadOn) return undefined;
+    let from = 0;
+    let to = data.length;
+    let shell;
+    if (data[0] !== 0x5b) {
+      const w = this.#snapshotShells.find((x) => startsWith(data, x.prefix, 0) && startsWith(data, x.suffix, data.length - x.suffix.length));
+      if (!w) return undefined;
+      shell = w.shell;
+      from = w.prefix.length;
+      to = data.length - w.suffix.length;
+    }
+    const ranges = splitArray(data, from, to);
+    if (ranges === undefined || ranges.length === 0) return undefined;
+    this.#split = { data, ranges };
+    const list = new Array(ranges.length / 2);
+    const texts = new Array(list.length);
+    let misses = 0;
+    for (let i = 0; i < list.length; i++) {
+      texts[i] = decoder.decode(data.subarray(ranges[2 * i], ranges[2 * i + 1]));
+      if (!this.#templates.has(texts[i])) misses++;
+    }
+    if (misses > 4 && 2 * misses > list.length) return this.#loadWhole(data, texts, shell !== undefined, learn);
+    for (let i = 0; i < list.length; i++) {
+      const bytes = data.subarray(ranges[2 * i], ranges[2 * i + 1]);
+      const text = texts[i];
+      const t = this.#templates.get(text);
+      if (t !== undefined) {
+        list[i] = cloneValue(t, new Map());
+        this.stats.copied++;
+        continue;
+      }
+      const m = await this.#serde.loadsTyped("json", bytes);
+      if (!this.#keep(text, m)) return undefined;
+      list[i] = m;
+    }
+    let value = list;
+    if (shell !== undefined) {
+      value = cloneValue(shell, new Map());
+      value.value = list;
+    }
+    const kind = shell === undefined ? "list" : "snapshot";
+    if (!this.#loadChecked.has(kind)) {
+      // The serde's own reading of the same kind of value, cut to its first
+      // elements (reviving all of them again would double the first read).
+      const n = Math.min(list.length, 3);
+      const parts = [data.subarray(0, from), Uint8Array.of(0x5b)];
+      for (let i = 0; i < n; i++) parts.push(...(i > 0 ? [Uint8Array.of(0x2c)] : []), data.subarray(ranges[2 * i], ranges[2 * i + 1]));
+      parts.push(Uint8Array.of(0x5d), data.subarray(to));
+      const want = await this.#serde.loadsTyped("json", concat(parts));
+      const got = shell === undefined ? list.slice(0, n) : Object.assign(cloneValue(shell, new Map()), { value: list.slice(0, n) });
+      if (!sameValue(got, want)) {
+        this.#loadOn = false;
+        return undefined;
+      }
+      this.#loadChecked.add(kind);
+    }
+    return value;
+  }
+
+  // A list mostly new here: the serde revives it whole (one parse, not one
+  // per element), and its messages are kept to copy. A read that does not
+  // learn (a look at a thread this saver does not run) keeps only messages
+  // read once before: a single look costs no more than the serde.
+  async #loadWhole(data, texts, snapshot, learn) {
+    const value = await this.#serde.loadsTyped("json", data);
+    const list = snapshot ? (isSnapshotValue(value) ? value.value : undefined) : value;
+    if (Array.isArray(list) && list.length === texts.length) {
+      for (let i = 0; i < list.length; i++) {
+        const text = texts[i];
+        if (this.#templates.has(text)) continue;
+        if (learn || this.#seen.has(text)) {
+          this.#keep(text, list[i]);
+        } else {
+          if (this.#seenChars + text.length > TEMPLATE_CHARS) {
+            this.#seen.clear();
+            this.#seenChars = 0;
+          }
+          this.#seen.add(text);
+          this.#seenChars += text.length;
+        }
+      }
+    }
+    return value;
+  }
+
+  // Keeps a copy of message m, revived from text, to copy when text is read
+  // again; false if m is no message or does not copy exactly.
+  #keep(text, m) {
+    if (!this.#isMessage(m)) return false;
+    // The copy has what sameValue compares by construction; the first list
+    // of each kind compares copies with the serde's own revival (#loadList).
+    const copy = cloneValue(m, new Map());
+    if (copy === FAIL) return false;
+    if (this.#templateChars + text.length > TEMPLATE_CHARS) {
+      this.#templates.clear();
+      this.#templateChars = 0;
+    }
+    this.#templates.set(text, copy);
+    this.#templateChars += text.length;
+    return true;
+  }
+
+  // A snapshot read back: how its bytes wrap its list, for #loadList.
+  #noteShell(value, w) {
+    if (this.#snapshotShells.length >= 4 || this.#snapshotShells.some((x) => Object.getPrototypeOf(x.shell) === Object.getPrototypeOf(value))) return;
+    const shell = cloneValue(value, new Map(), true);
+    if (shell !== FAIL) this.#snapshotShells.push({ shell, prefix: w.prefix, suffix: w.suffix });
+  }
+
+  // The wrapper of a snapshot read back as data, if its bytes are wrapped
+  // so; it is noted for #loadList.
+  async #snapshotWrapper(value, data) {
+    if (!isSnapshotValue(value)) return undefined;
+    const proto = Object.getPrototypeOf(value);
+    if (!this.#wrappers.has(proto)) await this.#learnWrapper(value);
+    const w = this.#wrappers.get(proto);
+    if (!w || !startsWith(data, w.prefix, 0) || !startsWith(data, w.suffix, data.length - w.suffix.length)) return undefined;
+    this.#noteShell(value, w);
+    return w;
+  }
+
+  async #noteSnapshot(value, data) {
+    if (!Array.isArray(value)) await this.#snapshotWrapper(value, data);
   }
 
   async #learn(value, data) {
@@ -271,11 +424,8 @@ export class MessageJSON {
     let from = 0;
     let to = data.length;
     if (!Array.isArray(value)) {
-      if (!isSnapshotValue(value)) return;
-      const proto = Object.getPrototypeOf(value);
-      if (!this.#wrappers.has(proto)) await this.#learnWrapper(value);
-      const w = this.#wrappers.get(proto);
-      if (!w || !startsWith(data, w.prefix, 0) || !startsWith(data, w.suffix, data.length - w.suffix.length)) return;
+      const w = await this.#snapshotWrapper(value, data);
+      if (!w) return;
       list = value.value;
       from = w.prefix.length;
       to = data.length - w.suffix.length;
@@ -284,7 +434,8 @@ export class MessageJSON {
     for (const m of list) if (!this.#isMessage(m)) return;
     // Cut the bytes into elements only if a put needs them: a DeltaChannel
     // seed is read at every invoke and put again only at its next snapshot.
-    const read = { data, from, to, n: list.length, ranges: undefined };
+    const read = { data, from, to, n: list.length, ranges: this.#split?.data === data ? this.#split.ranges : undefined };
+    this.#split = undefined;
     for (let i = 0; i < list.length; i++) this.#entries.set(list[i], { read, i });
     this.stats.learned += list.length;
   }
@@ -415,6 +566,89 @@ export class MessageJSON {
     if (wrap) out.set(wrap.suffix, at);
     return out;
   }
+}
+
+// cloneValue copies a revived value: plain objects and arrays, and objects
+// of other classes (a message) as objects of the same prototype with the
+// same own properties (symbols too) and descriptors; objects shared inside
+// the value stay shared in the copy. FAIL for what it cannot copy exactly
+// (a non-extensible object, an accessor, an exotic object such as a Map or
+// a Date, whose state is not in its properties). shallowValue: the top
+// object's "value" property is not copied (a snapshot's list).
+function cloneValue(v, seen, shallowValue = false) {
+  if (v === null || typeof v !== "object") return typeof v === "function" ? FAIL : v;
+  const done = seen.get(v);
+  if (done !== undefined) return done;
+  if (!Object.isExtensible(v)) return FAIL;
+  let out;
+  if (Array.isArray(v)) {
+    if (Object.getPrototypeOf(v) !== Array.prototype) return FAIL;
+    out = new Array(v.length);
+    seen.set(v, out);
+    const keys = Object.keys(v);
+    if (keys.length !== v.length) return FAIL; // holes or extra properties
+    for (let i = 0; i < v.length; i++) {
+      const c = cloneValue(v[i], seen);
+      if (c === FAIL) return FAIL;
+      out[i] = c;
+    }
+    return out;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null && !isPlainClass(proto)) return FAIL;
+  out = Object.create(proto);
+  seen.set(v, out);
+  for (const k of Reflect.ownKeys(v)) {
+    const d = Object.getOwnPropertyDescriptor(v, k);
+    if (!("value" in d)) return FAIL;
+    const c = shallowValue && k === "value" ? undefined : cloneValue(d.value, seen);
+    if (c === FAIL) return FAIL;
+    if (d.writable && d.enumerable && d.configurable) out[k] = c;
+    else Object.defineProperty(out, k, { ...d, value: c });
+  }
+  return out;
+}
+
+// Whether objects of this prototype are ordinary objects made by a class
+// (not a built-in with internal state: Map, Set, Date, RegExp, typed arrays,
+// Error, Promise).
+const exotic = [Map, Set, WeakMap, WeakSet, Date, RegExp, Error, Promise, ArrayBuffer, DataView, Object.getPrototypeOf(Uint8Array)];
+function isPlainClass(proto) {
+  for (let p = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    if (exotic.some((C) => p === C.prototype)) return false;
+  }
+  return true;
+}
+
+// sameValue: a and b have the same structure (prototypes, own keys in order,
+// descriptors' flags, values), for checking a copy or a fast read.
+function sameValue(a, b, depth = 0) {
+  if (a === b) return true;
+  if (depth > 256) return false;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return Object.is(a, b);
+  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b) || Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Object.isExtensible(a) !== Object.isExtensible(b)) return false;
+  const ka = Reflect.ownKeys(a);
+  const kb = Reflect.ownKeys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    if (ka[i] !== kb[i]) return false;
+    const da = Object.getOwnPropertyDescriptor(a, ka[i]);
+    const db = Object.getOwnPropertyDescriptor(b, kb[i]);
+    if (!("value" in da) || !("value" in db) || da.writable !== db.writable || da.enumerable !== db.enumerable || da.configurable !== db.configurable) return false;
+    if (!sameValue(da.value, db.value, depth + 1)) return false;
+  }
+  return true;
+}
+
+function concat(parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 function startsWith(b, prefix, at) {

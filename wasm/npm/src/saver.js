@@ -144,13 +144,19 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (this.#ownsDb) await this.db.close();
   }
 
-  // learn: the value likely goes on into a graph run that puts it again
-  // (getTuple and delta histories of a thread this saver has been putting
-  // checkpoints to), so the messages it holds are remembered with their
-  // bytes (see message-json.js). Learning costs a little on each read, so
-  // list() and reads of other threads (a UI looking at state) do not.
+  // learn: "learn" when the value likely goes on into a graph run that puts
+  // it again (getTuple and delta histories of a thread this saver has been
+  // putting checkpoints to), so the messages it holds are remembered with
+  // their bytes (see message-json.js); learning costs a little on each read,
+  // so reads of other threads (a UI looking at state) only "copy": message
+  // lists are revived copying the messages revived before. list() does
+  // neither.
   async #value(blob, bufs, learn = false) {
-    return learn ? this.#dumps.loadsTyped(blob.t, bufs[blob.b]) : this.serde.loadsTyped(blob.t, bufs[blob.b]);
+    return learn ? this.#dumps.loadsTyped(blob.t, bufs[blob.b], learn === "learn") : this.serde.loadsTyped(blob.t, bufs[blob.b]);
+  }
+
+  #readMode(c) {
+    return this.#active.has(threadKey(c)) ? "learn" : "copy";
   }
 
   async #tuple(t, bufs, learn = false) {
@@ -202,7 +208,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     if (r.history) {
       this.#prefetched = { key: cpKey(r.tuple.config, r.tuple.config.checkpoint_id), channels: new Set(r.historyChannels), history: r.history, bufs: r.bufs };
     }
-    return this.#tuple(r.tuple, r.bufs, this.#active.has(threadKey(r.tuple.config)));
+    return this.#tuple(r.tuple, r.bufs, this.#readMode(r.tuple.config));
   }
 
   // The delta histories read with the last tuple: when LangGraph loads a
@@ -495,7 +501,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       }
     }
     const result = {};
-    const learn = this.#active.has(threadKey(cfg));
+    const learn = this.#readMode(cfg);
     for (const ch of channels) {
       const h = r[ch];
       const entry = { writes: [] };

@@ -203,6 +203,43 @@ describe(`MessageJSON equals serde.dumpsTyped (seed ${seed})`, () => {
     }
   });
 
+  it("reads a list back as the serde revives it, copying the messages it has revived before", async () => {
+    const serde = new JsonPlusSerializer();
+    const mj = new MessageJSON(serde);
+    const list = [];
+    for (let i = 0; i < 40; i++) {
+      list.push(
+        i % 2
+          ? new AIMessage({ id: `a${i}`, content: `reply ${i}`, tool_calls: [{ id: `c${i}`, name: "search", args: { q: `q${i}`, n: i } }], additional_kwargs: { k: [i, { deep: "x" }] } })
+          : new HumanMessage({ id: `h${i}`, content: [{ type: "text", text: `hi ${i}` }], response_metadata: { r: i } }),
+      );
+    }
+    const reads = [];
+    for (const value of [list, new DeltaSnapshot(list)]) {
+      const [, bytes] = await serde.dumpsTyped(value);
+      for (let k = 0; k < 3; k++) {
+        const got = await mj.loadsTyped("json", bytes);
+        const want = await serde.loadsTyped("json", bytes);
+        expect(got).toStrictEqual(want);
+        const msgs = Array.isArray(got) ? got : got.value;
+        expect(msgs[1].lc_kwargs.additional_kwargs).toBe(msgs[1].additional_kwargs); // shared as the serde shares it
+        const [, again] = await serde.dumpsTyped(got);
+        expect(Buffer.from(again).equals(Buffer.from(bytes))).toBe(true);
+        reads.push(msgs);
+        msgs[1].additional_kwargs.k[1].deep = "changed by the graph"; // must not reach the next read
+      }
+    }
+    // Each message revived once, copied at every later read; the first
+    // snapshot goes to the serde whole (how a snapshot wraps its list is
+    // learnt from one).
+    expect(mj.stats.copied).toBe(40 * 4);
+    for (let a = 0; a < reads.length; a++) for (let b = a + 1; b < reads.length; b++) expect(reads[a][1]).not.toBe(reads[b][1]);
+    // Not a list of messages: the serde's own result.
+    const [, plain] = await serde.dumpsTyped([{ a: 1 }, "x", new Map([[1, 2]])]);
+    expect(await mj.loadsTyped("json", plain)).toStrictEqual(await serde.loadsTyped("json", plain));
+    expect(await mj.loadsTyped("json", plain)).toStrictEqual(await serde.loadsTyped("json", plain));
+  });
+
   it("serialises only the messages that are new or changed", async () => {
     const serde = new JsonPlusSerializer();
     const mj = new MessageJSON(serde);
