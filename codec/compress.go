@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"compress/flate"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -167,10 +168,17 @@ func compress(plain []byte, format byte, effort int, frames *frameCache) ([]byte
 	return nil, fmt.Errorf("codec: compress: unknown format 0x%02x", format)
 }
 
+// inflateErr is the refusal of a value that inflates past MaxSize: too
+// large, and corrupt too (no writer of this codec stores one).
+func inflateErr() error {
+	return fmt.Errorf("%w: %w: the value inflates past MaxSize (%d bytes)", ErrTooLarge, ErrCorrupt, maxInflated)
+}
+
 // Body returns the msgpack bytes inside any envelope this build reads,
 // inflated if they were compressed, and the envelope byte. A damaged
 // compressed value (zstd checks its frame's checksum) matches ErrCorrupt;
-// an envelope of a newer codec, ErrUnsupported.
+// an envelope of a newer codec, ErrUnsupported; one that inflates past
+// MaxSize, ErrTooLarge (each decoder stops there: no more is allocated).
 func Body(data []byte) (body []byte, format byte, err error) {
 	if len(data) == 0 {
 		return nil, 0, fmt.Errorf("%w: empty input", ErrCorrupt)
@@ -184,6 +192,9 @@ func Body(data []byte) (body []byte, format byte, err error) {
 			return nil, 0, fmt.Errorf("codec: inflate: %w", err)
 		}
 		if body, err = dec.DecodeAll(body, nil); err != nil {
+			if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+				return nil, 0, inflateErr()
+			}
 			return nil, 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
 		}
 		return body, format, nil
@@ -200,7 +211,7 @@ func Body(data []byte) (body []byte, format byte, err error) {
 			return nil, 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
 		}
 		if len(out) > maxInflated {
-			return nil, 0, fmt.Errorf("%w: value inflates past %d bytes", ErrCorrupt, maxInflated)
+			return nil, 0, inflateErr()
 		}
 		return out, format, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
@@ -159,6 +160,11 @@ func (tooLargeError) Is(target error) bool { return target == ErrInvalidArgument
 // and the database then reports BUSY); damage matches ErrCorrupt. Other
 // errors pass through with what the database said.
 func wrapErr(ctx context.Context, err error) error {
+	if errors.Is(err, codec.ErrTooLarge) && !errors.Is(err, ErrTooLarge) {
+		// A stored value a reader refused to inflate or decode: the
+		// codec's limits are the engine's.
+		return fmt.Errorf("%w: a stored value inflates past MaxListBytes (%d bytes) or would decode to more than codec.MaxCost (%d): %w", ErrTooLarge, MaxListBytes, codec.MaxCost, err)
+	}
 	if err == nil || errors.Is(err, ErrCorrupt) {
 		return err
 	}

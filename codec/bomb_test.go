@@ -1,0 +1,87 @@
+package codec
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+
+	"github.com/agentstate/agentstate/internal/testbomb"
+)
+
+// allocated runs fn and returns the bytes it allocated.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A value that inflates past MaxSize, or would decode to more than MaxCost,
+// is refused with ErrTooLarge before it is allocated (issue 25: 128 MiB of
+// nils from a 4 KB frame took 6 GB).
+func TestDecompressionBombs(t *testing.T) {
+	cases := map[string]int{
+		"inflates past MaxSize": 2 * MaxSize,         // 128 MiB of nils
+		"decodes past MaxCost":  MaxSize - 1<<20,     // 63 MiB: a gigabyte of interfaces
+		"just past MaxCost":     MaxCost / valueCost, // the list's own slot tips it
+	}
+	for name, n := range cases {
+		t.Run(name, func(t *testing.T) {
+			bomb := testbomb.Envelope(n)
+			t.Logf("%d bytes inflating to %d", len(bomb), n+5)
+			var err error
+			var v any
+			a := allocated(func() { err = Unmarshal(bomb, &v) })
+			if !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("Unmarshal = %v, want ErrTooLarge", err)
+			}
+			// The inflated bytes (at most MaxSize, grown by append: about
+			// five times that in all, at most twice at once), never the
+			// decoded list (gigabytes).
+			if a > 6*MaxSize {
+				t.Errorf("refusing it allocated %d MiB", a>>20)
+			}
+			if _, err := DecodeMessages(bomb); !errors.Is(err, ErrTooLarge) {
+				t.Errorf("DecodeMessages = %v, want ErrTooLarge", err)
+			}
+			body, _, err := Body(bomb)
+			if err == nil {
+				err = Check(body)
+			}
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("Body+Check = %v, want ErrTooLarge", err)
+			}
+		})
+	}
+}
+
+// What Marshal writes, Unmarshal reads: the cost bound is applied while
+// encoding too, at twice the size bound.
+func TestMarshalRefusesCostlyValues(t *testing.T) {
+	nils := make([]any, 200_000) // 200 KB encoded, 3.2 MB of interfaces
+	if _, err := MarshalMax(nils, 1<<20); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("MarshalMax(200k nils, 1 MiB) = %v, want ErrTooLarge", err)
+	}
+	if _, err := MarshalMax(nils, 2<<20); err != nil {
+		t.Fatalf("MarshalMax(200k nils, 2 MiB) = %v", err)
+	}
+	// The largest list of nils Marshal writes reads back.
+	most := make([]any, MaxCost/valueCost-2) // the envelope's list counts too
+	b, err := Marshal(most)
+	if err != nil {
+		t.Fatalf("Marshal(%d nils) = %v", len(most), err)
+	}
+	var back []any
+	if err := Unmarshal(b, &back); err != nil || len(back) != len(most) {
+		t.Fatalf("Unmarshal = %d, %v", len(back), err)
+	}
+	if _, err := Marshal(append(most, nil, nil)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Marshal(one more) = %v, want ErrTooLarge", err)
+	}
+	// A string's bytes count as well as its slot.
+	if _, err := MarshalMax([]string{string(make([]byte, 1<<19)), string(make([]byte, 1<<19))}, 1<<20+64); err != nil {
+		t.Fatalf("two half-MiB strings: %v", err)
+	}
+}
