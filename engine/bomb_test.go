@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -69,4 +71,45 @@ func TestImportRefusesDecompressionBombs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A file whose stored message list is a bomb (written behind the engine's
+// back) is refused on read with ErrTooLarge: State, and verify reporting
+// it, each without allocating the list.
+func TestReadRefusesDecompressionBombs(t *testing.T) {
+	for name, bomb := range map[string][]byte{
+		"inflates past MaxListBytes": testbomb.Envelope(2 * MaxListBytes),
+		"decodes past MaxCost":       testbomb.Envelope(MaxListBytes - 1<<20),
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "b.db")
+			db := openTest(t, path, nil)
+			cfg := mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", codec.Message{Type: codec.Human, Content: "hi"})}})
+			db.Close()
+			rawExec(t, path, fmt.Sprintf(`UPDATE blobs SET data = X'%x' WHERE thread_id = 'th' AND channel = 'messages'`, bomb))
+			db = openTest(t, path, nil)
+			var err error
+			a := allocated(func() { _, err = db.State(bg, cfg) })
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "MaxListBytes") {
+				t.Fatalf("State: %v, want ErrTooLarge naming MaxListBytes", err)
+			}
+			if a > 6*MaxListBytes {
+				t.Errorf("refusing it allocated %d MiB", a>>20)
+			}
+			rep, err := db.Verify(bg, VerifyOptions{})
+			if err != nil || rep.OK {
+				t.Fatalf("verify: %+v, %v; want the value reported", rep, err)
+			}
+		})
+	}
+}
+
+// allocated runs fn and returns the bytes it allocated.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
