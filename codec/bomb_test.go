@@ -3,6 +3,7 @@ package codec
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/internal/testbomb"
@@ -58,15 +59,8 @@ func TestDecompressionBombs(t *testing.T) {
 }
 
 // What Marshal writes, Unmarshal reads: the cost bound is applied while
-// encoding too, at twice the size bound.
+// encoding too.
 func TestMarshalRefusesCostlyValues(t *testing.T) {
-	nils := make([]any, 200_000) // 200 KB encoded, 3.2 MB of interfaces
-	if _, err := MarshalMax(nils, 1<<20); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("MarshalMax(200k nils, 1 MiB) = %v, want ErrTooLarge", err)
-	}
-	if _, err := MarshalMax(nils, 2<<20); err != nil {
-		t.Fatalf("MarshalMax(200k nils, 2 MiB) = %v", err)
-	}
 	// The largest list of nils Marshal writes reads back.
 	most := make([]any, MaxCost/valueCost-2) // the envelope's list counts too
 	b, err := Marshal(most)
@@ -80,8 +74,13 @@ func TestMarshalRefusesCostlyValues(t *testing.T) {
 	if _, err := Marshal(append(most, nil, nil)); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("Marshal(one more) = %v, want ErrTooLarge", err)
 	}
-	// A string's bytes count as well as its slot.
-	if _, err := MarshalMax([]string{string(make([]byte, 1<<19)), string(make([]byte, 1<<19))}, 1<<20+64); err != nil {
-		t.Fatalf("two half-MiB strings: %v", err)
+	// A string's bytes count as well as its slot: 7M strings of 4 bytes
+	// are 35 MiB encoded and count 7M × 20 = 140 MiB, past MaxCost.
+	strs := make([]string, 7<<20)
+	for i := range strs {
+		strs[i] = "abcd"
+	}
+	if _, err := Marshal(strs); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "MaxCost") {
+		t.Fatalf("Marshal(7M strings) = %v, want ErrTooLarge naming MaxCost", err)
 	}
 }

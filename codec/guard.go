@@ -161,7 +161,7 @@ func (g *guard) start(c byte) error {
 	top := &g.stack[len(g.stack)-1]
 	top.left--
 	g.cost += valueCost
-	if g.cost > 2*g.max {
+	if g.cost > MaxCost {
 		return g.costErr()
 	}
 	g.key = nil
@@ -190,7 +190,7 @@ func (g *guard) header() error {
 	c := g.hdr[0]
 	payload, items := headerOf(g.hdr[:g.hn])
 	g.hn = 0
-	if g.cost += costOf(c, payload) - valueCost; g.cost > 2*g.max {
+	if g.cost += costOf(c, payload) - valueCost; g.cost > MaxCost {
 		return g.costErr()
 	}
 	switch {
@@ -216,10 +216,10 @@ func (g *guard) header() error {
 	return nil
 }
 
-// costErr refuses a value that would take more memory decoded than twice
-// the bound of its encoding (see MaxCost).
+// costErr refuses a value that would take more memory decoded than
+// MaxCost, which readers refuse.
 func (g *guard) costErr() error {
-	return fmt.Errorf("%w: decoding it would take more than %d bytes (16 a value, plus its strings) at %s", ErrTooLarge, 2*g.max, g.path())
+	return fmt.Errorf("%w: decoding it would take more than MaxCost (%d bytes: 16 a value, plus its strings) at %s", ErrTooLarge, MaxCost, g.path())
 }
 
 // check reports a value that ended early (the encoder stopped without an

@@ -124,10 +124,10 @@ const valueCost = 16
 // MaxCost bounds the memory one value takes once decoded, as the codec
 // counts it: 16 bytes for every value (each element of a list, each key
 // and each value of a map) plus the bytes of its strings, binaries and
-// extensions. Marshal refuses a value that would count more than twice its
-// size bound (ErrTooLarge), and Unmarshal refuses one that counts more than
-// MaxCost before decoding it, so a list of 64 MiB of nils (a gigabyte of
-// interfaces, from a few kilobytes of zstd) is never allocated.
+// extensions. Marshal refuses a value that would count more (ErrTooLarge),
+// and Unmarshal refuses one before decoding it, so a list of 64 MiB of
+// nils (a gigabyte of interfaces, from a few kilobytes of zstd) is never
+// allocated.
 const MaxCost = 2 * MaxSize
 
 // costOf is what decoding a value whose header starts with c and declares
