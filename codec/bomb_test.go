@@ -38,10 +38,10 @@ func TestDecompressionBombs(t *testing.T) {
 			if !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("Unmarshal = %v, want ErrTooLarge", err)
 			}
-			// The inflated bytes (at most MaxSize, grown by append: about
-			// five times that in all, at most twice at once), never the
-			// decoded list (gigabytes).
-			if a > 6*MaxSize {
+			// The inflated bytes, allocated once at their size (at most
+			// MaxSize, counted first), never the decoded list (gigabytes).
+			t.Logf("refusing it allocated %d MiB", a>>20)
+			if a > MaxSize+MaxSize/2 {
 				t.Errorf("refusing it allocated %d MiB", a>>20)
 			}
 			if _, err := DecodeMessages(bomb); !errors.Is(err, ErrTooLarge) {
@@ -82,5 +82,25 @@ func TestMarshalRefusesCostlyValues(t *testing.T) {
 	}
 	if _, err := Marshal(strs); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "MaxCost") {
 		t.Fatalf("Marshal(7M strings) = %v, want ErrTooLarge naming MaxCost", err)
+	}
+}
+
+// What this codec writes declares its size, so reading it allocates the
+// result once and decodes once (no counting pass).
+func TestZstdFramesDeclareTheirSize(t *testing.T) {
+	var ms []Message
+	for i := range 5000 {
+		ms = append(ms, Message{ID: strings.Repeat("i", 36), Type: Human, Content: strings.Repeat("word ", i%50)})
+	}
+	for _, v := range []any{ms, map[string]any{"k": strings.Repeat("v", 1<<20)}} {
+		b, err := MarshalCompressed(v, Small)
+		if err != nil || b[0] != FormatV1Zstd {
+			t.Fatalf("MarshalCompressed: %x, %v", b[:1], err)
+		}
+		plain, _ := Marshal(v)
+		size, known := zstdContentSize(b[1:])
+		if !known || size != uint64(len(plain)-1) {
+			t.Fatalf("%T: content size %d (known %v), want %d", v, size, known, len(plain)-1)
+		}
 	}
 }

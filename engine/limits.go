@@ -121,7 +121,7 @@ func checkBlob(what string, b codec.Blob, limit int, limitName string) error {
 		err = codec.Check(body)
 	}
 	if errors.Is(err, codec.ErrTooLarge) {
-		return fmt.Errorf("%w: %s would take more memory decoded than %s allows (2×%d bytes, see codec.MaxCost): %w", ErrTooLarge, what, limitName, limit, err)
+		return fmt.Errorf("%w: %s would take more than codec.MaxCost (%d bytes) of memory decoded: %w", ErrTooLarge, what, codec.MaxCost, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s of type %q: %w", ErrInvalidArgument, what, codec.TypeMsgpack, err)
