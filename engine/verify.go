@@ -698,7 +698,16 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 		}
 	}
 	names := slices.Sorted(maps.Keys(v.db.opts.Schema))
-	state := map[nsKey]map[string]any{} // rebuilt state per checkpoint
+	// A checkpoint's rebuilt state is kept only until its last child has
+	// been replayed: all of them, kept, were a list per checkpoint (a
+	// thread of 100,000 messages passed 20 GB).
+	kids := map[nsKey]int{}
+	for _, cp := range order {
+		if cp.hasParent {
+			kids[nsKey{cp.ns, cp.parent}]++
+		}
+	}
+	state := map[nsKey]map[string]any{} // rebuilt state per checkpoint with children to come
 	broken := map[nsKey]bool{}          // state unknown (a problem was reported on the way)
 	for _, cp := range order {
 		k := nsKey{cp.ns, cp.id}
@@ -714,6 +723,9 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 				continue
 			}
 			parent = state[pk]
+			if kids[pk]--; kids[pk] == 0 {
+				delete(state, pk)
+			}
 		}
 		values := map[string]any{}
 		bad := false
@@ -797,7 +809,9 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 			broken[k] = true
 			continue
 		}
-		state[k] = values
+		if kids[k] > 0 {
+			state[k] = values
+		}
 		v.rep.Replayed++
 	}
 	return nil
