@@ -18,7 +18,9 @@ import (
 //	AGENTSTATE_BIG=/tmp/big.db /usr/bin/time -v /tmp/engine.test -test.run 'TestBigThread/history'
 //
 // build commits N steps of one message each (delta mode, K=10, AutoRetain)
-// to thread "big"; history walks StateHistory over all of them.
+// to thread "big"; history walks StateHistory over all of them (the newest
+// AGENTSTATE_BIG_LIMIT if set: each state is rebuilt, so a walk of all is
+// quadratic in time).
 func TestBigThread(t *testing.T) {
 	path := os.Getenv("AGENTSTATE_BIG")
 	if path == "" {
@@ -54,8 +56,9 @@ func TestBigThread(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
+		limit, _ := strconv.Atoi(os.Getenv("AGENTSTATE_BIG_LIMIT")) // 0: all
 		n, last := 0, -1
-		for s, err := range db.StateHistory(bg, "big", HistoryOptions{}) {
+		for s, err := range db.StateHistory(bg, "big", HistoryOptions{Limit: limit}) {
 			if err != nil {
 				t.Fatal(err)
 			}
