@@ -88,18 +88,23 @@ func marshalTo(buf *bytes.Buffer, v any, max int) error {
 // the int64 range) and binary strings as string (store bytes in a Blob to
 // keep them as bytes). Garbage, truncated input
 // and shape mismatches return an error matching ErrCorrupt; an envelope from a
-// newer codec returns ErrUnsupported. It never panics.
+// newer codec returns ErrUnsupported; a value that inflates past MaxSize or
+// would cost more than MaxCost decoded, ErrTooLarge (checked before it is
+// decoded). It never panics.
 func Unmarshal(data []byte, v any) (err error) {
 	body, _, err := Body(data)
 	if err != nil {
 		return err
 	}
-	n, err := scan(body)
+	n, cost, err := scanCost(body, MaxDepth, ErrCorrupt)
 	if err != nil {
 		return err
 	}
 	if n != len(body) {
 		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(body)-n)
+	}
+	if cost > MaxCost {
+		return fmt.Errorf("%w: decoding the value would take more than MaxCost (%d bytes): %d values in %d bytes", ErrTooLarge, MaxCost, cost/valueCost, len(body))
 	}
 	defer func() {
 		// The msgpack decoder is defensive, but a corrupt length prefix in a
@@ -160,7 +165,9 @@ func decodeLoose(dec *msgpack.Decoder) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]any, 0, min(n, 1024))
+		// scan checked n against the bytes left and the value's cost
+		// against MaxCost: the list is allocated once, at its size.
+		out := make([]any, 0, n)
 		for range n {
 			v, err := decodeLoose(dec)
 			if err != nil {
@@ -183,7 +190,7 @@ func decodeStringMap(dec *msgpack.Decoder) (any, error) {
 	if n == -1 {
 		return nil, nil
 	}
-	m := make(map[string]any, min(n, 1024))
+	m := make(map[string]any, n)
 	for range n {
 		k, err := dec.DecodeString()
 		if err != nil {

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"compress/flate"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -167,10 +168,138 @@ func compress(plain []byte, format byte, effort int, frames *frameCache) ([]byte
 	return nil, fmt.Errorf("codec: compress: unknown format 0x%02x", format)
 }
 
+// inflateZstd inflates zstd frames into one buffer allocated once, at the
+// size they inflate to, known before anything is decoded: the sum of the
+// content sizes the frames declare (every frame this codec writes declares
+// it), or else what a streaming pass that keeps nothing counts. Frames that
+// inflate past max are refused (ErrTooLarge) having allocated nothing of
+// their size.
+func inflateZstd(src []byte, max int) ([]byte, error) {
+	size, known := zstdContentSize(src)
+	if !known {
+		var err error
+		if size, err = countZstd(src, max); err != nil {
+			return nil, err
+		}
+	}
+	if size > uint64(max) {
+		return nil, inflateErr()
+	}
+	dec, err := decoder()
+	if err != nil {
+		return nil, fmt.Errorf("codec: inflate: %w", err)
+	}
+	out, err := dec.DecodeAll(src, make([]byte, 0, size))
+	if err != nil {
+		if zstdTooLarge(err) {
+			return nil, inflateErr()
+		}
+		return nil, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
+	}
+	if uint64(len(out)) != size {
+		return nil, fmt.Errorf("%w: inflate: %d bytes, the frames declare %d", ErrCorrupt, len(out), size)
+	}
+	return out, nil
+}
+
+func zstdTooLarge(err error) bool {
+	return errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded)
+}
+
+// zstdContentSize adds up the content sizes that the zstd frames of src
+// declare, walking their block headers (nothing is decoded). known is
+// false when a frame of compressed blocks declares none, or the walk does
+// not end on the last byte (the decoder then finds what is wrong).
+func zstdContentSize(src []byte) (size uint64, known bool) {
+	for len(src) > 0 {
+		var h zstd.Header
+		rest, err := h.DecodeAndStrip(src)
+		if err != nil {
+			return 0, false
+		}
+		if h.Skippable {
+			if uint64(len(rest)) < uint64(h.SkippableSize) {
+				return 0, false
+			}
+			src = rest[h.SkippableSize:]
+			continue
+		}
+		// A frame that declares no size has one if its blocks are raw or
+		// RLE (the encoder writes a list's header so): their headers say.
+		size += min(h.FrameContentSize, 1<<62) // past any max
+		for last := false; !last; {
+			if len(rest) < 3 {
+				return 0, false
+			}
+			bh := int(rest[0]) | int(rest[1])<<8 | int(rest[2])<<16
+			n := bh >> 3
+			switch (bh >> 1) & 3 {
+			case 0: // raw
+				if !h.HasFCS {
+					size += uint64(n)
+				}
+			case 1: // RLE: one byte, repeated n times
+				if !h.HasFCS {
+					size += uint64(n)
+				}
+				n = 1
+			case 2: // compressed: only the frame says what it inflates to
+				if !h.HasFCS {
+					return 0, false
+				}
+			case 3: // reserved
+				return 0, false
+			}
+			last, rest = bh&1 != 0, rest[3:]
+			if len(rest) < n {
+				return 0, false
+			}
+			rest = rest[n:]
+		}
+		if h.HasCheckSum {
+			if len(rest) < 4 {
+				return 0, false
+			}
+			rest = rest[4:]
+		}
+		src = rest
+	}
+	return size, true
+}
+
+// countZstd is what zstd frames that do not declare their size inflate to,
+// counted by a streaming decoder that keeps only its window; past max it
+// stops, refusing them (ErrTooLarge).
+func countZstd(src []byte, max int) (uint64, error) {
+	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxMemory(uint64(max)))
+	if err != nil {
+		return 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
+	}
+	defer d.Close()
+	n, err := io.Copy(io.Discard, io.LimitReader(d, int64(max)+1))
+	switch {
+	case err != nil && zstdTooLarge(err):
+		return 0, inflateErr()
+	case err != nil:
+		return 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
+	case n > int64(max):
+		return 0, inflateErr()
+	}
+	return uint64(n), nil
+}
+
+// inflateErr is the refusal of a value that inflates past MaxSize: too
+// large, and corrupt too (no writer of this codec stores one).
+func inflateErr() error {
+	return fmt.Errorf("%w: %w: the value inflates past MaxSize (%d bytes)", ErrTooLarge, ErrCorrupt, maxInflated)
+}
+
 // Body returns the msgpack bytes inside any envelope this build reads,
 // inflated if they were compressed, and the envelope byte. A damaged
 // compressed value (zstd checks its frame's checksum) matches ErrCorrupt;
-// an envelope of a newer codec, ErrUnsupported.
+// an envelope of a newer codec, ErrUnsupported; one that inflates past
+// MaxSize, ErrTooLarge (each decoder stops there: no more is allocated).
 func Body(data []byte) (body []byte, format byte, err error) {
 	if len(data) == 0 {
 		return nil, 0, fmt.Errorf("%w: empty input", ErrCorrupt)
@@ -179,12 +308,8 @@ func Body(data []byte) (body []byte, format byte, err error) {
 	case FormatV1:
 		return body, format, nil
 	case FormatV1Zstd:
-		dec, err := decoder()
-		if err != nil {
-			return nil, 0, fmt.Errorf("codec: inflate: %w", err)
-		}
-		if body, err = dec.DecodeAll(body, nil); err != nil {
-			return nil, 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
+		if body, err = inflateZstd(body, maxInflated); err != nil {
+			return nil, 0, err
 		}
 		return body, format, nil
 	case FormatV1S2:
@@ -200,7 +325,7 @@ func Body(data []byte) (body []byte, format byte, err error) {
 			return nil, 0, fmt.Errorf("%w: inflate: %v", ErrCorrupt, err)
 		}
 		if len(out) > maxInflated {
-			return nil, 0, fmt.Errorf("%w: value inflates past %d bytes", ErrCorrupt, maxInflated)
+			return nil, 0, inflateErr()
 		}
 		return out, format, nil
 	}

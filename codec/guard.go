@@ -20,8 +20,11 @@ var ErrTooDeep = errors.New("codec: value nested too deep")
 var ErrTooLarge = errors.New("codec: value too large")
 
 // MaxSize bounds the encoding of one value: Marshal refuses to write more,
-// and no compressed value inflates past it.
-const MaxSize = 1 << 30
+// and no compressed value inflates past it (readers refuse it with
+// ErrTooLarge, their decoders stopped at MaxSize, before allocating more).
+// It is the engine's largest value (engine.MaxListBytes): nothing larger
+// is stored, so nothing larger is read.
+const MaxSize = 64 << 20
 
 // ErrUnreadable reports a value Marshal refuses because Unmarshal could not
 // read it back: a map key that is not a string, or an extension other than
@@ -51,6 +54,7 @@ type guard struct {
 	buf   *bytes.Buffer
 	n     int // bytes seen
 	max   int
+	cost  int // what decoding the value counts (MaxCost)
 	err   error
 	ext   bool // the next payload byte is an extension's type
 	hdr   [9]byte
@@ -156,6 +160,10 @@ func (g *guard) start(c byte) error {
 	}
 	top := &g.stack[len(g.stack)-1]
 	top.left--
+	g.cost += valueCost
+	if g.cost > MaxCost {
+		return g.costErr()
+	}
 	g.key = nil
 	if top.isMap && top.left%2 == 1 {
 		top.key, top.keyStr = top.key[:0], isStrCode(c)
@@ -182,6 +190,9 @@ func (g *guard) header() error {
 	c := g.hdr[0]
 	payload, items := headerOf(g.hdr[:g.hn])
 	g.hn = 0
+	if g.cost += costOf(c, payload) - valueCost; g.cost > MaxCost {
+		return g.costErr()
+	}
 	switch {
 	case c == 0xc7 || c == 0xc8 || c == 0xc9:
 		if payload-1 != 12 {
@@ -203,6 +214,12 @@ func (g *guard) header() error {
 		g.key = nil
 	}
 	return nil
+}
+
+// costErr refuses a value that would take more memory decoded than
+// MaxCost, which readers refuse.
+func (g *guard) costErr() error {
+	return fmt.Errorf("%w: decoding it would take more than MaxCost (%d bytes: 16 a value, plus its strings) at %s", ErrTooLarge, MaxCost, g.path())
 }
 
 // check reports a value that ended early (the encoder stopped without an

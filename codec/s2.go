@@ -44,7 +44,7 @@ func inflateS2(block []byte, max int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: s2 block: %v", ErrCorrupt, err)
 	}
 	if n > max {
-		return nil, fmt.Errorf("%w: s2 block inflates to %d bytes, more than %d", ErrCorrupt, n, max)
+		return nil, fmt.Errorf("%w: %w: s2 block inflates to %d bytes, more than %d", ErrTooLarge, ErrCorrupt, n, max)
 	}
 	out, err := s2.Decode(make([]byte, n), block)
 	if err != nil {

@@ -105,11 +105,44 @@ func headerOf(h []byte) (payload, items int) {
 // containers nest at most MaxDepth deep. It exists because the msgpack decoder sizes
 // slices from declared lengths before reading them: a 6-byte input claiming
 // four billion elements must be refused here, not allocated.
-func scan(data []byte) (n int, err error) { return scanDepth(data, MaxDepth, ErrCorrupt) }
+func scan(data []byte) (n int, err error) {
+	n, _, err = scanCost(data, MaxDepth, ErrCorrupt)
+	return n, err
+}
 
 // scanDepth is scan with containers allowed maxDepth deep, refused with
 // deepErr past it.
 func scanDepth(data []byte, maxDepth int, deepErr error) (n int, err error) {
+	n, _, err = scanCost(data, maxDepth, deepErr)
+	return n, err
+}
+
+// valueCost is what the codec counts for one decoded value besides its
+// bytes: an interface (or slice element, or map key or value) slot.
+const valueCost = 16
+
+// MaxCost bounds the memory one value takes once decoded, as the codec
+// counts it: 16 bytes for every value (each element of a list, each key
+// and each value of a map) plus the bytes of its strings, binaries and
+// extensions. Marshal refuses a value that would count more (ErrTooLarge),
+// and Unmarshal refuses one before decoding it, so a list of 64 MiB of
+// nils (a gigabyte of interfaces, from a few kilobytes of zstd) is never
+// allocated.
+const MaxCost = 2 * MaxSize
+
+// costOf is what decoding a value whose header starts with c and declares
+// payload bytes counts (see MaxCost).
+func costOf(c byte, payload int) int {
+	if c&0xe0 == 0xa0 || c >= 0xc4 && c <= 0xc9 || c >= 0xd4 && c <= 0xdb {
+		// str, bin, ext, fixext: their bytes are copied out.
+		return valueCost + payload
+	}
+	return valueCost
+}
+
+// scanCost is scanDepth that also adds up what decoding the value costs
+// (see MaxCost).
+func scanCost(data []byte, maxDepth int, deepErr error) (n, cost int, err error) {
 	pos := 0
 	pending := []int{1} // values still to read at each open nesting level
 	for len(pending) > 0 {
@@ -120,12 +153,13 @@ func scanDepth(data []byte, maxDepth int, deepErr error) (n int, err error) {
 		pending[len(pending)-1]--
 		next, payload, items, err := Head(data, pos)
 		if err != nil {
-			return 0, fmt.Errorf("%w (at offset %d)", err, pos)
+			return 0, 0, fmt.Errorf("%w (at offset %d)", err, pos)
 		}
+		cost += costOf(data[pos], payload)
 		if isContainer(data[pos]) {
 			// len(pending) is this container's nesting level.
 			if len(pending) > maxDepth {
-				return 0, fmt.Errorf("%w: containers nested deeper than %d (at offset %d)", deepErr, maxDepth, pos)
+				return 0, 0, fmt.Errorf("%w: containers nested deeper than %d (at offset %d)", deepErr, maxDepth, pos)
 			}
 			if items > 0 {
 				pending = append(pending, items)
@@ -133,5 +167,5 @@ func scanDepth(data []byte, maxDepth int, deepErr error) (n int, err error) {
 		}
 		pos = next + payload
 	}
-	return pos, nil
+	return pos, cost, nil
 }

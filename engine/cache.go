@@ -31,6 +31,11 @@ type CacheStats struct {
 	// channel's version-delta chain (values.go) by writes and reads.
 	ValueHits   int64 `json:"value_hits"`
 	ValueMisses int64 `json:"value_misses"`
+	// StateEntries and StateBytes are the materialized states of the
+	// thread API kept in the same budget (statecache.go): Bytes counts
+	// them too.
+	StateEntries int64 `json:"state_entries"`
+	StateBytes   int64 `json:"state_bytes"`
 }
 
 type cpKey struct{ thread, ns, id string }
@@ -57,10 +62,11 @@ type histEntry struct {
 type historyCache struct {
 	mu       sync.Mutex
 	maxBytes int64
-	lru      *list.List // of *histEntry and *baseEntry
+	lru      *list.List // of *histEntry, *baseEntry and *stateEntry
 	byCP     map[cpKey]map[string]*histEntry
 	byThread map[string]map[cpKey]struct{}
 	bases    map[valueKey]*baseEntry
+	states   map[cpKey]*stateEntry
 	stats    CacheStats
 }
 
@@ -68,7 +74,7 @@ func newHistoryCache(maxBytes int64) *historyCache {
 	return &historyCache{
 		maxBytes: maxBytes, lru: list.New(),
 		byCP: map[cpKey]map[string]*histEntry{}, byThread: map[string]map[cpKey]struct{}{},
-		bases: map[valueKey]*baseEntry{},
+		bases: map[valueKey]*baseEntry{}, states: map[cpKey]*stateEntry{},
 	}
 }
 
@@ -155,6 +161,8 @@ func (hc *historyCache) evictLocked() {
 			hc.removeLocked(last)
 		case *baseEntry:
 			hc.removeBaseLocked(last)
+		case *stateEntry:
+			hc.removeStateLocked(last)
 		}
 		hc.stats.Evictions++
 	}
@@ -192,6 +200,11 @@ func (hc *historyCache) purgeThread(thread string) {
 	for k, e := range hc.bases {
 		if k.thread == thread {
 			hc.removeBaseLocked(e)
+		}
+	}
+	for k, e := range hc.states {
+		if k.thread == thread {
+			hc.removeStateLocked(e)
 		}
 	}
 }

@@ -28,7 +28,6 @@ type DB struct {
 	writer  *connPool
 	readers *connPool
 	cache   *historyCache
-	states  *stateCache
 	flight  singleflight.Group // concurrent cold rebuilds of one checkpoint's state
 	// compressor is made on first use, once the file's mode is known.
 	compressor     *codec.Compressor
@@ -101,7 +100,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 
 // openWith opens a handle on the backend b, which has just been made.
 func openWith(ctx context.Context, path string, b backend, o Options) (*DB, error) {
-	db := &DB{path: displayPath(path), b: b, opts: o, cache: newHistoryCache(o.HistoryCacheBytes), states: newStateCache(stateCacheSize(o))}
+	db := &DB{path: displayPath(path), b: b, opts: o, cache: newHistoryCache(o.HistoryCacheBytes)}
 	if _, ok := b.(serverBackend); ok {
 		db.abort, db.abortCalls = context.WithCancel(context.Background())
 	}

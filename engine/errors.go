@@ -234,6 +234,15 @@ func undecodable(err error) error {
 // and the database then reports BUSY); damage matches ErrCorrupt. Other
 // errors pass through with what the database said.
 func wrapErr(ctx context.Context, err error) error {
+	if errors.Is(err, codec.ErrTooLarge) && !errors.Is(err, ErrTooLarge) {
+		// A stored value a reader refused to inflate or decode: the
+		// codec's limits are the engine's, and no writer of the engine
+		// stores such a value (so it is damage, not a bad argument).
+		if !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return fmt.Errorf("%w: a stored value inflates past MaxListBytes (%d bytes) or would decode to more than codec.MaxCost (%d): %w", ErrTooLarge, MaxListBytes, codec.MaxCost, err)
+	}
 	if err == nil || errors.Is(err, ErrCorrupt) {
 		return err
 	}

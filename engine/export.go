@@ -731,6 +731,13 @@ func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, st
 				if len(b) > limit {
 					return nil, "", fmt.Errorf("%w: column data is %d bytes, more than %s (%d)", ErrTooLarge, len(b), limitName, limit)
 				}
+				if enc == encPacked {
+					// Readers inflate it: the limit holds for what it
+					// inflates to, not only for the bytes given.
+					if err := checkPacked("column data", typ, b, limit, limitName); err != nil {
+						return nil, "", err
+					}
+				}
 				args[i] = nonNil(b)
 				continue
 			}

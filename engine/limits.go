@@ -36,8 +36,14 @@ const (
 	// msgpack before compression: the message list a Commit stores (every
 	// step in full mode, each snapshot in delta mode), a LangGraph channel
 	// value given to Put. A Commit whose list would pass it is refused;
-	// Compact the thread to go on.
-	MaxListBytes = 64 << 20
+	// Compact the thread to go on. It is codec.MaxSize, the most any
+	// reader inflates one stored value to: a value that would inflate
+	// further (a few kilobytes of zstd can claim gigabytes) is refused
+	// with ErrTooLarge before more is allocated, and so is one whose
+	// decoded form would count more than codec.MaxCost (twice as much:
+	// 16 bytes a value plus its strings; a list of 64 MiB of nils would
+	// take a gigabyte).
+	MaxListBytes = codec.MaxSize
 	// MaxRowBytes bounds what one row stores, compressed or not: a
 	// channel value (at most MaxListBytes) beside a few small columns.
 	MaxRowBytes = MaxListBytes + 1<<20
@@ -107,11 +113,36 @@ func checkBlob(what string, b codec.Blob, limit int, limitName string) error {
 	if err == nil && len(body) > limit {
 		return fmt.Errorf("%w: %s inflates to %d bytes, more than %s (%d)", ErrTooLarge, what, len(body), limitName, limit)
 	}
+	if errors.Is(err, codec.ErrTooLarge) {
+		// Inflating stopped at codec.MaxSize (MaxListBytes).
+		return fmt.Errorf("%w: %s inflates to more than %s (%d bytes): %w", ErrTooLarge, what, limitName, limit, err)
+	}
 	if err == nil {
 		err = codec.Check(body)
+	}
+	if errors.Is(err, codec.ErrTooLarge) {
+		return fmt.Errorf("%w: %s would take more than codec.MaxCost (%d bytes) of memory decoded: %w", ErrTooLarge, what, codec.MaxCost, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s of type %q: %w", ErrInvalidArgument, what, codec.TypeMsgpack, err)
 	}
 	return nil
+}
+
+// checkPacked checks a value stored packed (a codec envelope around the
+// caller's bytes, as an export gives it) as checkBlob checks the bytes
+// inside: what it inflates to, within limit, and, for the engine's own
+// type, that it reads back. Inflating stops at the limit: a few kilobytes
+// claiming gigabytes are refused, not allocated.
+func checkPacked(what, typ string, packed []byte, limit int, limitName string) error {
+	body, _, err := codec.Body(packed)
+	switch {
+	case errors.Is(err, codec.ErrTooLarge):
+		return fmt.Errorf("%w: %s inflates to more than %s (%d bytes): %w", ErrTooLarge, what, limitName, limit, err)
+	case err != nil:
+		return fmt.Errorf("%w: %s is not a packed value: %w", ErrInvalidArgument, what, err)
+	case len(body) > limit:
+		return fmt.Errorf("%w: %s inflates to %d bytes, more than %s (%d)", ErrTooLarge, what, len(body), limitName, limit)
+	}
+	return checkBlob(what, codec.Blob{Type: typ, Data: body}, limit, limitName)
 }

@@ -2,89 +2,134 @@ package engine
 
 import (
 	"container/list"
-	"sync"
+
+	"github.com/agentstate/agentstate/codec"
 )
 
-// stateCache keeps the materialized state of recently used checkpoints of
-// the thread API, so committing the next step and reading the head do not
-// decode and fold the history again. Like the history cache, an entry never
-// goes stale: a checkpoint's state never changes. Values in it are shared
-// and must never be modified; readers get copies (cloneValues).
-type stateCache struct {
-	mu  sync.Mutex
-	max int
-	lru *list.List
-	m   map[cpKey]*list.Element
-}
-
+// The state cache keeps the materialized state of recently used
+// checkpoints of the thread API, so committing the next step and reading
+// the head do not decode and fold the history again. Like the history
+// cache, an entry never goes stale: a checkpoint's state never changes.
+// Values in it are shared and must never be modified; readers get copies
+// (cloneValues).
+//
+// Its entries live in the history cache, in the same byte budget
+// (Options.HistoryCacheBytes) and the same LRU order, each counted at an
+// estimate of the memory its values take (stateSize): a state of a long
+// thread is tens of megabytes, and a cache of a fixed number of them (256,
+// before) grew to gigabytes on a StateHistory walk. With the history cache
+// off (HistoryCacheBytes 0) no state is kept.
 type stateEntry struct {
-	k cpKey
-	v map[string]any
+	k    cpKey
+	v    map[string]any
+	size int64
+	elem *list.Element
 }
 
-// stateCacheEntries bounds the state cache. Heads are what it is for; a
-// handful per thread in use is plenty.
-const stateCacheEntries = 256
-
-// stateCacheSize is 0 (off) when the history cache is off, so that a handle
-// without caches always rebuilds state from the file.
-func stateCacheSize(o Options) int {
-	if o.HistoryCacheBytes == 0 {
-		return 0
-	}
-	return stateCacheEntries
-}
-
-func newStateCache(max int) *stateCache {
-	return &stateCache{max: max, lru: list.New(), m: map[cpKey]*list.Element{}}
-}
-
-func (sc *stateCache) get(k cpKey) (map[string]any, bool) {
-	if sc.max == 0 {
+func (hc *historyCache) getState(k cpKey) (map[string]any, bool) {
+	if !hc.enabled() {
 		return nil, false
 	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	e, ok := sc.m[k]
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	e, ok := hc.states[k]
 	if !ok {
 		return nil, false
 	}
-	sc.lru.MoveToFront(e)
-	return e.Value.(*stateEntry).v, true
+	hc.lru.MoveToFront(e.elem)
+	return e.v, true
 }
 
-func (sc *stateCache) add(k cpKey, v map[string]any) {
-	if v == nil || sc.max == 0 {
+func (hc *historyCache) addState(k cpKey, v map[string]any) {
+	if v == nil || !hc.enabled() {
 		return
 	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if e, ok := sc.m[k]; ok {
-		sc.lru.MoveToFront(e)
+	size := int64(entryOverhead + len(k.thread) + len(k.ns) + len(k.id))
+	for name, x := range v {
+		size += int64(len(name)) + valueSize(x)
+	}
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if e, ok := hc.states[k]; ok {
+		hc.lru.MoveToFront(e.elem)
 		return
 	}
-	sc.m[k] = sc.lru.PushFront(&stateEntry{k, v})
-	for sc.lru.Len() > sc.max {
-		last := sc.lru.Back()
-		sc.lru.Remove(last)
-		delete(sc.m, last.Value.(*stateEntry).k)
+	if size > hc.maxBytes {
+		return
 	}
+	e := &stateEntry{k: k, v: v, size: size}
+	e.elem = hc.lru.PushFront(e)
+	hc.states[k] = e
+	hc.stats.StateEntries++
+	hc.stats.StateBytes += size
+	hc.stats.Bytes += size
+	hc.evictLocked()
 }
 
-func (sc *stateCache) purgeThread(thread string) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	for k, e := range sc.m {
-		if k.thread == thread {
-			sc.lru.Remove(e)
-			delete(sc.m, k)
+func (hc *historyCache) removeStateLocked(e *stateEntry) {
+	hc.lru.Remove(e.elem)
+	delete(hc.states, e.k)
+	hc.stats.StateEntries--
+	hc.stats.StateBytes -= e.size
+	hc.stats.Bytes -= e.size
+}
+
+// valueSize estimates the memory a decoded value takes: Go's sizes of its
+// headers (16 bytes an interface or string, 24 a slice, a Message's 144)
+// plus its strings' bytes and a map's entries. Strings that states share
+// are counted in each, so it errs high.
+func valueSize(x any) int64 {
+	switch v := x.(type) {
+	case nil:
+		return 16
+	case string:
+		return 16 + int64(len(v))
+	case []byte:
+		return 40 + int64(len(v))
+	case []any:
+		n := int64(40)
+		for _, e := range v {
+			n += valueSize(e)
 		}
+		return n
+	case map[string]any:
+		n := int64(48)
+		for k, e := range v {
+			n += 16 + int64(len(k)) + valueSize(e) // plus the entry's share of the buckets
+		}
+		return n
+	case []codec.Message:
+		n := int64(40)
+		for i := range v {
+			n += messageSize(&v[i])
+		}
+		return n
+	case codec.Message:
+		return 16 + messageSize(&v)
 	}
+	return 32 // numbers, booleans, times: an interface and a small box
+}
+
+func messageSize(m *codec.Message) int64 {
+	n := int64(144 + len(m.ID) + len(m.Type) + len(m.Name) + len(m.ToolCallID))
+	n += valueSize(m.Content)
+	for _, tc := range m.ToolCalls {
+		n += 56 + int64(len(tc.ID)+len(tc.Name)) + valueSize(tc.Args)
+	}
+	if m.AdditionalKwargs != nil {
+		n += valueSize(m.AdditionalKwargs)
+	}
+	if m.ResponseMetadata != nil {
+		n += valueSize(m.ResponseMetadata)
+	}
+	if m.UsageMetadata != nil {
+		n += 24
+	}
+	return n
 }
 
 // purge forgets everything the caches derived from a thread, after a call
 // that deleted or rewrote some of it.
 func (db *DB) purge(thread string) {
 	db.cache.purgeThread(thread)
-	db.states.purgeThread(thread)
 }

@@ -250,7 +250,7 @@ type committed struct {
 
 func (db *DB) afterCommit(d committed) {
 	db.afterPut(d.put)
-	db.states.add(cpKey{d.tuple.Config.ThreadID, d.tuple.Config.CheckpointNS, d.tuple.Config.CheckpointID}, d.values)
+	db.cache.addState(cpKey{d.tuple.Config.ThreadID, d.tuple.Config.CheckpointNS, d.tuple.Config.CheckpointID}, d.values)
 }
 
 // resolveParent loads the checkpoint a step builds on: id, or the head.
@@ -469,7 +469,7 @@ func metadataStep(md Metadata) int64 {
 // same checkpoint meanwhile): callers must not change it.
 func (db *DB) materialize(c *conn, t Tuple) (map[string]any, error) {
 	k := cpKey{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}
-	if v, ok := db.states.get(k); ok {
+	if v, ok := db.cache.getState(k); ok {
 		return v, nil
 	}
 	// A checkpoint's state depends only on its sealed ancestors, so
@@ -553,7 +553,7 @@ func (db *DB) rebuildState(c *conn, t Tuple, k cpKey) (map[string]any, error) {
 		}
 		values[name] = v
 	}
-	db.states.add(k, values)
+	db.cache.addState(k, values)
 	return values, nil
 }
 

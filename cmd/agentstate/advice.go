@@ -93,9 +93,11 @@ func requireThread(ctx context.Context, db *engine.DB, path, thread string) erro
 }
 
 // argErr makes an engine refusal of the command's own arguments a usage
-// error (exit 2); anything else names the file.
+// error (exit 2); anything else names the file, a stored value too large
+// to read (ErrTooLarge, which matches ErrInvalidArgument, and ErrCorrupt)
+// too.
 func argErr(fs *flagSet, path string, err error) error {
-	if errors.Is(err, engine.ErrInvalidArgument) {
+	if errors.Is(err, engine.ErrInvalidArgument) && !errors.Is(err, engine.ErrCorrupt) {
 		return fs.usageErr("%s", errorText(err))
 	}
 	return inFile(path, err)

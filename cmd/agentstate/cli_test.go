@@ -203,6 +203,8 @@ func rawExec(t *testing.T, path, q string, args ...any) {
 			st.BindText(i+1, v)
 		case int:
 			st.BindInt(i+1, v)
+		case []byte:
+			st.BindBlob(i+1, v)
 		}
 	}
 	if err := st.Exec(); err != nil {

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/agentstate/agentstate/codec"
+)
+
+// TestBigThread builds and walks one long thread, for measuring memory
+// and time outside the unit tests (docs/memory.md). It runs only when
+// AGENTSTATE_BIG names a file:
+//
+//	go test -c -o /tmp/engine.test ./engine
+//	AGENTSTATE_BIG=/tmp/big.db AGENTSTATE_BIG_N=100000 /tmp/engine.test -test.run 'TestBigThread/build'
+//	AGENTSTATE_BIG=/tmp/big.db /usr/bin/time -v /tmp/engine.test -test.run 'TestBigThread/history'
+//
+// build commits N steps of one message each (delta mode, K=10, AutoRetain)
+// to thread "big"; history walks StateHistory over all of them (the newest
+// AGENTSTATE_BIG_LIMIT if set: each state is rebuilt, so a walk of all is
+// quadratic in time).
+func TestBigThread(t *testing.T) {
+	path := os.Getenv("AGENTSTATE_BIG")
+	if path == "" {
+		t.Skip("AGENTSTATE_BIG is not set")
+	}
+	t.Run("build", func(t *testing.T) {
+		n, err := strconv.Atoi(os.Getenv("AGENTSTATE_BIG_N"))
+		if err != nil {
+			t.Fatalf("AGENTSTATE_BIG_N: %v", err)
+		}
+		o := DefaultOptions()
+		o.Mode, o.SnapshotEvery, o.AutoRetain = ModeDelta, 10, true
+		db, err := Open(bg, path, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for i := range n {
+			m := codec.Message{ID: fmt.Sprintf("m%06d", i), Type: codec.Human, Content: fmt.Sprintf("message %d of a long thread, with some words in it to be stored", i)}
+			if _, err := db.Commit(bg, "big", Step{Tasks: []TaskWrites{say("t", m)}}); err != nil {
+				t.Fatalf("commit %d: %v", i, err)
+			}
+			if i%10000 == 0 {
+				t.Logf("%d commits", i)
+			}
+		}
+	})
+	t.Run("history", func(t *testing.T) {
+		o := DefaultOptions()
+		o.Mode, o.ReadOnly = ModeAuto, true
+		db, err := Open(bg, path, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		limit, _ := strconv.Atoi(os.Getenv("AGENTSTATE_BIG_LIMIT")) // 0: all
+		n, last := 0, -1
+		for s, err := range db.StateHistory(bg, "big", HistoryOptions{Limit: limit}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, _ := s.Values[MessagesChannel].([]codec.Message)
+			if last >= 0 && len(ms) != last-1 {
+				t.Fatalf("checkpoint %s holds %d messages after one of %d", s.Config.CheckpointID, len(ms), last)
+			}
+			last = len(ms)
+			n++
+		}
+		t.Logf("%d states; cache %+v", n, db.CacheStats())
+	})
+}
