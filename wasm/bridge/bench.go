@@ -15,8 +15,6 @@ import (
 // native figures: turns of a human and an AI message, each committed as one
 // step on one thread, then 20 warm reads of the head.
 
-func init() { ops["bench"] = opBench }
-
 func opBench(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Turns int `json:"turns"`

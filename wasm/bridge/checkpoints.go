@@ -13,28 +13,6 @@ import (
 	"github.com/agentstate/agentstate/engine"
 )
 
-// op is one call of the bridge on an open handle.
-type op func(ctx context.Context, h *handle, req []byte, i in) (any, *Out, error)
-
-// ops maps the names JavaScript calls to their implementations; the record
-// surfaces add theirs in records.go.
-var ops = map[string]op{
-	"put":           opPut,
-	"putWrites":     opPutWrites,
-	"writes.batch":  opWritesBatch,
-	"getTuple":      opGetTuple,
-	"list.open":     opListOpen,
-	"list.next":     opListNext,
-	"list.close":    opListClose,
-	"deleteThread":  opDeleteThread,
-	"deleteForRuns": opDeleteForRuns,
-	"copyThread":    opCopyThread,
-	"prune":         opPrune,
-	"deltaHistory":  opDeltaHistory,
-	"info":          opInfo,
-	"image":         opImage,
-}
-
 // Call runs op name on handle id.
 func (b *Bridge) Call(id int, name string, req []byte, bufs [][]byte) (any, *Out, error) {
 	h, err := b.get(id)

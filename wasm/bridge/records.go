@@ -13,33 +13,6 @@ import (
 // The record surfaces (store, runs, events, threads) cross as plain JSON:
 // their values are JSON-compatible maps the engine reads itself.
 
-func init() {
-	for name, fn := range map[string]op{
-		"store.batch":          opStoreBatch,
-		"store.sweep":          opStoreSweep,
-		"runs.create":          opRunsCreate,
-		"runs.get":             opRunsGet,
-		"runs.list":            opRunsList,
-		"runs.setStatus":       opRunsSetStatus,
-		"runs.complete":        opRunsComplete,
-		"runs.delete":          opRunsDelete,
-		"runs.tokenUsage":      opRunsTokenUsage,
-		"events.put":           opEventsPut,
-		"events.listMessages":  opEventsListMessages,
-		"events.listRunEvents": opEventsListRunEvents,
-		"events.countMessages": opEventsCount,
-		"events.deleteThread":  opEventsDeleteThread,
-		"events.deleteRun":     opEventsDeleteRun,
-		"threads.create":       opThreadsCreate,
-		"threads.get":          opThreadsGet,
-		"threads.search":       opThreadsSearch,
-		"threads.update":       opThreadsUpdate,
-		"threads.delete":       opThreadsDelete,
-	} {
-		ops[name] = fn
-	}
-}
-
 // wStoreOp is one operation of a store batch: op is "get", "put", "search"
 // or "list". For put, a null value deletes; ttlMs (0 or absent: the
 // default TTL) and noExpiry set the item's lifetime. refresh (get, search)
