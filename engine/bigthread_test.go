@@ -17,7 +17,7 @@ import (
 //	AGENTSTATE_BIG=/tmp/big.db AGENTSTATE_BIG_N=100000 /tmp/engine.test -test.run '^$' -test.bench 'BigThread/build' -test.benchtime 1x
 //	AGENTSTATE_BIG=/tmp/big.db /usr/bin/time -v /tmp/engine.test -test.run '^$' -test.bench 'BigThread/history' -test.benchtime 1x
 //
-// build commits N steps of one message each (delta mode, K=10, AutoRetain)
+// verify runs DB.Verify on the file. build commits N steps of one message each (delta mode, K=10, AutoRetain)
 // to thread "big"; history walks StateHistory over all of them (the newest
 // AGENTSTATE_BIG_LIMIT if set: each state is rebuilt, so a walk of all is
 // quadratic in time).
@@ -70,5 +70,19 @@ func BenchmarkBigThread(b *testing.B) {
 			n++
 		}
 		b.Logf("%d states; cache %+v", n, db.CacheStats())
+	})
+	b.Run("verify", func(b *testing.B) {
+		o := DefaultOptions()
+		o.Mode, o.ReadOnly = ModeAuto, true
+		db, err := Open(bg, path, &o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		rep, err := db.Verify(bg, VerifyOptions{})
+		if err != nil || !rep.OK {
+			b.Fatalf("verify: %v %+v", err, rep.Problems)
+		}
+		b.Logf("%d checkpoints verified", rep.Checkpoints)
 	})
 }

@@ -319,3 +319,44 @@ func TestVerifyEndsOnARecursiveView(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyReadPathCostIsLinear: the delta history walk verify runs to
+// compare a checkpoint's read path with its replay goes back as many
+// checkpoints as the stretch since the last stored value; the checkpoints
+// it walks for are chosen so that a stretch of n costs O(n) walked steps,
+// not O(n^2) (every head is still walked), and a verify of a long thread
+// with retention (long stretches) walks for far fewer checkpoints than it
+// replays, and still finds it clean.
+func TestVerifyReadPathCostIsLinear(t *testing.T) {
+	for _, n := range []int{10, 100, 10_000, 100_000} {
+		cost := 0
+		for i := 1; i <= n; i++ {
+			if readPathChecked(i, i == n) {
+				cost += i
+			}
+		}
+		if cost > 3*n+16*17/2 {
+			t.Errorf("a stretch of %d checkpoints walks %d steps, more than 3n", n, cost)
+		}
+	}
+	if !readPathChecked(1_000_001, true) {
+		t.Error("a head is not read back")
+	}
+	o := DefaultOptions()
+	o.Mode, o.SnapshotEvery, o.AutoRetain = ModeDelta, 10, true
+	db := openTest(t, filepath.Join(t.TempDir(), "long.db"), &o)
+	for i := range 400 {
+		_, err := db.Commit(bg, "long", Step{Tasks: []TaskWrites{{TaskID: "n", Writes: []ChannelWrite{{Channel: MessagesChannel,
+			Value: []codec.Message{{ID: fmt.Sprintf("m%d", i), Type: codec.Human, Content: "a message"}}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := db.Verify(bg, VerifyOptions{})
+	if err != nil || !rep.OK {
+		t.Fatalf("verify: %v %+v", err, rep.Problems)
+	}
+	if rep.Replayed != 401 || rep.DeltaReadsSkipped == 0 || rep.DeltaReads == 0 || rep.DeltaReads+rep.DeltaReadsSkipped+rep.SnapshotsChecked > rep.Replayed {
+		t.Errorf("replayed %d, delta reads %d, skipped %d, snapshots %d", rep.Replayed, rep.DeltaReads, rep.DeltaReadsSkipped, rep.SnapshotsChecked)
+	}
+}

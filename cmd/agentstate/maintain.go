@@ -55,8 +55,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if rep.OK {
 			// Threads with checkpoints: a thread only a run, an event or a
 			// thread record knows (which `threads` lists) has none to check.
-			fmt.Fprintf(stdout, "%s: ok: %s with checkpoints, %s (%d replayed, %s compared, %d delta reads), %s, %s, %s, %s, %s, %s\n",
-				pgurl.Redacted(pos[0]), count(rep.Threads, "thread"), count(rep.Checkpoints, "checkpoint"), rep.Replayed, count(rep.SnapshotsChecked, "snapshot"), rep.DeltaReads,
+			fmt.Fprintf(stdout, "%s: ok: %s with checkpoints, %s (%d replayed, %s compared, %d delta reads, %d not read back), %s, %s, %s, %s, %s, %s\n",
+				pgurl.Redacted(pos[0]), count(rep.Threads, "thread"), count(rep.Checkpoints, "checkpoint"), rep.Replayed, count(rep.SnapshotsChecked, "snapshot"), rep.DeltaReads, rep.DeltaReadsSkipped,
 				count(rep.Writes, "write"), count(rep.Blobs, "value"), count(rep.Runs, "run"), count(rep.Events, "event"), count(rep.ThreadRecords, "thread record"), count(rep.StoreItems, "store item"))
 		}
 	}
