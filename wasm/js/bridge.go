@@ -42,13 +42,6 @@ func api(b *bridge.Bridge) js.Value {
 		req, bufs := argJSON(args, 0), argBufs(args, 1)
 		return promise(func() (any, *bridge.Out, error) { return b.Open(req, bufs) })
 	}))
-	obj.Set("call", guarded(func(args []js.Value) any {
-		if len(args) < 2 || args[0].Type() != js.TypeNumber || args[1].Type() != js.TypeString {
-			return rejected(errArg("call(h, op, json, bufs)"))
-		}
-		h, op, req, bufs := args[0].Int(), args[1].String(), argJSON(args, 2), argBufs(args, 3)
-		return promise(func() (any, *bridge.Out, error) { return b.Call(h, op, req, bufs) })
-	}))
 	obj.Set("send", guarded(func(args []js.Value) any {
 		if len(args) < 2 || args[1].Type() != js.TypeFunction {
 			panic("send(frame, done)")

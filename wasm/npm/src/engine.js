@@ -569,9 +569,9 @@ export const nextTurn = (() => {
 
 // api.send(frame, done): a call as one byte array (see wasm/js/bridge.go,
 // readFrame and writeFrame), its result read out of the Go module's
-// memory, which costs Go far fewer JavaScript objects than api.call's
-// strings, arrays and Promise. The request is built in a buffer reused by
-// every call: Go copies it before send returns.
+// memory, which costs Go far fewer JavaScript objects than the transport
+// before it (strings and arrays, answered with a Promise). The request is
+// built in a buffer reused by every call: Go copies it before send returns.
 const frameEncoder = new TextEncoder();
 const frameDecoder = new TextDecoder();
 let scratch = new Uint8Array(1 << 16);

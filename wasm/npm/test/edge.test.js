@@ -44,7 +44,14 @@ describe("edge hosts", () => {
     const db = await Database.open({ wasmBytes: mod });
     const { loadEngine } = await import("../src/engine.js");
     const api = await loadEngine();
-    await expect(api.call("not a handle", 7)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    // send(frame, done): a frame that is no byte array, or no callback.
+    await expect(api.send("not a frame", 7)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    // A malformed frame (a short one, and one whose lengths run past its
+    // end) is the callback's INVALID_ARGUMENT.
+    for (const frame of [new Uint8Array(3), Uint8Array.from([0, 0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0])]) {
+      const err = await new Promise((resolve) => api.send(frame, (e) => resolve(e)));
+      expect(err).toMatchObject({ code: "INVALID_ARGUMENT" });
+    }
     expect((await db.info()).schema_version).toBeGreaterThan(0);
     await db.close();
   });
