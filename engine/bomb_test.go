@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -86,8 +85,14 @@ func TestReadRefusesDecompressionBombs(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "b.db")
 			db := openTest(t, path, nil)
 			cfg := mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", codec.Message{Type: codec.Human, Content: "hi"})}})
+			// The bomb as a bound parameter: an X'..' literal is a bit
+			// string to PostgreSQL.
+			if err := db.write(bg, func(c *conn) error {
+				return c.exec(`UPDATE blobs SET data = ? WHERE thread_id = 'th' AND channel = 'messages'`, bomb)
+			}); err != nil {
+				t.Fatal(err)
+			}
 			db.Close()
-			rawExec(t, path, fmt.Sprintf(`UPDATE blobs SET data = X'%x' WHERE thread_id = 'th' AND channel = 'messages'`, bomb))
 			db = openTest(t, path, nil)
 			var err error
 			a := allocated(func() { _, err = db.State(bg, cfg) })

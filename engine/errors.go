@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine/internal/driver"
@@ -228,6 +229,23 @@ func undecodable(err error) error {
 	return ErrCorrupt
 }
 
+// ctxEnded is ctx's error, or context.DeadlineExceeded once its deadline
+// has passed though its timer has not fired yet: a network deadline taken
+// from the context (a dial's) can fire first, and a call that the
+// context's deadline ended must say so, not that the server cancelled it.
+func ctxEnded(ctx context.Context) error {
+	if ctx == nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 // wrapErr turns the driver's errors into the engine's: an interrupt caused
 // by a done context matches ctx.Err(), and so does a BUSY once the context
 // is done (the busy handler stops waiting for a lock when the context ends,
@@ -250,19 +268,19 @@ func wrapErr(ctx context.Context, err error) error {
 		// Said first: it must not read as a call that did nothing. It
 		// matches what ended the wait too (the context's error, or a lost
 		// connection).
-		switch {
-		case ctx != nil && ctx.Err() != nil:
-			return fmt.Errorf("%w (%w): the server may or may not have committed it: %v", ErrOutcomeUnknown, ctx.Err(), err)
+		switch cerr := ctxEnded(ctx); {
+		case cerr != nil:
+			return fmt.Errorf("%w (%w): the server may or may not have committed it: %v", ErrOutcomeUnknown, cerr, err)
 		case errors.Is(err, driver.ErrConnLost):
 			return fmt.Errorf("%w (%w): the server may or may not have committed it: %v", ErrOutcomeUnknown, ErrConnectionLost, err)
 		}
 		return fmt.Errorf("%w: the server may or may not have committed it: %v", ErrOutcomeUnknown, err)
 	}
-	if ctx != nil && ctx.Err() != nil && (errors.Is(err, driver.ErrInterrupted) || errors.Is(err, driver.ErrBusy) || errors.Is(err, ctx.Err())) {
-		if errors.Is(err, ctx.Err()) {
+	if cerr := ctxEnded(ctx); cerr != nil && (errors.Is(err, driver.ErrInterrupted) || errors.Is(err, driver.ErrBusy) || errors.Is(err, cerr)) {
+		if errors.Is(err, cerr) {
 			return err
 		}
-		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+		return fmt.Errorf("%w (%v)", cerr, err)
 	}
 	if errors.Is(err, driver.ErrCorrupt) {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
