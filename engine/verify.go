@@ -716,8 +716,8 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 			kids[nsKey{cp.ns, cp.parent}]++
 		}
 	}
-	state := map[nsKey]map[string]any{} // rebuilt state per checkpoint with children to come
-	broken := map[nsKey]bool{}          // state unknown (a problem was reported on the way)
+	state := map[nsKey]map[string]*replayState{} // rebuilt state per checkpoint with children to come
+	broken := map[nsKey]bool{}                   // state unknown (a problem was reported on the way)
 	// steps counts, per checkpoint with children to come and channel, the
 	// checkpoints since the last one that stores the channel's value: how
 	// far the delta history walk of the read path goes back from there.
@@ -728,8 +728,9 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 			broken[k] = true
 			continue
 		}
-		var parent map[string]any
+		var parent map[string]*replayState
 		var parentSteps map[string]int
+		lastChild := false // the parent's folders may be taken over, not copied
 		if cp.hasParent {
 			pk := nsKey{cp.ns, cp.parent}
 			if _, ok := cps[pk]; !ok || broken[pk] {
@@ -741,9 +742,10 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 			if kids[pk]--; kids[pk] == 0 {
 				delete(state, pk)
 				delete(steps, pk)
+				lastChild = true
 			}
 		}
-		values := map[string]any{}
+		values := map[string]*replayState{}
 		mySteps := map[string]int{}
 		bad := false
 		for _, name := range names {
@@ -766,11 +768,11 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 					ws = append(ws, channels.TaskWrite{TaskID: w.taskPath + "\x00" + w.task, Idx: w.idx, Value: u})
 				}
 			}
-			var replayed any
+			var rs *replayState
 			if foldable {
 				ordered, err := channels.OrderStep(ch, ws)
 				if err == nil {
-					replayed, err = channels.Fold(ch, parent[name], ordered)
+					rs, err = parent[name].next(ch, ordered, lastChild)
 				}
 				if err != nil {
 					v.addf("replay", th, cp.ns, cp.id, "channel %q: the writes it consumed do not apply to its parent's state: %v", name, err)
@@ -788,15 +790,16 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 			case held:
 				if foldable && cp.hasParent {
 					v.rep.SnapshotsChecked++
+					replayed := rs.get()
 					if !reflect.DeepEqual(normalizeState(stored), normalizeState(replayed)) {
 						v.addf("replay", th, cp.ns, cp.id, "channel %q: the stored value (%s) differs from its parent's state plus the writes it consumed (%s)", name, describeValue(stored), describeValue(replayed))
 					}
 				}
-				values[name] = stored
+				values[name] = &replayState{value: stored, made: true}
 			case !foldable:
 				bad = true
 			default:
-				values[name] = replayed
+				values[name] = rs
 				if !has {
 					continue
 				}
@@ -823,7 +826,7 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 					continue
 				}
 				v.rep.DeltaReads++
-				if !reflect.DeepEqual(normalizeState(read), normalizeState(replayed)) {
+				if replayed := rs.get(); !reflect.DeepEqual(normalizeState(read), normalizeState(replayed)) {
 					v.addf("replay", th, cp.ns, cp.id, "channel %q: the delta walk reads %s, its replay gives %s", name, describeValue(read), describeValue(replayed))
 				}
 			}
@@ -839,6 +842,53 @@ func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp
 		v.rep.Replayed++
 	}
 	return nil
+}
+
+// replayState is a channel's replayed state at a checkpoint: its value,
+// or, for a channels.Stepper (the message list), a folder whose value is
+// made only when something compares it. Folding each checkpoint's writes
+// onto its parent's value rebuilt the list's index at every checkpoint,
+// O(messages) each; a folder taken over from parent to child along a
+// chain keeps it.
+type replayState struct {
+	value  any
+	made   bool
+	folder channels.StepFolder
+}
+
+// get returns the state's value.
+func (r *replayState) get() any {
+	if r == nil {
+		return nil
+	}
+	if !r.made {
+		r.value, r.made = r.folder.Value(), true
+	}
+	return r.value
+}
+
+// next is the state after a step of updates onto r (nil: the channel is
+// empty). The last child of a checkpoint takes r's folder over; the
+// others start one from r's value.
+func (r *replayState) next(ch channels.Channel, updates []any, lastChild bool) (*replayState, error) {
+	st, ok := ch.(channels.Stepper)
+	if !ok {
+		v, err := channels.Fold(ch, r.get(), updates)
+		return &replayState{value: v, made: true}, err
+	}
+	var f channels.StepFolder
+	if r != nil && r.folder != nil && lastChild {
+		f, r.folder = r.folder, nil
+	} else {
+		var err error
+		if f, err = st.Start(r.get()); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.Step(updates); err != nil {
+		return nil, err
+	}
+	return &replayState{folder: f}, nil
 }
 
 // readPathChecked says whether verify reads a checkpoint that stores no

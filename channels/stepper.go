@@ -1,0 +1,85 @@
+package channels
+
+import (
+	"fmt"
+
+	"github.com/agentstate/agentstate/codec"
+)
+
+// Stepper is a Channel that can fold a chain of steps onto one state
+// without rebuilding its working state from the value at every step:
+// verify's replay of a thread folds every checkpoint's writes onto its
+// parent's state, and from the value each time that costs O(state) a step.
+type Stepper interface {
+	Channel
+	// Start returns a StepFolder whose value is state (nil: the channel
+	// is empty).
+	Start(state any) (StepFolder, error)
+}
+
+// StepFolder folds one step after another onto a state.
+type StepFolder interface {
+	// Step folds one step's updates, as state = Fold(ch, state, updates)
+	// would (an Overwrite starts the fold over, and what lies before the
+	// last one is not read). After an error the folder is of no further use.
+	Step(updates []any) error
+	// Value returns the current state as a new value, O(state).
+	Value() any
+}
+
+// Start implements Stepper: a folder over ApplyMessages's working state,
+// kept from step to step (ApplyMessages is batching invariant).
+func (Messages) Start(state any) (StepFolder, error) {
+	var s []codec.Message
+	switch v := state.(type) {
+	case nil:
+	case []codec.Message:
+		s = v
+	default:
+		return nil, fmt.Errorf("%w: message channel state of type %T", ErrBadValue, state)
+	}
+	m := &messageFolder{f: folder{slots: make([]codec.Message, 0, len(s))}}
+	m.f.reset(s)
+	return m, nil
+}
+
+type messageFolder struct{ f folder }
+
+func (m *messageFolder) Step(updates []any) error {
+	from := 0
+	for i := len(updates) - 1; i >= 0; i-- {
+		if (Messages{}).IsOverwrite(updates[i]) {
+			from = i
+			break
+		}
+	}
+	for j := from; j < len(updates); j++ {
+		var w MessageUpdate
+		switch v := updates[j].(type) {
+		case MessageUpdate:
+			w = v
+		case *MessageUpdate:
+			if v == nil {
+				return fmt.Errorf("%w: nil *MessageUpdate at position %d", ErrBadValue, j)
+			}
+			w = *v
+		default:
+			return fmt.Errorf("%w: message channel update of type %T at position %d (want MessageUpdate)", ErrBadValue, updates[j], j)
+		}
+		if err := m.f.apply(j, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Value copies the live messages out; the folder goes on with its slots.
+func (m *messageFolder) Value() any {
+	out := make([]codec.Message, 0, len(m.f.slots))
+	for i := range m.f.slots {
+		if !m.f.dead[i] {
+			out = append(out, m.f.slots[i])
+		}
+	}
+	return out
+}
