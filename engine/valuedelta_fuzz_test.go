@@ -66,7 +66,7 @@ func FuzzStoredDeltas(f *testing.F) {
 		if err != nil {
 			t.Fatalf("plant the chain: %v", err)
 		}
-		check := func(call string, err error) { t.Helper(); checkRefusal(t, call, err, ErrCorrupt) }
+		check := func(call string, err error) { t.Helper(); checkRefusal(t, call, err, ErrCorrupt, ErrFormatTooNew) }
 		for _, id := range []string{"a", "b", "c"} {
 			_, err := h.GetTuple(ctx, Config{ThreadID: th, CheckpointID: id})
 			check("GetTuple", err)
