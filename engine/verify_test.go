@@ -285,6 +285,7 @@ func TestVerifyEndsOnARecursiveView(t *testing.T) {
 	if onPG() {
 		t.Skip("a view in place of a table is SQLite's (the catalogue check on a server is the backend's)")
 	}
+	nativeFilesOnly(t, "raw edits of the file through a second connection of the test host")
 	const forever = `WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM r)`
 	for table, view := range map[string]string{
 		"events": `CREATE VIEW events(thread_id, seq, run_id, event_type, category, task_id, created_at, metadata, content) AS ` +
