@@ -36,4 +36,11 @@ func TestInterruptAtTheDeadlineIsTheContexts(t *testing.T) {
 	if err := wrapErr(ctx, dialErr); !errors.Is(err, ErrInterrupted) {
 		t.Errorf("an hour before the deadline: %v, want ErrInterrupted", err)
 	}
+	lost := &driver.Error{Kind: driver.ErrConnLost, Err: errors.New("the connection to the server was lost inside a transaction")}
+	if err := wrapErr(lateCtx{context.Background()}, lost); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a connection cut at the deadline: %v, want the context's DeadlineExceeded", err)
+	}
+	if err := wrapErr(ctx, lost); !errors.Is(err, ErrConnectionLost) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a connection lost an hour before the deadline: %v, want ErrConnectionLost", err)
+	}
 }

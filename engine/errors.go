@@ -276,7 +276,9 @@ func wrapErr(ctx context.Context, err error) error {
 		}
 		return fmt.Errorf("%w: the server may or may not have committed it: %v", ErrOutcomeUnknown, err)
 	}
-	if cerr := ctxEnded(ctx); cerr != nil && (errors.Is(err, driver.ErrInterrupted) || errors.Is(err, driver.ErrBusy) || errors.Is(err, cerr)) {
+	// A connection lost once the context ended is the context's doing on
+	// PostgreSQL: its watcher cuts a connection whose call outlives it.
+	if cerr := ctxEnded(ctx); cerr != nil && (errors.Is(err, driver.ErrInterrupted) || errors.Is(err, driver.ErrBusy) || errors.Is(err, driver.ErrConnLost) || errors.Is(err, cerr)) {
 		if errors.Is(err, cerr) {
 			return err
 		}
