@@ -95,74 +95,70 @@ func (p *jsonParser) value() (any, error) {
 }
 
 func (p *jsonParser) object() (any, error) {
-	p.i++ // {
 	m := map[string]any{}
-	p.space()
-	if p.i < len(p.b) && p.b[p.i] == '}' {
-		p.i++
-		return m, nil
-	}
-	for {
+	err := p.elements('}', "after object key:value pair", func() error {
 		p.space()
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
-			return nil, p.fail("looking for beginning of object key string")
+			return p.fail("looking for beginning of object key string")
 		}
 		k, err := p.string()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.space()
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
-			return nil, p.fail("after object key")
+			return p.fail("after object key")
 		}
 		p.i++
 		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
 		m[k] = v
-		p.space()
-		if p.i >= len(p.b) {
-			return nil, p.fail("")
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return m, nil
-		default:
-			return nil, p.fail("after object key:value pair")
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return m, nil
 }
 
 func (p *jsonParser) array() (any, error) {
-	p.i++ // [
 	a := []any{}
+	err := p.elements(']', "after array element", func() error {
+		v, err := p.value()
+		a = append(a, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// elements reads the elements of the object or array whose opening byte
+// is at p.i, each by one call of read, up to its closing byte: empty, or
+// elements separated by commas (after says where a wrong byte was).
+func (p *jsonParser) elements(closing byte, after string, read func() error) error {
+	p.i++ // { or [
 	p.space()
-	if p.i < len(p.b) && p.b[p.i] == ']' {
+	if p.i < len(p.b) && p.b[p.i] == closing {
 		p.i++
-		return a, nil
+		return nil
 	}
 	for {
-		v, err := p.value()
-		if err != nil {
-			return nil, err
+		if err := read(); err != nil {
+			return err
 		}
-		a = append(a, v)
 		p.space()
 		if p.i >= len(p.b) {
-			return nil, p.fail("")
+			return p.fail("")
 		}
 		switch p.b[p.i] {
 		case ',':
 			p.i++
-		case ']':
+		case closing:
 			p.i++
-			return a, nil
+			return nil
 		default:
-			return nil, p.fail("after array element")
+			return p.fail(after)
 		}
 	}
 }
