@@ -43,12 +43,21 @@ func Fold(ch Channel, seed any, writes []any) (any, error) {
 	if ch == nil {
 		return nil, fmt.Errorf("%w: nil channel", ErrBadValue)
 	}
-	for i := len(writes) - 1; i >= 0; i-- {
-		if ch.IsOverwrite(writes[i]) {
-			return ch.Apply(nil, writes[i:])
-		}
+	if i := lastOverwrite(ch, writes); i >= 0 {
+		return ch.Apply(nil, writes[i:])
 	}
 	return ch.Apply(seed, writes)
+}
+
+// lastOverwrite is the position of the last of writes that replaces the
+// state whatever it was, or -1: a fold starts there.
+func lastOverwrite(ch Channel, writes []any) int {
+	for i := len(writes) - 1; i >= 0; i-- {
+		if ch.IsOverwrite(writes[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Messages is a message-list channel with add_messages semantics
@@ -60,14 +69,30 @@ type Messages struct{}
 // Apply folds MessageUpdate values into a []codec.Message state with
 // ApplyMessages; any other type of state or update is ErrBadValue.
 func (Messages) Apply(state any, updates []any) (any, error) {
-	var s []codec.Message
+	s, err := messageState(state)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := messageUpdates(updates)
+	if err != nil {
+		return nil, err
+	}
+	return ApplyMessages(s, ws)
+}
+
+// messageState is a message channel's state as its list.
+func messageState(state any) ([]codec.Message, error) {
 	switch v := state.(type) {
 	case nil:
+		return nil, nil
 	case []codec.Message:
-		s = v
-	default:
-		return nil, fmt.Errorf("%w: message channel state of type %T", ErrBadValue, state)
+		return v, nil
 	}
+	return nil, fmt.Errorf("%w: message channel state of type %T", ErrBadValue, state)
+}
+
+// messageUpdates are a message channel's updates as MessageUpdate values.
+func messageUpdates(updates []any) ([]MessageUpdate, error) {
 	ws := make([]MessageUpdate, len(updates))
 	for i, u := range updates {
 		switch v := u.(type) {
@@ -82,7 +107,7 @@ func (Messages) Apply(state any, updates []any) (any, error) {
 			return nil, fmt.Errorf("%w: message channel update of type %T at position %d (want MessageUpdate)", ErrBadValue, u, i)
 		}
 	}
-	return ApplyMessages(s, ws)
+	return ws, nil
 }
 
 // IsOverwrite reports a MessageUpdate with Overwrite set.

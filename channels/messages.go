@@ -262,15 +262,20 @@ func (f *folder) apply(j int, w MessageUpdate) error {
 	return nil
 }
 
-// result compacts the tombstones away in place: slots is ours alone.
-func (f *folder) result() []codec.Message {
-	out := f.slots[:0]
+// appendLive appends the messages that are not tombstones to dst.
+func (f *folder) appendLive(dst []codec.Message) []codec.Message {
 	for i := range f.slots {
 		if !f.dead[i] {
-			out = append(out, f.slots[i])
+			dst = append(dst, f.slots[i])
 		}
 	}
-	clear(f.slots[len(out):]) // let dropped messages be collected
+	return dst
+}
+
+// result compacts the tombstones away in place: slots is ours alone.
+func (f *folder) result() []codec.Message {
+	out := f.appendLive(f.slots[:0]) // writes never pass the slot being read
+	clear(f.slots[len(out):])        // let dropped messages be collected
 	if out == nil {
 		out = []codec.Message{}
 	}

@@ -1,10 +1,6 @@
 package channels
 
-import (
-	"fmt"
-
-	"github.com/agentstate/agentstate/codec"
-)
+import "github.com/agentstate/agentstate/codec"
 
 // Stepper is a Channel that can fold a chain of steps onto one state
 // without rebuilding its working state from the value at every step:
@@ -30,13 +26,9 @@ type StepFolder interface {
 // Start implements Stepper: a folder over ApplyMessages's working state,
 // kept from step to step (ApplyMessages is batching invariant).
 func (Messages) Start(state any) (StepFolder, error) {
-	var s []codec.Message
-	switch v := state.(type) {
-	case nil:
-	case []codec.Message:
-		s = v
-	default:
-		return nil, fmt.Errorf("%w: message channel state of type %T", ErrBadValue, state)
+	s, err := messageState(state)
+	if err != nil {
+		return nil, err
 	}
 	m := &messageFolder{f: folder{slots: make([]codec.Message, 0, len(s))}}
 	m.f.reset(s)
@@ -45,27 +37,14 @@ func (Messages) Start(state any) (StepFolder, error) {
 
 type messageFolder struct{ f folder }
 
+// Step folds updates as Fold does: from the last Overwrite, with the
+// positions of errors counted from there.
 func (m *messageFolder) Step(updates []any) error {
-	from := 0
-	for i := len(updates) - 1; i >= 0; i-- {
-		if (Messages{}).IsOverwrite(updates[i]) {
-			from = i
-			break
-		}
+	ws, err := messageUpdates(updates[max(lastOverwrite(Messages{}, updates), 0):])
+	if err != nil {
+		return err
 	}
-	for j := from; j < len(updates); j++ {
-		var w MessageUpdate
-		switch v := updates[j].(type) {
-		case MessageUpdate:
-			w = v
-		case *MessageUpdate:
-			if v == nil {
-				return fmt.Errorf("%w: nil *MessageUpdate at position %d", ErrBadValue, j)
-			}
-			w = *v
-		default:
-			return fmt.Errorf("%w: message channel update of type %T at position %d (want MessageUpdate)", ErrBadValue, updates[j], j)
-		}
+	for j, w := range ws {
 		if err := m.f.apply(j, w); err != nil {
 			return err
 		}
@@ -75,11 +54,5 @@ func (m *messageFolder) Step(updates []any) error {
 
 // Value copies the live messages out; the folder goes on with its slots.
 func (m *messageFolder) Value() any {
-	out := make([]codec.Message, 0, len(m.f.slots))
-	for i := range m.f.slots {
-		if !m.f.dead[i] {
-			out = append(out, m.f.slots[i])
-		}
-	}
-	return out
+	return m.f.appendLive(make([]codec.Message, 0, len(m.f.slots)))
 }
