@@ -17,10 +17,10 @@ import (
 //	AGENTSTATE_BIG=/tmp/big.db AGENTSTATE_BIG_N=100000 /tmp/engine.test -test.run '^$' -test.bench 'BigThread/build' -test.benchtime 1x
 //	AGENTSTATE_BIG=/tmp/big.db /usr/bin/time -v /tmp/engine.test -test.run '^$' -test.bench 'BigThread/history' -test.benchtime 1x
 //
-// verify runs DB.Verify on the file. build commits N steps of one message each (delta mode, K=10, AutoRetain)
+// build commits N steps of one message each (delta mode, K=10, AutoRetain)
 // to thread "big"; history walks StateHistory over all of them (the newest
 // AGENTSTATE_BIG_LIMIT if set: each state is rebuilt, so a walk of all is
-// quadratic in time).
+// quadratic in time); verify runs DB.Verify on the file.
 func BenchmarkBigThread(b *testing.B) {
 	path := os.Getenv("AGENTSTATE_BIG")
 	if path == "" {
@@ -48,13 +48,17 @@ func BenchmarkBigThread(b *testing.B) {
 			}
 		}
 	})
-	b.Run("history", func(b *testing.B) {
+	openReadOnly := func(b *testing.B) *DB {
 		o := DefaultOptions()
 		o.Mode, o.ReadOnly = ModeAuto, true
 		db, err := Open(bg, path, &o)
 		if err != nil {
 			b.Fatal(err)
 		}
+		return db
+	}
+	b.Run("history", func(b *testing.B) {
+		db := openReadOnly(b)
 		defer db.Close()
 		limit, _ := strconv.Atoi(os.Getenv("AGENTSTATE_BIG_LIMIT")) // 0: all
 		n, last := 0, -1
@@ -72,12 +76,7 @@ func BenchmarkBigThread(b *testing.B) {
 		b.Logf("%d states; cache %+v", n, db.CacheStats())
 	})
 	b.Run("verify", func(b *testing.B) {
-		o := DefaultOptions()
-		o.Mode, o.ReadOnly = ModeAuto, true
-		db, err := Open(bg, path, &o)
-		if err != nil {
-			b.Fatal(err)
-		}
+		db := openReadOnly(b)
 		defer db.Close()
 		rep, err := db.Verify(bg, VerifyOptions{})
 		if err != nil || !rep.OK {
