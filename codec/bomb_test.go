@@ -2,22 +2,11 @@ package codec
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/internal/testbomb"
 )
-
-// allocated runs fn and returns the bytes it allocated.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // A value that inflates past MaxSize, or would decode to more than MaxCost,
 // is refused with ErrTooLarge before it is allocated (issue 25: 128 MiB of
@@ -34,7 +23,7 @@ func TestDecompressionBombs(t *testing.T) {
 			t.Logf("%d bytes inflating to %d", len(bomb), n+5)
 			var err error
 			var v any
-			a := allocated(func() { err = Unmarshal(bomb, &v) })
+			a := testbomb.Allocated(func() { err = Unmarshal(bomb, &v) })
 			if !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("Unmarshal = %v, want ErrTooLarge", err)
 			}

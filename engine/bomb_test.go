@@ -6,7 +6,6 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -95,7 +94,7 @@ func TestReadRefusesDecompressionBombs(t *testing.T) {
 			db.Close()
 			db = openTest(t, path, nil)
 			var err error
-			a := allocated(func() { _, err = db.State(bg, cfg) })
+			a := testbomb.Allocated(func() { _, err = db.State(bg, cfg) })
 			t.Logf("refusing it allocated %d MiB", a>>20)
 			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "MaxListBytes") {
 				t.Fatalf("State: %v, want ErrTooLarge naming MaxListBytes", err)
@@ -109,14 +108,4 @@ func TestReadRefusesDecompressionBombs(t *testing.T) {
 			}
 		})
 	}
-}
-
-// allocated runs fn and returns the bytes it allocated.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }

@@ -5,6 +5,7 @@ package testbomb
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -42,3 +43,14 @@ func Envelope(n int) []byte { return append([]byte{0x03}, Nils(n)...) }
 // the list of n nils) packed as the engine packs a stored value (in a zstd
 // envelope): what an export gives as a blob of enc 1.
 func Packed(n int) []byte { return append([]byte{0x03}, nils([]byte{0x01}, n)...) }
+
+// Allocated runs fn and returns the bytes it allocated (what refusing a
+// bomb must keep small).
+func Allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
