@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine/internal/driver"
-	"github.com/agentstate/agentstate/engine/internal/driver/pg"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
@@ -546,14 +545,7 @@ func TestPGVerifyStatementTimeoutIsNoProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	d, err := pg.NewDialer(u, pg.Options{BusyTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := d.Dial(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pgDial(t, u)
 	defer c.Close()
 	if err := c.Begin(driver.TxWrite); err != nil {
 		t.Fatal(err)

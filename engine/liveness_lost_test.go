@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
-	"github.com/agentstate/agentstate/engine/internal/driver/pg"
 )
 
 // An owner's liveness lock can be lost while its handle lives: on
@@ -145,16 +143,7 @@ func dropLivenessLock(t *testing.T, a *DB, path string) {
 // returns how many rows it returned.
 func pgAdminExec(t *testing.T, q string, args ...any) int {
 	t.Helper()
-	d, err := pg.NewDialer(os.Getenv("AGENTSTATE_TEST_PG"), pg.Options{BusyTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := d.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pgDial(t, os.Getenv("AGENTSTATE_TEST_PG"))
 	defer c.Close()
 	n := 0
 	if err := c.Query(q, args, func(driver.Row) error { n++; return nil }); err != nil {

@@ -133,18 +133,28 @@ func pgErrorLeaked(err error) bool {
 	return errors.As(err, &pe)
 }
 
-// pgHoldLock takes the write lock of key (a thread id) in a transaction of
-// a connection of its own to url, until the returned function runs.
-func pgHoldLock(t testing.TB, url, key string) func() {
+// pgDial opens a driver connection of the test's own to url (the
+// caller closes it).
+func pgDial(t testing.TB, url string) *pg.Conn {
 	t.Helper()
 	d, err := pg.NewDialer(url, pg.Options{BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := d.Dial(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := d.Dial(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// pgHoldLock takes the write lock of key (a thread id) in a transaction of
+// a connection of its own to url, until the returned function runs.
+func pgHoldLock(t testing.TB, url, key string) func() {
+	t.Helper()
+	c := pgDial(t, url)
 	if err := c.Begin(driver.TxWrite); err != nil {
 		t.Fatal(err)
 	}
@@ -173,14 +183,7 @@ func testRefusesSchemasItCannotOwn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := testPath(t, Memory)
-			d, err := pg.NewDialer(u, pg.Options{BusyTimeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := d.Dial(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := pgDial(t, u)
 			defer c.Close()
 			for _, q := range tc.setup {
 				if q == "" {
@@ -214,7 +217,7 @@ func testRefusesSchemasItCannotOwn(t *testing.T) {
 				return cat
 			}
 			before := snapshot()
-			_, err = Open(context.Background(), u, nil)
+			_, err := Open(context.Background(), u, nil)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Open: %v, want %v", err, tc.want)
 			}
