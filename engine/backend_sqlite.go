@@ -60,6 +60,14 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 	return b, nil
 }
 
+// heldError is the engine's HeldError for the driver's (only this
+// backend's driver refuses a file held by a JavaScript process).
+func heldError(d *driver.HeldError) *HeldError {
+	return &HeldError{Path: d.Path, Record: d.Record, Stale: d.Stale, err: d, Holder: Holder{
+		Runtime: d.Holder.Runtime, PID: d.Holder.PID, Host: d.Holder.Host, Since: d.Holder.Since, Program: d.Holder.Program,
+	}}
+}
+
 // imageBackend is an in-memory database whose first bytes are img, for
 // OpenImage.
 func imageBackend(img []byte, o Options) (backend, error) {

@@ -116,13 +116,6 @@ func (e *HeldError) Error() string { return ErrConflict.Error() + ": " + e.err.E
 // Unwrap makes a HeldError match ErrConflict and the driver's busy error.
 func (e *HeldError) Unwrap() []error { return []error{ErrConflict, e.err} }
 
-// heldError is the engine's HeldError for the driver's.
-func heldError(d *driver.HeldError) *HeldError {
-	return &HeldError{Path: d.Path, Record: d.Record, Stale: d.Stale, err: d, Holder: Holder{
-		Runtime: d.Holder.Runtime, PID: d.Holder.PID, Host: d.Holder.Host, Since: d.Holder.Since, Program: d.Holder.Program,
-	}}
-}
-
 // ModeMismatchError is every ErrModeMismatch error: what the file, thread
 // or export records and what was asked of it. Its message tells a Go caller
 // what to call; front ends with other vocabularies (the CLI, the JavaScript
