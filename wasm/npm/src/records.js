@@ -6,17 +6,20 @@
 // names are the bridge's (wasm/bridge/records.go; test/records.test.js
 // checks every name the package calls against the Go table).
 //
-// This module imports nothing of the package but its errors, so that
-// engine.js can import it without a circle.
+// This module imports nothing of the package but its errors and argument
+// checks, so that engine.js can import it without a circle.
 
+import { idString } from "./args.js";
 import { AgentStateError } from "./errors.js";
 
 /** The owner that reaches every user's threads (admin tools only). */
 export const ANY_OWNER = Object.freeze({ anyOwner: true });
 
+/** A record id: a non-empty string (an integer is not taken: run and
+ * thread records are named by strings). */
 function id(what, v) {
-  if (typeof v !== "string" || v === "") {
-    throw new AgentStateError(`agentstate: ${what} must be a non-empty string, not ${describe(v)}`, "INVALID_ARGUMENT");
+  if (idString(v, what, false) === "") {
+    throw new AgentStateError(`agentstate: ${what} must be a non-empty string`, "INVALID_ARGUMENT");
   }
   return v;
 }
@@ -24,15 +27,9 @@ function id(what, v) {
 function options(what, v) {
   if (v === undefined || v === null) return {};
   if (typeof v !== "object" || Array.isArray(v)) {
-    throw new AgentStateError(`agentstate: ${what} must be an object, not ${describe(v)}`, "INVALID_ARGUMENT");
+    throw new AgentStateError(`agentstate: ${what} must be an object, not ${Array.isArray(v) ? "an array" : `a ${typeof v}`}`, "INVALID_ARGUMENT");
   }
   return v;
-}
-
-function describe(v) {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "an array";
-  return typeof v === "string" ? "an empty string" : `a ${typeof v}`;
 }
 
 /** A thread call's owner: a user id, or ANY_OWNER. */

@@ -1,6 +1,7 @@
 // AgentStateSaver: a LangGraph.js checkpoint saver on the agentstate engine.
 import { BaseCheckpointSaver, TASKS, getCheckpointId, maxChannelVersion } from "@langchain/langgraph-checkpoint";
-import { AgentStateError, Database, idString, nextTurn } from "./engine.js";
+import { idString } from "./args.js";
+import { AgentStateError, Database, nextTurn } from "./engine.js";
 import { MessageJSON } from "./message-json.js";
 
 // Channel versions are strings in the engine. LangGraph's default integer

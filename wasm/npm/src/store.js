@@ -1,6 +1,7 @@
 // AgentStateStore: a LangGraph.js BaseStore on the agentstate engine.
 import { AsyncBatchedStore, BaseStore, validateNamespace } from "@langchain/langgraph-checkpoint";
-import { AgentStateError, Database, idString } from "./engine.js";
+import { idString } from "./args.js";
+import { AgentStateError, Database } from "./engine.js";
 
 const MINUTE = 60_000;
 
