@@ -24,18 +24,18 @@ var (
 	jsError      = js.Global().Get("Error")
 )
 
-// api returns the object handed to JavaScript. open, call and close return
-// a Promise of {json, bufs}: a JSON text and the byte arrays it refers to
-// by index ({"t": type, "b": index} for a typed blob).
+// api returns the object handed to JavaScript. open and close return a
+// Promise of {json, bufs}: a JSON text and the byte arrays it refers to by
+// index ({"t": type, "b": index} for a typed blob).
 //
 //	open(json, bufs)          -> {"h": handle}
-//	call(h, op, json, bufs)   -> op's result
 //	close(h)
 //
-// send(frame, done) is call for the package's own Database: the request
-// in one byte array, the result handed to done(error, address, length) in
-// the module's memory, no Promise made in Go (readFrame, writeFrame). Every JavaScript object Go makes or receives
-// costs a reference with a finalizer, and a call of call makes a dozen.
+// send(frame, done) runs op on handle h: the request in one byte array,
+// the result handed to done(error, address, length) in the module's
+// memory, no Promise made in Go (readFrame, writeFrame). Every JavaScript
+// object Go makes or receives costs a reference with a finalizer, and a
+// call made of strings, arrays and a Promise made a dozen.
 func api(b *bridge.Bridge) js.Value {
 	obj := jsObject.New()
 	obj.Set("open", guarded(func(args []js.Value) any {
