@@ -177,19 +177,26 @@ func (h *pgHold) Check(ctx context.Context) error {
 		return nil
 	}
 	defer h.c.Interrupt(ctx)()
-	held := false
-	q := `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
-		AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = ` + pgOwnerKey + `)`
-	err := h.c.Query(q, []any{h.owner}, func(r driver.Row) error { held = r.Int64(0) != 0; return nil })
-	if err != nil && errors.Is(err, driver.ErrConnLost) && ctx.Err() == nil {
-		// The session was ended: this asks a new one.
-		err = h.c.Query(q, []any{h.owner}, func(r driver.Row) error { held = r.Int64(0) != 0; return nil })
-	}
+	held, err := pgAsk(ctx, h.c, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+		AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = `+pgOwnerKey+`)`, h.owner)
 	if err != nil || held {
 		return err
 	}
 	_, err = h.c.Exec(`SELECT pg_advisory_lock(`+pgOwnerKey+`)`, h.owner)
 	return err
+}
+
+// pgAsk runs q, a boolean of owner, on c; once more when c's session was
+// ended (a restart, a failover, idle_session_timeout), which c dials anew,
+// rather than leave the owner to its lease.
+func pgAsk(ctx context.Context, c *pg.Conn, q, owner string) (bool, error) {
+	var v bool
+	read := func(r driver.Row) error { v = r.Int64(0) != 0; return nil }
+	err := c.Query(q, []any{owner}, read)
+	if err != nil && errors.Is(err, driver.ErrConnLost) && ctx.Err() == nil {
+		err = c.Query(q, []any{owner}, read)
+	}
+	return v, err
 }
 
 // Release implements driver.Hold. The lock is given back before the
@@ -227,13 +234,7 @@ func (l *pgLiveness) Probe(ctx context.Context, owner string) (driver.Presence, 
 	defer l.probe.Interrupt(ctx)()
 	// One round trip: a free lock is taken and given back at once.
 	q := `SELECT CASE WHEN pg_try_advisory_lock(` + pgOwnerKey + `) THEN NOT pg_advisory_unlock(` + pgOwnerKey + `) ELSE true END`
-	var held bool
-	err := l.probe.Query(q, []any{owner}, func(r driver.Row) error { held = r.Int64(0) != 0; return nil })
-	if err != nil && errors.Is(err, driver.ErrConnLost) && ctx.Err() == nil {
-		// The probing session was ended (a restart, idle_session_timeout):
-		// ask again on a new one rather than leave the owner to its lease.
-		err = l.probe.Query(q, []any{owner}, func(r driver.Row) error { held = r.Int64(0) != 0; return nil })
-	}
+	held, err := pgAsk(ctx, l.probe, q, owner)
 	switch {
 	case err != nil:
 		return driver.PresenceUnknown, err
