@@ -314,7 +314,9 @@ func concChild(arg string) error {
 		outMu.Unlock()
 	}
 	// done reports whether err only says the run's time is up.
-	done := func(err error) bool { return ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) }
+	// The deadline, not ctx.Err: a dial's network deadline can fire before
+	// the context's own timer, and its error matches DeadlineExceeded.
+	done := func(err error) bool { return ctxEnded(ctx) != nil && errors.Is(err, context.DeadlineExceeded) }
 	fail := func(op string, err error) {
 		if !done(err) {
 			say("ERR", fmt.Sprintf("process %d %s: %v (sqlite busy: %v)", proc, op, err, errors.Is(err, sqlite3.BUSY)))

@@ -364,7 +364,9 @@ func manyChild(arg string) error {
 		fmt.Fprintln(out, a...)
 		outMu.Unlock()
 	}
-	done := func(err error) bool { return ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) }
+	// The deadline, not ctx.Err: a dial's network deadline can fire before
+	// the context's own timer, and its error matches DeadlineExceeded.
+	done := func(err error) bool { return ctxEnded(ctx) != nil && errors.Is(err, context.DeadlineExceeded) }
 	fail := func(op string, err error) {
 		if err != nil && !done(err) {
 			say("ERR", fmt.Sprintf("process %d %s: %v", proc, op, err))
