@@ -6,7 +6,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -18,23 +17,24 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
-	"github.com/agentstate/agentstate/engine/internal/driver/pg"
 	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 // pgBackend is a PostgreSQL database (engine.Open with a postgres:// URL).
-// Its tables live in the first schema of the connection's search_path.
+// Its tables live in the first schema of the connection's search_path. Its
+// sessions come from the server driver engine/postgres registers
+// (driver.Server): this file holds the engine's side (the schema, its
+// migrations and checks), which links no PostgreSQL client.
 type pgBackend struct {
-	w, r     *pg.Dialer // writers, readers (read-only sessions)
-	l        *pg.Dialer // liveness: the writers' sessions, never idle-timed-out
-	o        Options
-	liveOnce sync.Once
-	live     *pgLiveness
+	s driver.Server
+	o Options
 }
+
+// postgresPackage is what a program imports to open PostgreSQL URLs.
+const postgresPackage = "github.com/agentstate/agentstate/engine/postgres"
 
 //go:embed migrations_pg/*.sql
 var pgMigrationFS embed.FS
@@ -73,185 +73,37 @@ var pgMigrations = func() []migration {
 }()
 
 func openPGBackend(url string, o Options) (backend, error) {
-	po := pg.Options{BusyTimeout: o.BusyTimeout, SyncFull: o.Synchronous == SyncFull, ReadOnly: o.ReadOnly}
-	w, err := pg.NewDialer(url, po)
+	open := driver.LookupServer("postgres")
+	if open == nil {
+		return nil, fmt.Errorf("%w: %s: this program does not link the PostgreSQL driver: import _ %q (as the agentstate CLI does) to open PostgreSQL URLs", ErrInvalidArgument, displayPath(url), postgresPackage)
+	}
+	s, err := open(url, driver.ServerOptions{BusyTimeout: o.BusyTimeout, SyncFull: o.Synchronous == SyncFull, ReadOnly: o.ReadOnly})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArgument, displayPath(url), err)
 	}
-	lo := po
-	lo.Setup = pgNoIdleTimeout
-	l, err := pg.NewDialer(url, lo)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArgument, displayPath(url), err)
-	}
-	po.ReadOnly = true
-	r, err := pg.NewDialer(url, po)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArgument, displayPath(url), err)
-	}
-	return &pgBackend{w: w, r: r, l: l, o: o}, nil
+	return &pgBackend{s: s, o: o}, nil
 }
 
 // dial opens a session within ctx: a server that does not answer fails
 // it when ctx ends.
 func (b *pgBackend) dial(ctx context.Context, write bool) (driver.Conn, error) {
-	d := b.r
-	if write {
-		d = b.w
-	}
-	return d.Dial(ctx)
+	return b.s.Dial(ctx, write)
 }
 
 // memory is true: there is no file of ours, so Info reports the server's
 // sizes and CheckpointWAL has nothing to do.
 func (b *pgBackend) memory() bool { return true }
 
-func (b *pgBackend) close() {
-	if b.live != nil {
-		b.live.close()
-	}
-}
+func (b *pgBackend) close() { b.s.Close() }
 
-// liveness: a session-level advisory lock per owner, held on a connection
-// of its own while the handle lives, and probed with pg_try_advisory_lock
-// from another session. A server cannot tell an owner that never held the
-// lock from one that died, so a free lock is PresenceUnknown: the lease
-// decides, as it does on SQLite without a lock file.
-//
-// The server may end the holding session while the handle lives (a
-// restart, a failover, pg_terminate_backend): Hold.Check, before every
-// lease renewal, finds the lock gone and takes it again on a new session.
-// The sessions of liveness turn idle_session_timeout off, which would
-// otherwise end them between checks.
-func (b *pgBackend) liveness() driver.Liveness {
-	b.liveOnce.Do(func() { b.live = &pgLiveness{d: b.l} })
-	return b.live
-}
+// liveness: a session-level advisory lock per owner, held on a session of
+// its own while the handle lives and taken again when the server ends that
+// session, probed from another session (the driver's Liveness).
+func (b *pgBackend) liveness() driver.Liveness { return b.s.Liveness() }
 
-// pgReleaseWait bounds the unlock of a hold's release, and of the
-// migrations' lock: long enough for a loaded server, so that an owner
-// that closed is gone for others at once.
+// pgReleaseWait bounds the unlock of the migrations' lock: long enough for
+// a loaded server, as the driver gives a liveness hold's release.
 const pgReleaseWait = 2 * time.Second
-
-const pgOwnerKey = `hashtextextended('agentstate owner/' || current_schema() || '/' || $1::text, 0)`
-
-// pgNoIdleTimeout runs on every session of liveness: a hold sits idle
-// between checks, and a server's idle_session_timeout (PostgreSQL 14 and
-// later; older servers have no such setting, and this does nothing there)
-// would end it and drop the lock.
-const pgNoIdleTimeout = `SELECT set_config(name, '0', false) FROM pg_catalog.pg_settings WHERE name = 'idle_session_timeout'`
-
-type pgLiveness struct {
-	d     *pg.Dialer
-	mu    sync.Mutex
-	probe *pg.Conn // dialled on first use
-}
-
-// pgHold is an owner's advisory lock and the session that holds it.
-type pgHold struct {
-	d     *pg.Dialer
-	owner string
-	mu    sync.Mutex
-	c     *pg.Conn // nil once released
-}
-
-func (l *pgLiveness) Hold(ctx context.Context, owner string) (driver.Hold, error) {
-	c, err := l.d.Dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h := &pgHold{d: l.d, owner: owner, c: c}
-	if err := h.Check(ctx); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return h, nil
-}
-
-// Check implements driver.Hold: the session still holds the lock, or
-// (a new session, dialled when the old one is found gone) takes it.
-func (h *pgHold) Check(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.c == nil {
-		return nil
-	}
-	defer h.c.Interrupt(ctx)()
-	held, err := pgAsk(ctx, h.c, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
-		AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = `+pgOwnerKey+`)`, h.owner)
-	if err != nil || held {
-		return err
-	}
-	_, err = h.c.Exec(`SELECT pg_advisory_lock(`+pgOwnerKey+`)`, h.owner)
-	return err
-}
-
-// pgAsk runs q, a boolean of owner, on c; once more when c's session was
-// ended (a restart, a failover, idle_session_timeout), which c dials anew,
-// rather than leave the owner to its lease.
-func pgAsk(ctx context.Context, c *pg.Conn, q, owner string) (bool, error) {
-	var v bool
-	read := func(r driver.Row) error { v = r.Int64(0) != 0; return nil }
-	err := c.Query(q, []any{owner}, read)
-	if err != nil && errors.Is(err, driver.ErrConnLost) && ctx.Err() == nil {
-		err = c.Query(q, []any{owner}, read)
-	}
-	return v, err
-}
-
-// Release implements driver.Hold. The lock is given back before the
-// session ends, so that the owner is gone for everyone once Release
-// returns (a session's end releases its locks too, but the server gets to
-// it in its own time); a server that does not answer gets pgReleaseWait.
-func (h *pgHold) Release() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.c == nil {
-		return nil
-	}
-	if !h.c.Broken() { // a broken session took the lock with it
-		ctx, cancel := context.WithTimeout(context.Background(), pgReleaseWait)
-		restore := h.c.Interrupt(ctx)
-		h.c.Exec(`SELECT pg_advisory_unlock(`+pgOwnerKey+`)`, h.owner)
-		restore()
-		cancel()
-	}
-	err := h.c.Close()
-	h.c = nil
-	return err
-}
-
-func (l *pgLiveness) Probe(ctx context.Context, owner string) (driver.Presence, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.probe == nil {
-		c, err := l.d.Dial(ctx)
-		if err != nil {
-			return driver.PresenceUnknown, err
-		}
-		l.probe = c
-	}
-	defer l.probe.Interrupt(ctx)()
-	// One round trip: a free lock is taken and given back at once.
-	q := `SELECT CASE WHEN pg_try_advisory_lock(` + pgOwnerKey + `) THEN NOT pg_advisory_unlock(` + pgOwnerKey + `) ELSE true END`
-	held, err := pgAsk(ctx, l.probe, q, owner)
-	switch {
-	case err != nil:
-		return driver.PresenceUnknown, err
-	case held:
-		return driver.PresenceAlive, nil
-	}
-	return driver.PresenceUnknown, nil
-}
-
-func (l *pgLiveness) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.probe != nil {
-		l.probe.Close()
-		l.probe = nil
-	}
-}
 
 func (b *pgBackend) writers() int {
 	if b.o.WriteConns > 0 {
@@ -308,7 +160,7 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 	}
 	// The server skips schemas of the search_path that do not exist: the
 	// tables would land in the next one, which the URL did not name first.
-	if first := firstSchema(b.w.SearchPath()); first != "" && first != "$user" && first != st.schema {
+	if first := firstSchema(b.s.SearchPath()); first != "" && first != "$user" && first != st.schema {
 		return fmt.Errorf("%w: %s: the search_path names schema %q first, which does not exist (or this user may not use it), and the server would use %q instead; create it (CREATE SCHEMA) or name the schema to use first", ErrInvalidArgument, db.path, first, st.schema)
 	}
 	if err := st.check(db.path + " (schema " + st.schema + ")"); err != nil {
@@ -333,7 +185,7 @@ func (b *pgBackend) prepareSchema(ctx context.Context, db *DB, w *conn) error {
 	defer func() {
 		// A session that broke took the lock with it: dialling another
 		// just to unlock would only wait on a server that may be gone.
-		if pc, ok := w.d.(*pg.Conn); ok && pc.Broken() {
+		if br, ok := w.d.(driver.Breaker); ok && br.Broken() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), pgReleaseWait)

@@ -7,7 +7,9 @@ import (
 	"strings"
 )
 
-// openPGBackend: the WebAssembly builds carry no PostgreSQL driver.
+// openPGBackend: the WebAssembly builds carry no PostgreSQL driver
+// (engine/postgres registers none there), nor the schema code of
+// backend_pg.go, whose catalogue is computed at start-up.
 func openPGBackend(path string, o Options) (backend, error) {
 	return nil, fmt.Errorf("%w: %s: PostgreSQL is not available in WebAssembly builds", ErrInvalidArgument, displayPath(path))
 }

@@ -72,7 +72,8 @@ func (db *DB) onClose(fn func()) {
 // error and leaves the file as it was.
 //
 // A path starting with postgres:// or postgresql:// opens a PostgreSQL
-// database instead (native builds; see the README for what it promises):
+// database instead (native builds, in a program that imports
+// engine/postgres; see docs/postgresql.md for what it promises):
 // the engine's tables live in the first schema of the URL's search_path
 // (search_path=NAME in the query string; it must exist), which must hold
 // nothing else. The same API and semantics apply; SQLite file maintenance

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/agentstate/agentstate/engine/internal/driver/pg"
+	_ "github.com/agentstate/agentstate/engine/postgres" // engine.Open of postgres:// URLs
 	"github.com/jackc/pgx/v5/pgconn"
 )
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/engine"
+	_ "github.com/agentstate/agentstate/engine/postgres" // postgres:// URLs (native builds)
 )
 
 // Exit codes.

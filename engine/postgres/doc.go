@@ -1,0 +1,16 @@
+// Package postgres links the PostgreSQL driver into a program that uses
+// the engine. Import it for its side effect, as a database/sql driver:
+//
+//	import _ "github.com/agentstate/agentstate/engine/postgres"
+//
+// engine.Open then opens postgres:// and postgresql:// URLs (see
+// docs/postgresql.md). Without it, engine.Open of such a URL fails with
+// engine.ErrInvalidArgument naming this package, and the program links no
+// PostgreSQL client: the driver is pgx's pgconn (pure Go, no cgo), about 85
+// packages and 5.6 MB of a minimal binary, which a program that opens only
+// SQLite files does without.
+//
+// The WebAssembly builds (GOOS=js, GOOS=wasip1) have no PostgreSQL: there
+// the package registers nothing, and engine.Open refuses the URL as it
+// would without it.
+package postgres
