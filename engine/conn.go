@@ -20,7 +20,7 @@ type conn struct {
 	// keepInsertedLeases); -1 otherwise.
 	runsBefore int64
 	// hc is the handle's cache (nil for a connection of no handle); the
-	// last values of version-delta chains live there (valuedelta.go).
+	// last values of version-delta chains live there (valuedelta_cache.go).
 	hc     *historyCache
 	writer bool
 	// pending holds the values this write transaction stored, for the

@@ -135,26 +135,8 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		return fs.usageErr("--delta-reducer is for --into messages; in the protocol's form LangGraph rebuilds its DeltaChannels itself")
 	}
 	src, dst := pos[0], pos[1]
-	isURL := strings.HasPrefix(src, "postgres://") || strings.HasPrefix(src, "postgresql://")
-	if !isURL {
-		if err := existingFile(src); err != nil {
-			return err
-		}
-	}
-	if err := notDir(dst); err != nil {
+	if err := checkLangGraphImport(ctx, src, dst); err != nil {
 		return err
-	}
-	// The source is checked before DST is opened (or created): an error
-	// about the source names the source.
-	if err := langgraph.Probe(ctx, src); err != nil {
-		if !isURL {
-			if db, oerr := openFile(ctx, src, true); oerr == nil {
-				db.Close()
-				err = fmt.Errorf("%w\n%s is an agentstate file already: use it as it is, or copy it with: agentstate export %s | agentstate import %s",
-					err, src, shellQuote(src), shellQuote(dst))
-			}
-		}
-		return inFile(pgurl.Redacted(src), err)
 	}
 	opts := engine.DefaultOptions()
 	opts.ReconcileOnOpen = false
@@ -183,18 +165,7 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 			db.Close()
 			removeFile(dst)
 		}
-		var ue *langgraph.UnsupportedError
-		if errors.As(err, &ue) && !*skip {
-			if ue.Importable == 0 {
-				err = fmt.Errorf("%w\nnothing was imported", err)
-			} else {
-				err = fmt.Errorf("%w\nnothing was imported; --skip-unsupported imports the other %d threads", err, ue.Importable)
-			}
-			if lo.Into == langgraph.IntoMessages {
-				err = fmt.Errorf("%w; without --into messages the import keeps LangGraph's values as they are (the checkpoint protocol's form)", err)
-			}
-		}
-		return inFile(dst, err)
+		return inFile(dst, explainUnsupported(err, *skip, lo.Into))
 	}
 	// The promise of the import, checked: the result verifies and every
 	// checkpoint reads as in the source. If not, the destination is put
@@ -235,56 +206,108 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 			return err
 		}
 	} else {
-		if rep.Into == string(langgraph.IntoProtocol) {
-			fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in the checkpoint protocol's form, values kept as LangGraph's serde wrote them: %s\n",
-				pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rowCounts(intCounts(rep.Blobs)))
-			if rep.Unversioned > 0 {
-				fmt.Fprintf(stdout, "%s: %d empty values of channels without a version not stored (a saver on agentstate stores none; LangGraph starts such a channel empty)\n", pgurl.Redacted(dst), rep.Unversioned)
-			}
-		} else {
-			fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in %s mode: %d message lists stored, %d overwrites added, %d message ids filled in\n",
-				pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rep.Mode, rep.Snapshots, rep.Overwrites, rep.IDsFilled)
-		}
-		if len(rep.DeltaChannels) > 0 {
-			fmt.Fprintf(stdout, "%s: DeltaChannels rebuilt from their snapshots and writes, by reducer: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.DeltaChannels)))
-		}
-		if len(rep.Blobs) > 0 && rep.Into == string(langgraph.IntoMessages) {
-			fmt.Fprintf(stdout, "%s: values kept as the source's serde bytes (the engine's values cannot hold them), by what they hold: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.Blobs)))
-		}
-		if len(rep.Dropped) > 0 {
-			fmt.Fprintf(stdout, "%s: message fields without a place in agentstate's messages, dropped: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.Dropped)))
-		}
-		if rep.OrphanWrites > 0 {
-			fmt.Fprintf(stdout, "%s: %d writes of checkpoints the source does not hold, not imported\n", pgurl.Redacted(dst), rep.OrphanWrites)
-		}
-		if rep.Renumbered > 0 {
-			fmt.Fprintf(stdout, "%s: %d writes stored at another index than the source's (their order kept)\n", pgurl.Redacted(dst), rep.Renumbered)
-		}
-		for _, p := range rep.Skipped {
-			fmt.Fprintf(stdout, "%s: skipped %s\n", pgurl.Redacted(dst), p)
-		}
-		for _, o := range rep.Orphans {
-			fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q imported as a root: its parent %q is not in %s (--orphans-as-roots)\n",
-				pgurl.Redacted(dst), o.ThreadID, o.CheckpointNS, o.CheckpointID, o.Parent, rep.Source)
-		}
-		for _, p := range vr.Problems {
-			fmt.Fprintf(stdout, "%s: %s\n", pgurl.Redacted(dst), p)
-		}
-		for _, d := range diffs {
-			fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q: %s\n", pgurl.Redacted(dst), d.ThreadID, d.CheckpointNS, d.CheckpointID, d.Message)
-		}
-		if vr.OK && len(diffs) == 0 {
-			but := ""
-			if len(rep.Orphans) > 0 {
-				but = fmt.Sprintf(" (but for the %d parents listed above, which it does not hold)", len(rep.Orphans))
-			}
-			fmt.Fprintf(stdout, "%s: verified, and all %d checkpoints read as in %s%s\n", pgurl.Redacted(dst), checked, rep.Source, but)
-		}
+		printLangGraphImport(stdout, dst, rep, vr, checked, diffs)
 	}
 	if !vr.OK || len(diffs) > 0 {
 		return problemsError{fmt.Sprintf("%s: the import does not verify (%d problems) or differs from %s (%d checkpoints); the import was undone", pgurl.Redacted(dst), len(vr.Problems), rep.Source, len(diffs))}
 	}
 	return nil
+}
+
+// checkLangGraphImport checks import-langgraph's SRC and DST before DST is
+// opened: SRC a file or a PostgreSQL URL that holds a LangGraph saver's
+// storage (with a hint when it is an agentstate file), DST not a directory.
+func checkLangGraphImport(ctx context.Context, src, dst string) error {
+	isURL := strings.HasPrefix(src, "postgres://") || strings.HasPrefix(src, "postgresql://")
+	if !isURL {
+		if err := existingFile(src); err != nil {
+			return err
+		}
+	}
+	if err := notDir(dst); err != nil {
+		return err
+	}
+	// The source is checked before DST is opened (or created): an error
+	// about the source names the source.
+	if err := langgraph.Probe(ctx, src); err != nil {
+		if !isURL {
+			if db, oerr := openFile(ctx, src, true); oerr == nil {
+				db.Close()
+				err = fmt.Errorf("%w\n%s is an agentstate file already: use it as it is, or copy it with: agentstate export %s | agentstate import %s",
+					err, src, shellQuote(src), shellQuote(dst))
+			}
+		}
+		return inFile(pgurl.Redacted(src), err)
+	}
+	return nil
+}
+
+// explainUnsupported adds to an import's error, when it is an
+// UnsupportedError and skip (--skip-unsupported) is not set, that nothing
+// was imported and what the flags would do.
+func explainUnsupported(err error, skip bool, into langgraph.Into) error {
+	var ue *langgraph.UnsupportedError
+	if errors.As(err, &ue) && !skip {
+		if ue.Importable == 0 {
+			err = fmt.Errorf("%w\nnothing was imported", err)
+		} else {
+			err = fmt.Errorf("%w\nnothing was imported; --skip-unsupported imports the other %d threads", err, ue.Importable)
+		}
+		if into == langgraph.IntoMessages {
+			err = fmt.Errorf("%w; without --into messages the import keeps LangGraph's values as they are (the checkpoint protocol's form)", err)
+		}
+	}
+	return err
+}
+
+// printLangGraphImport prints what import-langgraph did: what it imported,
+// what it kept, dropped or skipped, and what verifying and comparing found.
+func printLangGraphImport(stdout io.Writer, dst string, rep langgraph.Report, vr engine.VerifyReport, checked int, diffs []langgraph.Diff) {
+	if rep.Into == string(langgraph.IntoProtocol) {
+		fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in the checkpoint protocol's form, values kept as LangGraph's serde wrote them: %s\n",
+			pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rowCounts(intCounts(rep.Blobs)))
+		if rep.Unversioned > 0 {
+			fmt.Fprintf(stdout, "%s: %d empty values of channels without a version not stored (a saver on agentstate stores none; LangGraph starts such a channel empty)\n", pgurl.Redacted(dst), rep.Unversioned)
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in %s mode: %d message lists stored, %d overwrites added, %d message ids filled in\n",
+			pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rep.Mode, rep.Snapshots, rep.Overwrites, rep.IDsFilled)
+	}
+	if len(rep.DeltaChannels) > 0 {
+		fmt.Fprintf(stdout, "%s: DeltaChannels rebuilt from their snapshots and writes, by reducer: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.DeltaChannels)))
+	}
+	if len(rep.Blobs) > 0 && rep.Into == string(langgraph.IntoMessages) {
+		fmt.Fprintf(stdout, "%s: values kept as the source's serde bytes (the engine's values cannot hold them), by what they hold: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.Blobs)))
+	}
+	if len(rep.Dropped) > 0 {
+		fmt.Fprintf(stdout, "%s: message fields without a place in agentstate's messages, dropped: %s\n", pgurl.Redacted(dst), rowCounts(intCounts(rep.Dropped)))
+	}
+	if rep.OrphanWrites > 0 {
+		fmt.Fprintf(stdout, "%s: %d writes of checkpoints the source does not hold, not imported\n", pgurl.Redacted(dst), rep.OrphanWrites)
+	}
+	if rep.Renumbered > 0 {
+		fmt.Fprintf(stdout, "%s: %d writes stored at another index than the source's (their order kept)\n", pgurl.Redacted(dst), rep.Renumbered)
+	}
+	for _, p := range rep.Skipped {
+		fmt.Fprintf(stdout, "%s: skipped %s\n", pgurl.Redacted(dst), p)
+	}
+	for _, o := range rep.Orphans {
+		fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q imported as a root: its parent %q is not in %s (--orphans-as-roots)\n",
+			pgurl.Redacted(dst), o.ThreadID, o.CheckpointNS, o.CheckpointID, o.Parent, rep.Source)
+	}
+	for _, p := range vr.Problems {
+		fmt.Fprintf(stdout, "%s: %s\n", pgurl.Redacted(dst), p)
+	}
+	for _, d := range diffs {
+		fmt.Fprintf(stdout, "%s: thread %q namespace %q checkpoint %q: %s\n", pgurl.Redacted(dst), d.ThreadID, d.CheckpointNS, d.CheckpointID, d.Message)
+	}
+	if vr.OK && len(diffs) == 0 {
+		but := ""
+		if len(rep.Orphans) > 0 {
+			but = fmt.Sprintf(" (but for the %d parents listed above, which it does not hold)", len(rep.Orphans))
+		}
+		fmt.Fprintf(stdout, "%s: verified, and all %d checkpoints read as in %s%s\n", pgurl.Redacted(dst), checked, rep.Source, but)
+	}
 }
 
 func runExportLangGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
