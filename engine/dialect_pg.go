@@ -214,11 +214,64 @@ var (
 
 // pgRewrite translates SQLite text mechanically.
 func pgRewrite(q string) *pgStmt {
-	// Parameters: ?NNN keeps its number, ? takes the next, a named one the
-	// number of its first appearance (SQLite's rules).
+	q, maxN := pgNumberParams(q)
+	var transforms []func([]any) ([]any, error)
+	if strings.HasPrefix(q, "INSERT OR IGNORE INTO") {
+		q = "INSERT INTO" + strings.TrimPrefix(q, "INSERT OR IGNORE INTO") + " ON CONFLICT DO NOTHING"
+	}
+	q = pgIndexedBy.ReplaceAllString(q, "")
+	// SQLite's CROSS JOIN ... ON keeps the left side as the outer loop (one
+	// index search per key of a list); PostgreSQL's planner may prefer to
+	// scan the right side whole. A lateral subquery, fenced by OFFSET 0,
+	// keeps the search per key.
+	q = pgCrossJoin.ReplaceAllString(q, "CROSS JOIN LATERAL (SELECT * FROM $1 $2 WHERE $3 OFFSET 0) $2$4")
+	q = pgVersionFn.ReplaceAllString(q, "${1}versions ->> $2")
+	q = pgMatchFn.ReplaceAllStringFunc(q, func(m string) string {
+		sm := pgMatchFn.FindStringSubmatch(m)
+		transforms = append(transforms, pgFilterArg(sm[1], sm[3]))
+		return "agentstate_match(" + sm[2] + "_j, $" + sm[3] + "::jsonb)"
+	})
+	q = pgIsNot.ReplaceAllString(q, "IS DISTINCT FROM $1")
+	q = pgJSONEachAs.ReplaceAllStringFunc(q, func(m string) string {
+		sm := pgJSONEachAs.FindStringSubmatch(m)
+		return "(SELECT value, ordinality - 1 AS key FROM jsonb_array_elements(" + sm[1] + "::jsonb) WITH ORDINALITY) " + sm[2]
+	})
+	// Text of the list compares byte by byte, as every text column does.
+	q = pgJSONEach.ReplaceAllString(q, `(SELECT v COLLATE "C" AS value FROM jsonb_array_elements_text($1::jsonb) v) AS json_each`)
+	q = pgWhere1.ReplaceAllString(q, "WHERE true")
+	// SQLite reads a negative LIMIT as none.
+	q = pgLimit.ReplaceAllString(q, "LIMIT nullif($1::bigint, -1)")
+	if sm := pgCountFrom.FindStringSubmatch(q); sm != nil {
+		q = "SELECT count(*) FROM (" + sm[1] + ") AS counted"
+	}
+	q = pgBlobLit.ReplaceAllString(q, `'\x$1'::bytea`)
+	q, used := pgTypeNullTests(q)
+	if len(used) < maxN {
+		var drop func([]any) ([]any, error)
+		q, drop = pgDropUnused(q, used, maxN)
+		transforms = append(transforms, drop)
+	}
+	st := &pgStmt{sql: q}
+	if len(transforms) > 0 {
+		st.args = func(args []any) ([]any, error) {
+			var err error
+			for _, f := range transforms {
+				if args, err = f(args); err != nil {
+					return nil, err
+				}
+			}
+			return args, nil
+		}
+	}
+	return st
+}
+
+// pgNumberParams turns SQLite's parameters into PostgreSQL's: ?NNN keeps
+// its number, ? takes the next, a named one the number of its first
+// appearance (SQLite's rules). maxN is the highest number given.
+func pgNumberParams(q string) (out string, maxN int) {
 	names := map[string]int{}
-	maxN := 0
-	q = pgParamRE.ReplaceAllStringFunc(q, func(m string) string {
+	out = pgParamRE.ReplaceAllStringFunc(q, func(m string) string {
 		var n int
 		switch {
 		case m == "?":
@@ -237,59 +290,39 @@ func pgRewrite(q string) *pgStmt {
 		maxN = max(maxN, n)
 		return "$" + strconv.Itoa(n)
 	})
-	st := &pgStmt{}
-	var transforms []func([]any) ([]any, error)
-	if strings.HasPrefix(q, "INSERT OR IGNORE INTO") {
-		q = "INSERT INTO" + strings.TrimPrefix(q, "INSERT OR IGNORE INTO") + " ON CONFLICT DO NOTHING"
+	return out, maxN
+}
+
+// pgFilterArg replaces the filter argument number param (SQLite's
+// agentstate_match(kind, ...) takes the engine's encoded filter) by the
+// conditions the server's agentstate_match reads.
+func pgFilterArg(kind, param string) func([]any) ([]any, error) {
+	n, _ := strconv.Atoi(param)
+	compile := map[string]func([]byte) ([]byte, error){"meta": pgListFilter, "store": pgStoreFilter, "thread": pgThreadFilter}[kind]
+	return func(args []any) ([]any, error) {
+		if n > len(args) {
+			return args, nil
+		}
+		b, ok := args[n-1].([]byte)
+		if !ok {
+			return args, nil
+		}
+		conds, err := compile(b)
+		if err != nil {
+			return nil, err
+		}
+		out := slices.Clone(args)
+		out[n-1] = conds
+		return out, nil
 	}
-	q = pgIndexedBy.ReplaceAllString(q, "")
-	// SQLite's CROSS JOIN ... ON keeps the left side as the outer loop (one
-	// index search per key of a list); PostgreSQL's planner may prefer to
-	// scan the right side whole. A lateral subquery, fenced by OFFSET 0,
-	// keeps the search per key.
-	q = pgCrossJoin.ReplaceAllString(q, "CROSS JOIN LATERAL (SELECT * FROM $1 $2 WHERE $3 OFFSET 0) $2$4")
-	q = pgVersionFn.ReplaceAllString(q, "${1}versions ->> $2")
-	q = pgMatchFn.ReplaceAllStringFunc(q, func(m string) string {
-		sm := pgMatchFn.FindStringSubmatch(m)
-		n, _ := strconv.Atoi(sm[3])
-		col := sm[2] + "_j"
-		compile := map[string]func([]byte) ([]byte, error){"meta": pgListFilter, "store": pgStoreFilter, "thread": pgThreadFilter}[sm[1]]
-		transforms = append(transforms, func(args []any) ([]any, error) {
-			if n > len(args) {
-				return args, nil
-			}
-			b, ok := args[n-1].([]byte)
-			if !ok {
-				return args, nil
-			}
-			conds, err := compile(b)
-			if err != nil {
-				return nil, err
-			}
-			out := slices.Clone(args)
-			out[n-1] = conds
-			return out, nil
-		})
-		return "agentstate_match(" + col + ", $" + sm[3] + "::jsonb)"
-	})
-	q = pgIsNot.ReplaceAllString(q, "IS DISTINCT FROM $1")
-	q = pgJSONEachAs.ReplaceAllStringFunc(q, func(m string) string {
-		sm := pgJSONEachAs.FindStringSubmatch(m)
-		return "(SELECT value, ordinality - 1 AS key FROM jsonb_array_elements(" + sm[1] + "::jsonb) WITH ORDINALITY) " + sm[2]
-	})
-	// Text of the list compares byte by byte, as every text column does.
-	q = pgJSONEach.ReplaceAllString(q, `(SELECT v COLLATE "C" AS value FROM jsonb_array_elements_text($1::jsonb) v) AS json_each`)
-	q = pgWhere1.ReplaceAllString(q, "WHERE true")
-	// SQLite reads a negative LIMIT as none.
-	q = pgLimit.ReplaceAllString(q, "LIMIT nullif($1::bigint, -1)")
-	if sm := pgCountFrom.FindStringSubmatch(q); sm != nil {
-		q = "SELECT count(*) FROM (" + sm[1] + ") AS counted"
-	}
-	q = pgBlobLit.ReplaceAllString(q, `'\x$1'::bytea`)
-	// PostgreSQL infers a parameter's type from its first use, and "$1 IS
-	// NULL" says nothing: cast such a use to the type another use names
-	// ($1::jsonb), text otherwise (every such parameter of the engine is
-	// text or JSON).
+}
+
+// pgTypeNullTests types the parameters of "$n IS [NOT] NULL": PostgreSQL
+// infers a parameter's type from its first use, and such a test says
+// nothing, so it is cast to the type another use names ($1::jsonb), text
+// otherwise (every such parameter of the engine is text or JSON). used
+// holds every parameter number the text names.
+func pgTypeNullTests(q string) (string, map[int]bool) {
 	used := map[int]bool{}
 	casts := map[int]string{}
 	for _, sm := range pgDollarCast.FindAllStringSubmatch(q, -1) {
@@ -312,46 +345,34 @@ func pgRewrite(q string) *pgStmt {
 		}
 	}
 	b.WriteString(q[last:])
-	q = b.String()
-	// Numbers SQLite binds but the text never names (a statement shape
-	// that ignores some of a shared argument list) cannot be typed by
-	// PostgreSQL: renumber densely and drop their arguments.
-	if len(used) < maxN {
-		keep := make([]int, 0, len(used))
-		renum := map[int]int{}
-		for n := 1; n <= maxN; n++ {
-			if used[n] {
-				keep = append(keep, n-1)
-				renum[n] = len(keep)
-			}
-		}
-		q = pgDollar.ReplaceAllStringFunc(q, func(m string) string {
-			n, _ := strconv.Atoi(m[1:])
-			return "$" + strconv.Itoa(renum[n])
-		})
-		transforms = append(transforms, func(args []any) ([]any, error) {
-			out := make([]any, 0, len(keep))
-			for _, i := range keep {
-				if i < len(args) {
-					out = append(out, args[i])
-				}
-			}
-			return out, nil
-		})
-	}
-	st.sql = q
-	if len(transforms) > 0 {
-		st.args = func(args []any) ([]any, error) {
-			var err error
-			for _, f := range transforms {
-				if args, err = f(args); err != nil {
-					return nil, err
-				}
-			}
-			return args, nil
+	return b.String(), used
+}
+
+// pgDropUnused renumbers the parameters densely and drops the arguments of
+// numbers SQLite binds but the text never names (a statement shape that
+// ignores some of a shared argument list): PostgreSQL cannot type them.
+func pgDropUnused(q string, used map[int]bool, maxN int) (string, func([]any) ([]any, error)) {
+	keep := make([]int, 0, len(used))
+	renum := map[int]int{}
+	for n := 1; n <= maxN; n++ {
+		if used[n] {
+			keep = append(keep, n-1)
+			renum[n] = len(keep)
 		}
 	}
-	return st
+	q = pgDollar.ReplaceAllStringFunc(q, func(m string) string {
+		n, _ := strconv.Atoi(m[1:])
+		return "$" + strconv.Itoa(renum[n])
+	})
+	return q, func(args []any) ([]any, error) {
+		out := make([]any, 0, len(keep))
+		for _, i := range keep {
+			if i < len(args) {
+				out = append(out, args[i])
+			}
+		}
+		return out, nil
+	}
 }
 
 // deriveCheckpoint appends the versions and typed metadata of the
