@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // The advice in an error must work as printed: these tests read the call an
@@ -31,7 +34,7 @@ func followConvertFile(t *testing.T, err error) {
 	if uerr != nil {
 		t.Fatal(uerr)
 	}
-	if _, err := ConvertFile(bg, path, nil, Mode(m[2]), k); err != nil {
+	if _, err := ConvertFile(bg, path, nil, channels.Mode(m[2]), k); err != nil {
 		t.Fatalf("the suggested %s failed: %v", m[0], err)
 	}
 }
@@ -39,12 +42,12 @@ func followConvertFile(t *testing.T, err error) {
 func TestModeMismatchAdviceWorks(t *testing.T) {
 	full := func() *Options {
 		o := DefaultOptions()
-		o.Mode = ModeFull
+		o.Mode = channels.ModeFull
 		return &o
 	}
 	delta := func(k int) *Options {
 		o := DefaultOptions()
-		o.Mode, o.SnapshotEvery = ModeDelta, k
+		o.Mode, o.SnapshotEvery = channels.ModeDelta, k
 		return &o
 	}
 	writeFile := func(t *testing.T, o *Options) string {
@@ -59,17 +62,17 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 		path := writeFile(t, delta(4))
 		_, err := Open(bg, path, full())
 		var mm *ModeMismatchError
-		if !errors.As(err, &mm) || !errors.Is(err, ErrModeMismatch) || mm.Op != "open" || mm.Mode != ModeDelta || mm.Every != 4 || mm.WantMode != ModeFull {
+		if !errors.As(err, &mm) || !errors.Is(err, ErrModeMismatch) || mm.Op != "open" || mm.Mode != channels.ModeDelta || mm.Every != 4 || mm.WantMode != channels.ModeFull {
 			t.Fatalf("err = %#v", err)
 		}
-		for _, s := range []string{"delta mode with K=4", "not full mode", "engine.ModeAuto", `Mode "delta" and SnapshotEvery 4`} {
+		for _, s := range []string{"delta mode with K=4", "not full mode", "channels.ModeAuto", `Mode "delta" and SnapshotEvery 4`} {
 			if !strings.Contains(err.Error(), s) {
 				t.Errorf("%q does not say %q", err, s)
 			}
 		}
 		// The first advice: ModeAuto opens it.
 		o := DefaultOptions()
-		o.Mode = ModeAuto
+		o.Mode = channels.ModeAuto
 		openTest(t, path, &o).Close()
 		// The second: the conversion, after which the same Open works.
 		followConvertFile(t, err)
@@ -90,13 +93,13 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 		src := writeFile(t, delta(4))
 		var dump bytes.Buffer
 		db := openTest(t, src, delta(4))
-		if _, err := db.Export(bg, &dump, ExportOptions{}); err != nil {
+		if _, err := db.Export(bg, &dump, admin.ExportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
 		dst := testPath(t, filepath.Join(t.TempDir(), "dst.db"))
 		openTest(t, dst, delta(10)).Close()
-		_, err := ImportFile(bg, dst, bytes.NewReader(dump.Bytes()), nil, ImportOptions{})
+		_, err := ImportFile(bg, dst, bytes.NewReader(dump.Bytes()), nil, admin.ImportOptions{})
 		var mm *ModeMismatchError
 		if !errors.As(err, &mm) || mm.Op != "import" || mm.Every != 10 || mm.WantEvery != 4 {
 			t.Fatalf("err = %#v", err)
@@ -105,7 +108,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 		followConvertFile(t, err)
-		if _, err := ImportFile(bg, dst, bytes.NewReader(dump.Bytes()), nil, ImportOptions{}); err != nil {
+		if _, err := ImportFile(bg, dst, bytes.NewReader(dump.Bytes()), nil, admin.ImportOptions{}); err != nil {
 			t.Fatalf("import after the suggested conversion: %v", err)
 		}
 	})
@@ -113,19 +116,19 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 	t.Run("thread: a delta handle writes into a full thread", func(t *testing.T) {
 		db := openTest(t, filepath.Join(t.TempDir(), "d.db"), delta(3))
 		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h1", "hi"))}})
-		if _, err := db.ConvertThread(bg, "th", ModeFull); err != nil {
+		if _, err := db.ConvertThread(bg, "th", channels.ModeFull); err != nil {
 			t.Fatal(err)
 		}
 		_, err := db.Commit(bg, "th", Step{Tasks: []TaskWrites{say("t", human("h2", "again"))}})
 		var mm *ModeMismatchError
-		if !errors.As(err, &mm) || mm.Op != "thread" || mm.Thread != "th" || mm.Mode != ModeFull {
+		if !errors.As(err, &mm) || mm.Op != "thread" || mm.Thread != "th" || mm.Mode != channels.ModeFull {
 			t.Fatalf("err = %#v", err)
 		}
 		m := adviceConvertThread.FindStringSubmatch(err.Error())
 		if m == nil || m[1] != "th" {
 			t.Fatalf("no db.ConvertThread call in %q", err)
 		}
-		if _, err := db.ConvertThread(bg, m[1], Mode(m[2])); err != nil {
+		if _, err := db.ConvertThread(bg, m[1], channels.Mode(m[2])); err != nil {
 			t.Fatalf("the suggested %s failed: %v", m[0], err)
 		}
 		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h2", "again"))}})
@@ -138,7 +141,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "c.db")
 		db := openTest(t, path, delta(3))
 		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h1", "hi"))}})
-		if _, err := ConvertFile(bg, testPath(t, path), nil, ModeFull, 3); err != nil {
+		if _, err := ConvertFile(bg, testPath(t, path), nil, channels.ModeFull, 3); err != nil {
 			t.Fatal(err)
 		}
 		for _, call := range []func() error{
@@ -146,11 +149,11 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 				_, err := db.Commit(bg, "th", Step{Tasks: []TaskWrites{say("t", human("h2", "again"))}})
 				return err
 			},
-			func() error { _, err := db.ConvertThread(bg, "th", ModeDelta); return err },
+			func() error { _, err := db.ConvertThread(bg, "th", channels.ModeDelta); return err },
 		} {
 			err := call()
 			var mm *ModeMismatchError
-			if !errors.As(err, &mm) || mm.Op != "converted" || mm.Mode != ModeFull || mm.WantMode != ModeDelta {
+			if !errors.As(err, &mm) || mm.Op != "converted" || mm.Mode != channels.ModeFull || mm.WantMode != channels.ModeDelta {
 				t.Fatalf("err = %v", err)
 			}
 			if adviceConvertThread.MatchString(err.Error()) {
@@ -162,17 +165,17 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 	t.Run("convert: a thread to delta in a full file", func(t *testing.T) {
 		path := writeFile(t, nil)
 		db := openTest(t, path, nil)
-		_, err := db.ConvertThread(bg, "th", ModeDelta)
+		_, err := db.ConvertThread(bg, "th", channels.ModeDelta)
 		var mm *ModeMismatchError
-		if !errors.As(err, &mm) || mm.Op != "convert" || mm.WantMode != ModeDelta {
+		if !errors.As(err, &mm) || mm.Op != "convert" || mm.WantMode != channels.ModeDelta {
 			t.Fatalf("err = %#v", err)
 		}
 		db.Close()
 		followConvertFile(t, err)
 		o := DefaultOptions()
-		o.Mode = ModeAuto
+		o.Mode = channels.ModeAuto
 		db = openTest(t, path, &o)
-		if got := db.Options().Mode; got != ModeDelta {
+		if got := db.Options().Mode; got != channels.ModeDelta {
 			t.Fatalf("after the suggested conversion the file is in %s mode", got)
 		}
 	})
@@ -181,7 +184,7 @@ func TestModeMismatchAdviceWorks(t *testing.T) {
 func TestReadOnlyUpgradeAdvice(t *testing.T) {
 	sqliteOnly(t, "opens an SQLite file of schema version 1 and an empty file")
 	ro := DefaultOptions()
-	ro.ReadOnly, ro.Mode = true, ModeAuto
+	ro.ReadOnly, ro.Mode = true, channels.ModeAuto
 	t.Run("schema v1", func(t *testing.T) {
 		data, err := os.ReadFile(v1Fixture)
 		if err != nil {

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
@@ -34,13 +37,13 @@ func pgOnly(t *testing.T) {
 func TestExportMovesBetweenBackends(t *testing.T) {
 	pgOnly(t)
 	ctx := context.Background()
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			testBackend = "sqlite" // the fixture is a file
 			file, cps := opsFixture(t, mode)
 			testBackend = "postgres"
 			o := DefaultOptions()
-			o.Mode = ModeAuto
+			o.Mode = channels.ModeAuto
 			src, err := Open(ctx, file, &o)
 			if err != nil {
 				t.Fatal(err)
@@ -49,7 +52,7 @@ func TestExportMovesBetweenBackends(t *testing.T) {
 			first := exportOf(t, src, "")
 
 			server := testPath(t, Memory)
-			if _, err := ImportFile(ctx, server, bytes.NewReader(first), nil, ImportOptions{}); err != nil {
+			if _, err := ImportFile(ctx, server, bytes.NewReader(first), nil, admin.ImportOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			onServer := openRW(t, server)
@@ -57,7 +60,7 @@ func TestExportMovesBetweenBackends(t *testing.T) {
 			if !bytes.Equal(first, second) {
 				t.Fatalf("SQLite export -> PostgreSQL -> export differs:\n%s", firstDiff(first, second))
 			}
-			if rep, err := onServer.Verify(ctx, VerifyOptions{}); err != nil || !rep.OK {
+			if rep, err := onServer.Verify(ctx, admin.VerifyOptions{}); err != nil || !rep.OK {
 				t.Fatalf("the imported schema does not verify: %v %v", err, rep.Problems)
 			}
 			for _, cfg := range cps {
@@ -71,7 +74,7 @@ func TestExportMovesBetweenBackends(t *testing.T) {
 				}
 			}
 			back := filepath.Join(t.TempDir(), "back.db")
-			if _, err := ImportFile(ctx, back, bytes.NewReader(second), nil, ImportOptions{}); err != nil {
+			if _, err := ImportFile(ctx, back, bytes.NewReader(second), nil, admin.ImportOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			o.ReadOnly = true
@@ -101,7 +104,7 @@ func TestPGVerifyFindsServerDamage(t *testing.T) {
 		{"added column", `ALTER TABLE runs ADD COLUMN extra int`, "schema", `table "runs" differs`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path, _ := opsFixture(t, ModeDelta)
+			path, _ := opsFixture(t, channels.ModeDelta)
 			if rep := verifyPath(t, path); !rep.OK {
 				t.Fatalf("before the damage: %v", rep.Problems)
 			}
@@ -116,7 +119,7 @@ func TestPGVerifyFindsServerDamage(t *testing.T) {
 // writes it held read back the same, it verifies, and new writes go in.
 func TestPGUpgradeFromV5Schema(t *testing.T) {
 	pgOnly(t)
-	path, _ := opsFixture(t, ModeDelta)
+	path, _ := opsFixture(t, channels.ModeDelta)
 	db := openRW(t, path)
 	// A version 5 build stored every write as given: unpack the packed ones.
 	err := db.write(bg, func(c *conn) error {
@@ -160,7 +163,7 @@ func TestPGUpgradeFromV5Schema(t *testing.T) {
 	if diff := cmp.Diff(before, allTuples(t, db), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("checkpoints after the upgrade (-before +after):\n%s", diff)
 	}
-	if rep, err := db.Verify(bg, VerifyOptions{}); err != nil || !rep.OK {
+	if rep, err := db.Verify(bg, admin.VerifyOptions{}); err != nil || !rep.OK {
 		t.Fatalf("verify after the upgrade: %v %v", err, rep.Problems)
 	}
 	cfg := before[0].Config
@@ -490,7 +493,7 @@ func BenchmarkHeadStateVsSQLite(b *testing.B) {
 		for _, cache := range []int64{64 << 20, 0} {
 			b.Run(fmt.Sprintf("messages=%d/cache=%v", n, cache > 0), func(b *testing.B) {
 				o := DefaultOptions()
-				o.Mode, o.HistoryCacheBytes = ModeDelta, cache
+				o.Mode, o.HistoryCacheBytes = channels.ModeDelta, cache
 				var dbs [2]*DB
 				for i, path := range []string{filepath.Join(b.TempDir(), "h.db"), testPath(b, Memory)} {
 					db, err := Open(bg, path, &o)
@@ -536,7 +539,7 @@ func TestPGVerifyStatementTimeoutIsNoProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, db, NewRun{RunID: "r1", ThreadID: "t1", Status: RunRunning})
+	mustCreate(t, db, records.NewRun{RunID: "r1", ThreadID: "t1", Status: records.RunRunning})
 	db.Close()
 	o := DefaultOptions()
 	o.ReadOnly = true
@@ -554,7 +557,7 @@ func TestPGVerifyStatementTimeoutIsNoProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Rollback()
-	rep, err := v.Verify(context.Background(), VerifyOptions{})
+	rep, err := v.Verify(context.Background(), admin.VerifyOptions{})
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Verify with a statement cancelled by statement_timeout: %v (report %+v), want ErrInterrupted", err, rep.Problems)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -170,7 +171,7 @@ func TestBatchContextAndLifetime(t *testing.T) {
 // A thread written with protocol calls and recorded with NewThread reads
 // and continues like a thread Commit started, in both modes.
 func TestBatchNewThreadIsAThreadAPIThread(t *testing.T) {
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := DefaultOptions()
 			o.Mode, o.SnapshotEvery = mode, 2
@@ -200,7 +201,7 @@ func TestBatchNewThreadIsAThreadAPIThread(t *testing.T) {
 				// rebuilt from the write.
 				cp2 := Checkpoint{V: 4, ID: "0002", ChannelValues: map[string]codec.Blob{}, ChannelVersions: map[string]string{MessagesChannel: "2"}}
 				md := Metadata{"step": int64(0)}
-				if mode == ModeFull {
+				if mode == channels.ModeFull {
 					cp2.ChannelValues = state(h1, a1)
 				} else {
 					md = Metadata(channels.SetCounters(md, map[string]channels.Counter{MessagesChannel: {Updates: 1, Supersteps: 1}}))
@@ -221,7 +222,7 @@ func TestBatchNewThreadIsAThreadAPIThread(t *testing.T) {
 			if _, err := db.Commit(bg, "t", Step{Tasks: []TaskWrites{{TaskID: "n", Writes: []ChannelWrite{{Channel: MessagesChannel, Value: codec.Message{ID: "h2", Type: codec.Human, Content: "more"}}}}}}); err != nil {
 				t.Fatal(err)
 			}
-			vr, err := db.Verify(bg, VerifyOptions{})
+			vr, err := db.Verify(bg, admin.VerifyOptions{})
 			if err != nil || !vr.OK {
 				t.Fatalf("verify: %v %v", err, vr.Problems)
 			}

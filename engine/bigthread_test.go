@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // BenchmarkBigThread builds and walks one long thread, for measuring memory
@@ -32,7 +34,7 @@ func BenchmarkBigThread(b *testing.B) {
 			b.Fatalf("AGENTSTATE_BIG_N: %v", err)
 		}
 		o := DefaultOptions()
-		o.Mode, o.SnapshotEvery, o.AutoRetain = ModeDelta, 10, true
+		o.Mode, o.SnapshotEvery, o.AutoRetain = channels.ModeDelta, 10, true
 		db, err := Open(bg, path, &o)
 		if err != nil {
 			b.Fatal(err)
@@ -50,7 +52,7 @@ func BenchmarkBigThread(b *testing.B) {
 	})
 	openReadOnly := func(b *testing.B) *DB {
 		o := DefaultOptions()
-		o.Mode, o.ReadOnly = ModeAuto, true
+		o.Mode, o.ReadOnly = channels.ModeAuto, true
 		db, err := Open(bg, path, &o)
 		if err != nil {
 			b.Fatal(err)
@@ -78,7 +80,7 @@ func BenchmarkBigThread(b *testing.B) {
 	b.Run("verify", func(b *testing.B) {
 		db := openReadOnly(b)
 		defer db.Close()
-		rep, err := db.Verify(bg, VerifyOptions{})
+		rep, err := db.Verify(bg, admin.VerifyOptions{})
 		if err != nil || !rep.OK {
 			b.Fatalf("verify: %v %+v", err, rep.Problems)
 		}

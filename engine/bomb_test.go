@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/internal/testbomb"
 )
 
@@ -60,7 +61,7 @@ func TestImportRefusesDecompressionBombs(t *testing.T) {
 			dump := packedBlobDump(t, tc.typ, tc.packed)
 			t.Logf("dump of %d bytes", len(dump))
 			dst := filepath.Join(t.TempDir(), "t.db")
-			_, err := ImportFile(bg, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{})
+			_, err := ImportFile(bg, testPath(t, dst), bytes.NewReader(dump), nil, admin.ImportOptions{})
 			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), tc.limit) {
 				t.Fatalf("import: %v, want ErrTooLarge naming %s", err, tc.limit)
 			}
@@ -102,7 +103,7 @@ func TestReadRefusesDecompressionBombs(t *testing.T) {
 			if a > 2*MaxListBytes {
 				t.Errorf("refusing it allocated %d MiB", a>>20)
 			}
-			rep, err := db.Verify(bg, VerifyOptions{})
+			rep, err := db.Verify(bg, admin.VerifyOptions{})
 			if err != nil || rep.OK {
 				t.Fatalf("verify: %+v, %v; want the value reported", rep, err)
 			}

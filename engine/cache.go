@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // History is what one delta channel contributed along the ancestor chain of
@@ -14,28 +15,6 @@ import (
 type History struct {
 	Seed   *codec.Blob    `json:"seed,omitempty"`
 	Writes []PendingWrite `json:"writes"`
-}
-
-// CacheStats are the history cache's setting and its counters since Open.
-type CacheStats struct {
-	Enabled    bool  `json:"enabled"` // Options.HistoryCacheBytes > 0
-	Hits       int64 `json:"hits"`
-	Misses     int64 `json:"misses"`
-	Evictions  int64 `json:"evictions"`
-	Entries    int64 `json:"entries"`
-	Bytes      int64 `json:"bytes"`
-	MaxBytes   int64 `json:"max_bytes"`
-	FullWalks  int64 `json:"full_walks"`
-	Extensions int64 `json:"extensions"`
-	// ValueHits and ValueMisses count the lookups of the last value of a
-	// channel's version-delta chain (values.go) by writes and reads.
-	ValueHits   int64 `json:"value_hits"`
-	ValueMisses int64 `json:"value_misses"`
-	// StateEntries and StateBytes are the materialized states of the
-	// thread API kept in the same budget (statecache.go): Bytes counts
-	// them too.
-	StateEntries int64 `json:"state_entries"`
-	StateBytes   int64 `json:"state_bytes"`
 }
 
 type cpKey struct{ thread, ns, id string }
@@ -67,7 +46,7 @@ type historyCache struct {
 	byThread map[string]map[cpKey]struct{}
 	bases    map[valueKey]*baseEntry
 	states   map[cpKey]*stateEntry
-	stats    CacheStats
+	stats    admin.CacheStats
 }
 
 func newHistoryCache(maxBytes int64) *historyCache {
@@ -257,9 +236,9 @@ func (hc *historyCache) extend(parent Config, child Checkpoint, newVersions map[
 	}
 }
 
-func (hc *historyCache) snapshot() CacheStats {
+func (hc *historyCache) snapshot() admin.CacheStats {
 	if hc == nil {
-		return CacheStats{}
+		return admin.CacheStats{}
 	}
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
@@ -269,7 +248,7 @@ func (hc *historyCache) snapshot() CacheStats {
 }
 
 // CacheStats returns the history cache's counters.
-func (db *DB) CacheStats() CacheStats {
+func (db *DB) CacheStats() admin.CacheStats {
 	st := db.cache.snapshot()
 	st.Enabled = db.opts.HistoryCacheBytes > 0
 	return st

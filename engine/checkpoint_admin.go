@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 const (
@@ -119,24 +120,9 @@ func dropCheckpoints(c *conn, thread string, rows []cpRow, drop map[cpKey]bool, 
 // DeleteForRuns removes the checkpoints whose metadata run_id is one of
 // runIDs, with their writes and the channel values only they used. It
 // refuses with ErrConflict, changing nothing, when a checkpoint of another
-// run descends from one it would delete (its state would be lost).
-func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string) error {
-	return db.DeleteForRunsWith(ctx, runIDs, DeleteRunsOptions{})
-}
-
-// DeleteRunsOptions say what DeleteForRunsWith does with the checkpoints of
-// other runs that descend from deleted ones.
-type DeleteRunsOptions struct {
-	// Reroot keeps such a checkpoint as a root of its own (its parent link
-	// is dropped; its own channel values stay whole, but a DeltaChannel's
-	// history that ran through the deleted checkpoints now starts at it),
-	// where DeleteForRuns refuses. This is how LangGraph's own savers
-	// delete runs, and what its conformance suite expects.
-	Reroot bool
-}
-
-// DeleteForRunsWith is DeleteForRuns with options.
-func (db *DB) DeleteForRunsWith(ctx context.Context, runIDs []string, o DeleteRunsOptions) error {
+// run descends from one it would delete (its state would be lost), unless
+// o.Reroot says to keep such checkpoints as roots.
+func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string, o admin.DeleteRunsOptions) error {
 	runs := map[string]bool{}
 	for _, r := range runIDs {
 		if r == "" {
@@ -249,41 +235,22 @@ func (db *DB) CopyThread(ctx context.Context, src, dst string) error {
 	return err
 }
 
-// PruneStrategy says what Prune keeps.
-type PruneStrategy string
-
-const (
-	// PruneKeepLatest keeps the latest checkpoint of each namespace with its
-	// pending writes, plus whatever older checkpoints and writes its delta
-	// channels need to be rebuilt; everything else goes.
-	PruneKeepLatest PruneStrategy = "keep_latest"
-	// PruneDelete removes the threads entirely.
-	PruneDelete PruneStrategy = "delete"
-)
-
-// PruneReport says what Prune removed and kept.
-type PruneReport struct {
-	Threads            int `json:"threads"`
-	CheckpointsRemoved int `json:"checkpoints_removed"`
-	CheckpointsKept    int `json:"checkpoints_kept"`
-}
-
 // Prune applies strategy to each thread in one transaction. keep_latest
 // never breaks reconstruction: an ancestor the latest checkpoint's delta
 // channels still need (up to the nearest stored value, with the writes on
 // the way) is kept, and the oldest kept checkpoint becomes a root.
-func (db *DB) Prune(ctx context.Context, threadIDs []string, strategy PruneStrategy) (PruneReport, error) {
-	if strategy != PruneKeepLatest && strategy != PruneDelete {
-		return PruneReport{}, fmt.Errorf("%w: prune strategy %q (want %q or %q)", ErrInvalidArgument, strategy, PruneKeepLatest, PruneDelete)
+func (db *DB) Prune(ctx context.Context, threadIDs []string, strategy admin.PruneStrategy) (admin.PruneReport, error) {
+	if strategy != admin.PruneKeepLatest && strategy != admin.PruneDelete {
+		return admin.PruneReport{}, fmt.Errorf("%w: prune strategy %q (want %q or %q)", ErrInvalidArgument, strategy, admin.PruneKeepLatest, admin.PruneDelete)
 	}
 	for _, th := range threadIDs {
 		if th == "" {
-			return PruneReport{}, fmt.Errorf("%w: empty thread_id", ErrInvalidArgument)
+			return admin.PruneReport{}, fmt.Errorf("%w: empty thread_id", ErrInvalidArgument)
 		}
 	}
-	var rep PruneReport
+	var rep admin.PruneReport
 	err := db.write(ctx, func(c *conn) error {
-		rep = PruneReport{}
+		rep = admin.PruneReport{}
 		for _, th := range sortedKeys(func() map[string]bool {
 			m := map[string]bool{}
 			for _, th := range threadIDs {
@@ -304,7 +271,7 @@ func (db *DB) Prune(ctx context.Context, threadIDs []string, strategy PruneStrat
 				continue
 			}
 			rep.Threads++
-			if strategy == PruneDelete {
+			if strategy == admin.PruneDelete {
 				rep.CheckpointsRemoved += len(rows)
 				if err := deleteThread(c, th); err != nil {
 					return err

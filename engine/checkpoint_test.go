@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -385,10 +386,10 @@ func TestDeleteThread(t *testing.T) {
 func TestDeleteForRuns(t *testing.T) {
 	db := listFixture(t)
 	// r1 is the start of t1: deleting it would orphan r2's checkpoints.
-	if err := db.DeleteForRuns(bg, []string{"r1"}); !errors.Is(err, ErrConflict) {
+	if err := db.DeleteForRuns(bg, []string{"r1"}, admin.DeleteRunsOptions{}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("deleting an ancestor run: %v, want ErrConflict", err)
 	}
-	if err := db.DeleteForRuns(bg, []string{"r2"}); err != nil {
+	if err := db.DeleteForRuns(bg, []string{"r2"}, admin.DeleteRunsOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(collect(t, db, ListOptions{ThreadID: "t1"})); !slices.Equal(got, []string{"t1-s", "t1-1", "t1-0"}) {
@@ -398,7 +399,7 @@ func TestDeleteForRuns(t *testing.T) {
 	if in.Rows["writes"] != 0 {
 		t.Fatalf("writes of deleted checkpoints left: %d", in.Rows["writes"])
 	}
-	if err := db.DeleteForRuns(bg, []string{"r1", "r2"}); err != nil {
+	if err := db.DeleteForRuns(bg, []string{"r1", "r2"}, admin.DeleteRunsOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(collect(t, db, ListOptions{ThreadID: "t1"})); !slices.Equal(got, []string{"t1-s"}) {
@@ -415,7 +416,7 @@ func TestDeleteForRunsReroot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteForRunsWith(bg, []string{"r1"}, DeleteRunsOptions{Reroot: true}); err != nil {
+	if err := db.DeleteForRuns(bg, []string{"r1"}, admin.DeleteRunsOptions{Reroot: true}); err != nil {
 		t.Fatalf("deleting an ancestor run with Reroot: %v", err)
 	}
 	if got := ids(collect(t, db, ListOptions{ThreadID: "t1"})); !slices.Equal(got, []string{"t1-s", "t1-3", "t1-2"}) {
@@ -438,7 +439,7 @@ func TestDeleteForRunsReroot(t *testing.T) {
 	if got := ids(collect(t, db, ListOptions{ThreadID: "t2"})); !slices.Equal(got, []string{"t2-1", "t2-0"}) {
 		t.Fatalf("another thread changed: %v", got)
 	}
-	if rep, err := db.Verify(bg, VerifyOptions{}); err != nil || !rep.OK {
+	if rep, err := db.Verify(bg, admin.VerifyOptions{}); err != nil || !rep.OK {
 		t.Fatalf("verify after the reroot: %+v %v", rep.Problems, err)
 	}
 }
@@ -472,7 +473,7 @@ func TestCopyThread(t *testing.T) {
 
 func TestPrune(t *testing.T) {
 	db := listFixture(t)
-	rep, err := db.Prune(bg, []string{"t1"}, PruneKeepLatest)
+	rep, err := db.Prune(bg, []string{"t1"}, admin.PruneKeepLatest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +490,7 @@ func TestPrune(t *testing.T) {
 	if n := len(collect(t, db, ListOptions{ThreadID: "t2"})); n != 2 {
 		t.Fatalf("other thread touched: %d", n)
 	}
-	if _, err := db.Prune(bg, []string{"t2"}, PruneDelete); err != nil {
+	if _, err := db.Prune(bg, []string{"t2"}, admin.PruneDelete); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(collect(t, db, ListOptions{ThreadID: "t2"})); n != 0 {
@@ -714,7 +715,7 @@ func TestPruneKeepsWhatDeltaChannelsNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := db.Prune(bg, []string{"t"}, PruneKeepLatest)
+	rep, err := db.Prune(bg, []string{"t"}, admin.PruneKeepLatest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -806,7 +807,7 @@ func TestPendingWritesStoredPacked(t *testing.T) {
 		}
 	}
 	dst := filepath.Join(t.TempDir(), "copy.db")
-	if _, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
+	if _, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, admin.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cp := openRW(t, dst)
@@ -830,7 +831,7 @@ func TestPendingWritesStoredPacked(t *testing.T) {
 	if _, err := cp.GetTuple(ctx, cfg); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("GetTuple of a damaged packed write: err = %v, want ErrCorrupt", err)
 	}
-	rep, err := cp.Verify(ctx, VerifyOptions{})
+	rep, err := cp.Verify(ctx, admin.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -43,7 +46,7 @@ const sharedThread = "shared"
 
 func concOptions() *Options {
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery = ModeDelta, 4
+	o.Mode, o.SnapshotEvery = channels.ModeDelta, 4
 	return &o
 }
 
@@ -188,7 +191,7 @@ func checkConcurrency(t *testing.T, path string, w relWork, lines []string) erro
 	}
 	for run, n := range r.runsDone {
 		got, err := db.Runs().Get(ctx, run)
-		if err != nil || got.Status != RunSuccess || got.TotalTokens != int64(n) {
+		if err != nil || got.Status != records.RunSuccess || got.TotalTokens != int64(n) {
 			return fmt.Errorf("run %s was reported completed at step %d: %+v %v", run, n, got.Status, err)
 		}
 	}
@@ -347,7 +350,7 @@ func concChild(arg string) error {
 			for k := 1; ctx.Err() == nil; k++ {
 				id := fmt.Sprintf("%s-%d", writer, k)
 				if run == "" {
-					c, err := db.Runs().Create(ctx, NewRun{ThreadID: sharedThread, Status: RunRunning})
+					c, err := db.Runs().Create(ctx, records.NewRun{ThreadID: sharedThread, Status: records.RunRunning})
 					switch {
 					case err == nil:
 						run = c.Run.RunID
@@ -367,9 +370,9 @@ func concChild(arg string) error {
 					continue
 				}
 				say("S", cfg.CheckpointID, id)
-				evs, err := db.Events().PutBatch(ctx, []Event{
-					{ThreadID: sharedThread, RunID: run, EventType: "llm.ai.response", Category: CategoryMessage, Content: id},
-					{ThreadID: sharedThread, RunID: run, EventType: "llm.trace", Category: CategoryTrace, Content: id},
+				evs, err := db.Events().PutBatch(ctx, []records.Event{
+					{ThreadID: sharedThread, RunID: run, EventType: "llm.ai.response", Category: records.CategoryMessage, Content: id},
+					{ThreadID: sharedThread, RunID: run, EventType: "llm.trace", Category: records.CategoryTrace, Content: id},
 				})
 				if err != nil {
 					fail("shared events", err)
@@ -377,7 +380,7 @@ func concChild(arg string) error {
 				}
 				say("Q", evs[0].Seq, evs[1].Seq, id)
 				if run != "" && k%4 == 0 {
-					if err := db.Runs().Complete(ctx, run, RunSuccess, "", RunTotals{}); err != nil {
+					if err := db.Runs().Complete(ctx, run, records.RunSuccess, "", records.RunTotals{}); err != nil {
 						fail("complete shared run", err)
 					}
 					run = ""
@@ -408,7 +411,7 @@ func concChild(arg string) error {
 					}
 					say("V", th, s.Config.CheckpointID, stateDigest(s))
 				}
-				if _, err := db.Events().ListMessages(ctx, th, MessageQuery{Limit: 5}); err != nil {
+				if _, err := db.Events().ListMessages(ctx, th, records.MessageQuery{Limit: 5}); err != nil {
 					fail("list messages of "+th, err)
 				}
 			}
@@ -439,13 +442,13 @@ func concChild(arg string) error {
 	wg.Go(func() {
 		for i := 0; ctx.Err() == nil; i++ {
 			time.Sleep(time.Duration(150+proc*70) * time.Millisecond)
-			if _, err := db.Retain(ctx, RetainOptions{}); err != nil {
+			if _, err := db.Retain(ctx, admin.RetainOptions{}); err != nil {
 				fail("retain", err)
 			} else {
 				say("RETAIN")
 			}
 			if i%2 == proc {
-				if err := db.CheckpointWAL(ctx); err != nil {
+				if _, err := db.CheckpointWAL(ctx); err != nil {
 					fail("wal checkpoint", err)
 				} else {
 					say("WAL")
@@ -482,7 +485,7 @@ func TestLockWaitCutByContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := db.Events().Put(ctx, Event{ThreadID: "t", EventType: "x", Category: CategoryTrace})
+	_, err := db.Events().Put(ctx, records.Event{ThreadID: "t", EventType: "x", Category: records.CategoryTrace})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("write blocked by a lock until its deadline: %v (BUSY: %v), want context.DeadlineExceeded", err, errors.Is(err, sqlite3.BUSY))
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // row is the current row of a query, read by column index.
@@ -69,13 +71,13 @@ func (c *conn) execN(q string, args ...any) (int64, error) {
 func plainArgs(args []any) {
 	for i, a := range args {
 		switch v := a.(type) {
-		case Mode:
+		case channels.Mode:
 			args[i] = string(v)
-		case RunStatus:
+		case records.RunStatus:
 			args[i] = string(v)
-		case Strategy:
+		case records.Strategy:
 			args[i] = string(v)
-		case ThreadStatus:
+		case records.ThreadStatus:
 			args[i] = string(v)
 		}
 	}

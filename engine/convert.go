@@ -8,14 +8,8 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
-
-// ConvertReport says what a conversion changed.
-type ConvertReport struct {
-	Threads          int `json:"threads"`
-	SnapshotsAdded   int `json:"snapshots_added"`
-	SnapshotsRemoved int `json:"snapshots_removed"`
-}
 
 // ConvertThread rewrites a thread of the thread API into another channel
 // mode, in one transaction: to full, every checkpoint gets the value of
@@ -26,14 +20,14 @@ type ConvertReport struct {
 // did not write (a LangGraph thread) is refused: its values are not ours to
 // fold. Converting to delta needs a delta handle (a full handle could not
 // read the result); a whole file changes mode with ConvertFile.
-func (db *DB) ConvertThread(ctx context.Context, thread string, mode Mode) (ConvertReport, error) {
-	if mode != ModeFull && mode != ModeDelta {
-		return ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, ModeFull, ModeDelta)
+func (db *DB) ConvertThread(ctx context.Context, thread string, mode channels.Mode) (admin.ConvertReport, error) {
+	if mode != channels.ModeFull && mode != channels.ModeDelta {
+		return admin.ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, channels.ModeFull, channels.ModeDelta)
 	}
-	if mode == ModeDelta && db.opts.Mode != ModeDelta {
-		return ConvertReport{}, modeMismatch("convert", db.path, thread, db.opts.Mode, db.opts.SnapshotEvery, ModeDelta, db.opts.SnapshotEvery)
+	if mode == channels.ModeDelta && db.opts.Mode != channels.ModeDelta {
+		return admin.ConvertReport{}, modeMismatch("convert", db.path, thread, db.opts.Mode, db.opts.SnapshotEvery, channels.ModeDelta, db.opts.SnapshotEvery)
 	}
-	var rep ConvertReport
+	var rep admin.ConvertReport
 	err := db.write(ctx, func(c *conn) error {
 		// A file another handle converted since this one opened is in
 		// another mode than this handle: converting a thread to this
@@ -49,8 +43,8 @@ func (db *DB) ConvertThread(ctx context.Context, thread string, mode Mode) (Conv
 	return rep, err
 }
 
-func (db *DB) convertThread(c *conn, thread string, mode Mode, every int) (ConvertReport, error) {
-	rep := ConvertReport{Threads: 1}
+func (db *DB) convertThread(c *conn, thread string, mode channels.Mode, every int) (admin.ConvertReport, error) {
+	rep := admin.ConvertReport{Threads: 1}
 	if err := c.lock(thread); err != nil {
 		return rep, err
 	}
@@ -102,7 +96,7 @@ func (db *DB) convertThread(c *conn, thread string, mode Mode, every int) (Conve
 			_, stored := t.Checkpoint.ChannelValues[name]
 			owns := stored && changed // the value is stored under this checkpoint's own version
 			keepSnapshot := changed
-			if mode == ModeDelta {
+			if mode == channels.ModeDelta {
 				overwrite, err := stepOverwrites(c, db.opts.Schema[name], thread, parent, t.Config.CheckpointID, name)
 				if err != nil {
 					return rep, err
@@ -132,7 +126,7 @@ func (db *DB) convertThread(c *conn, thread string, mode Mode, every int) (Conve
 		}
 		counters[cpKey{thread, ns, t.Config.CheckpointID}] = cs
 		md := Metadata(maps.Clone(map[string]any(t.Metadata)))
-		if mode == ModeDelta {
+		if mode == channels.ModeDelta {
 			md = channels.SetCounters(md, cs)
 		} else {
 			delete(md, channels.CountersKey)
@@ -183,26 +177,26 @@ func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, 
 // into mode (with K = every for delta) and records that mode for the file,
 // so it then opens with Options.Mode = mode. opts may be nil; its Mode is
 // ignored (the file is opened in the mode it records).
-func ConvertFile(ctx context.Context, path string, opts *Options, mode Mode, every int) (ConvertReport, error) {
-	if mode != ModeFull && mode != ModeDelta {
-		return ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, ModeFull, ModeDelta)
+func ConvertFile(ctx context.Context, path string, opts *Options, mode channels.Mode, every int) (admin.ConvertReport, error) {
+	if mode != channels.ModeFull && mode != channels.ModeDelta {
+		return admin.ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, channels.ModeFull, channels.ModeDelta)
 	}
 	if every < 1 {
-		return ConvertReport{}, fmt.Errorf("%w: K %d must be >= 1", ErrInvalidArgument, every)
+		return admin.ConvertReport{}, fmt.Errorf("%w: K %d must be >= 1", ErrInvalidArgument, every)
 	}
 	o := DefaultOptions()
 	if opts != nil {
 		o = *opts
 	}
-	o.Mode = ModeAuto
+	o.Mode = channels.ModeAuto
 	db, err := Open(ctx, path, &o)
 	if err != nil {
-		return ConvertReport{}, err
+		return admin.ConvertReport{}, err
 	}
 	defer db.Close()
-	var rep ConvertReport
+	var rep admin.ConvertReport
 	err = db.write(ctx, func(c *conn) error {
-		rep = ConvertReport{}
+		rep = admin.ConvertReport{}
 		var threads []string
 		err := c.query(`SELECT thread_id FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
 			threads = append(threads, st.Text(0))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -16,20 +17,20 @@ func TestConvertFileBothWays(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	ops := genOps(rand.New(rand.NewPCG(seed, 1)), 60)
-	path, cfgs, _ := runOps(t, ops, ModeFull, 10)
+	path, cfgs, _ := runOps(t, ops, channels.ModeFull, 10)
 	want := readStates(t, path, cfgs)
 	o := DefaultOptions()
 	o.Schema = oracleSchema()
 	for _, step := range []struct {
-		mode Mode
+		mode channels.Mode
 		k    int
-	}{{ModeDelta, 3}, {ModeFull, 3}, {ModeDelta, 1}} {
+	}{{channels.ModeDelta, 3}, {channels.ModeFull, 3}, {channels.ModeDelta, 1}} {
 		rep, err := ConvertFile(bg, testPath(t, path), &o, step.mode, step.k)
 		if err != nil {
 			t.Fatalf("convert to %s: %v", step.mode, err)
 		}
 		// (K=1 snapshots every update: the same storage as full mode.)
-		if rep.Threads != 1 || step.mode == ModeDelta && step.k > 1 && rep.SnapshotsRemoved == 0 || step.mode == ModeFull && rep.SnapshotsAdded == 0 {
+		if rep.Threads != 1 || step.mode == channels.ModeDelta && step.k > 1 && rep.SnapshotsRemoved == 0 || step.mode == channels.ModeFull && rep.SnapshotsAdded == 0 {
 			t.Fatalf("converting to %s changed nothing: %+v", step.mode, rep)
 		}
 		// The file now opens in the new mode only.
@@ -44,7 +45,7 @@ func TestConvertFileBothWays(t *testing.T) {
 			t.Fatalf("states after converting to %s K=%d (-before +after):\n%s", step.mode, step.k, diff)
 		}
 	}
-	o.Mode = ModeFull
+	o.Mode = channels.ModeFull
 	if _, err := Open(bg, testPath(t, path), &o); !errors.Is(err, ErrModeMismatch) {
 		t.Fatalf("opening a delta file in full mode: %v", err)
 	}
@@ -54,7 +55,7 @@ func TestConvertFileBothWays(t *testing.T) {
 // and back, reads it the same, and can commit to it again.
 func TestConvertThreadOnDeltaHandle(t *testing.T) {
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery = ModeDelta, 3
+	o.Mode, o.SnapshotEvery = channels.ModeDelta, 3
 	db := openTest(t, Memory, &o)
 	var cfgs []Config
 	for i := range 10 {
@@ -75,7 +76,7 @@ func TestConvertThreadOnDeltaHandle(t *testing.T) {
 	if _, err := db.Commit(bg, "th", Step{}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := db.ConvertThread(bg, "th", ModeFull)
+	rep, err := db.ConvertThread(bg, "th", channels.ModeFull)
 	if err != nil || rep.SnapshotsAdded == 0 {
 		t.Fatalf("to full: %+v %v", rep, err)
 	}
@@ -85,7 +86,7 @@ func TestConvertThreadOnDeltaHandle(t *testing.T) {
 	if _, err := db.Commit(bg, "th", Step{}); !errors.Is(err, ErrModeMismatch) {
 		t.Fatalf("a delta handle wrote into a full thread: %v", err)
 	}
-	rep, err = db.ConvertThread(bg, "th", ModeDelta)
+	rep, err = db.ConvertThread(bg, "th", channels.ModeDelta)
 	if err != nil || rep.SnapshotsRemoved == 0 {
 		t.Fatalf("to delta: %+v %v", rep, err)
 	}
@@ -94,10 +95,10 @@ func TestConvertThreadOnDeltaHandle(t *testing.T) {
 	}
 	mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("z", "x"))}})
 	full := openTest(t, Memory, nil)
-	if _, err := full.ConvertThread(bg, "th", ModeDelta); !errors.Is(err, ErrModeMismatch) {
+	if _, err := full.ConvertThread(bg, "th", channels.ModeDelta); !errors.Is(err, ErrModeMismatch) {
 		t.Fatalf("a full handle converting to delta: %v", err)
 	}
-	if _, err := db.ConvertThread(bg, "langgraph-thread", ModeFull); !errors.Is(err, ErrNotFound) {
+	if _, err := db.ConvertThread(bg, "langgraph-thread", channels.ModeFull); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("converting a thread the thread API never wrote: %v", err)
 	}
 }
@@ -107,12 +108,12 @@ func TestConvertThreadOnDeltaHandle(t *testing.T) {
 // records, as the npm package opens one without a mode; a new file is
 // created in full mode; only an explicit mode can mismatch.
 func TestDefaultOpenIsTheFilesMode(t *testing.T) {
-	if got := DefaultOptions().Mode; got != ModeAuto {
-		t.Fatalf("DefaultOptions().Mode = %q, want %q", got, ModeAuto)
+	if got := DefaultOptions().Mode; got != channels.ModeAuto {
+		t.Fatalf("DefaultOptions().Mode = %q, want %q", got, channels.ModeAuto)
 	}
 	path := testPath(t, filepath.Join(t.TempDir(), "agent.db"))
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery = ModeDelta, 4
+	o.Mode, o.SnapshotEvery = channels.ModeDelta, 4
 	db := openTest(t, path, &o)
 	mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h1", "hi"))}})
 	db.Close()
@@ -123,14 +124,14 @@ func TestDefaultOpenIsTheFilesMode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: open a delta file: %v", name, err)
 		}
-		if got := db.Options(); got.Mode != ModeDelta || got.SnapshotEvery != 4 {
+		if got := db.Options(); got.Mode != channels.ModeDelta || got.SnapshotEvery != 4 {
 			t.Errorf("%s: opened in %s K=%d, want the file's delta K=4", name, got.Mode, got.SnapshotEvery)
 		}
 		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h2", "again"))}})
 		db.Close()
 	}
 	full := DefaultOptions()
-	full.Mode = ModeFull
+	full.Mode = channels.ModeFull
 	if _, err := Open(bg, path, &full); !errors.Is(err, ErrModeMismatch) {
 		t.Errorf("an explicit full mode on a delta file: %v, want ErrModeMismatch", err)
 	}
@@ -140,7 +141,7 @@ func TestDefaultOpenIsTheFilesMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := db.Options().Mode; got != ModeFull {
+	if got := db.Options().Mode; got != channels.ModeFull {
 		t.Errorf("a new file opened without a mode is in %s, want full", got)
 	}
 	db.Close()

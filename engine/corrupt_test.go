@@ -25,7 +25,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/engine/internal/faultvfs"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/vfs"
 )
@@ -106,7 +108,7 @@ func buildCorpus(t *testing.T, checksums bool) *corpus {
 	w := relWork{seed: 42}
 	c := &corpus{opts: o, ids: map[string]string{}}
 	for _, th := range []string{"alpha", "beta"} {
-		run, err := db.Runs().Create(ctx, NewRun{ThreadID: th, Status: RunRunning, ModelName: "m"})
+		run, err := db.Runs().Create(ctx, records.NewRun{ThreadID: th, Status: records.RunRunning, ModelName: "m"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,10 +123,10 @@ func buildCorpus(t *testing.T, checksums bool) *corpus {
 				c.needles = append(c.needles, []byte(a[len(a)-400:]))
 			}
 		}
-		if err := db.Runs().Complete(ctx, run.Run.RunID, RunSuccess, "", RunTotals{TotalTokens: 99, LastAIMessage: "bye"}); err != nil {
+		if err := db.Runs().Complete(ctx, run.Run.RunID, records.RunSuccess, "", records.RunTotals{TotalTokens: 99, LastAIMessage: "bye"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Threads().Create(ctx, User("u1"), NewThread{ThreadID: th, DisplayName: "thread " + th, Metadata: map[string]any{"k": th}}); err != nil {
+		if _, err := db.Threads().Create(ctx, User("u1"), records.NewThread{ThreadID: th, DisplayName: "thread " + th, Metadata: map[string]any{"k": th}}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 5 {
@@ -133,7 +135,7 @@ func buildCorpus(t *testing.T, checksums bool) *corpus {
 			}
 		}
 	}
-	if err := db.CheckpointWAL(ctx); err != nil {
+	if _, err := db.CheckpointWAL(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ps := relVerify(ctx, db); len(ps) > 0 {
@@ -237,9 +239,9 @@ func readEverything(ctx context.Context, db *DB, ids map[string]string) (map[str
 		rec("history/"+th, hist, histErr)
 		evs, err := relEventsAfter(ctx, db, th, 0)
 		rec("events/"+th, evs, err)
-		msgs, err := db.Events().ListMessages(ctx, th, MessageQuery{Limit: 100})
+		msgs, err := db.Events().ListMessages(ctx, th, records.MessageQuery{Limit: 100})
 		rec("messages/"+th, msgs, err)
-		var runs []Run
+		var runs []records.Run
 		var runErr error
 		for r, err := range db.Runs().List(ctx, th) {
 			if err != nil {
@@ -252,10 +254,10 @@ func readEverything(ctx context.Context, db *DB, ids map[string]string) (map[str
 		rec("runs/"+th, runs, runErr)
 		tr, err := db.Threads().Get(ctx, User("u1"), th)
 		rec("thread/"+th, tr, err)
-		items, err := db.Store().Search(ctx, SearchOp{Prefix: []string{"mem", th}, Refresh: RefreshOff})
+		items, err := db.Store().Search(ctx, records.SearchOp{Prefix: []string{"mem", th}, Refresh: records.RefreshOff})
 		rec("store/"+th, items, err)
 		for i := range 5 {
-			it, err := db.Store().Get(ctx, []string{"mem", th}, fmt.Sprintf("k%d", i), WithRefresh(RefreshOff))
+			it, err := db.Store().Get(ctx, []string{"mem", th}, fmt.Sprintf("k%d", i), records.WithRefresh(records.RefreshOff))
 			rec(fmt.Sprintf("item/%s/%d", th, i), it, err)
 		}
 	}
@@ -375,7 +377,7 @@ func (c *corpus) probe(path string) (out outcome, err error) {
 	}
 	sort.Strings(out.failed)
 	sort.Strings(out.wrong)
-	rep, verr := db.Verify(ctx, VerifyOptions{})
+	rep, verr := db.Verify(ctx, admin.VerifyOptions{})
 	switch {
 	case verr != nil && !acceptable(verr):
 		return out, fmt.Errorf("Verify: untyped error: %v", verr)

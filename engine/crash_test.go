@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // The crash test: a child process runs the workload (relWork) on one thread:
@@ -38,18 +41,18 @@ const crashChildEnv = "AGENTSTATE_CRASH_CHILD"
 
 const crashThread = "crash"
 
-func crashOptions(mode Mode) *Options {
+func crashOptions(mode channels.Mode) *Options {
 	o := DefaultOptions()
 	o.Mode = mode
 	o.SnapshotEvery = 4
-	o.AutoRetain = mode == ModeDelta
+	o.AutoRetain = mode == channels.ModeDelta
 	return &o
 }
 
 // crashLog is what the children of one file reported, across rounds.
 type crashLog struct {
 	path      string
-	mode      Mode
+	mode      channels.Mode
 	command   func(arg string) *exec.Cmd // the child process (nil: this test binary)
 	prepare   func() error               // runs before each child and each check
 	hostPath  string                     // the file as this process sees it, if path is the child's view
@@ -70,8 +73,8 @@ func TestCrashKill(t *testing.T) {
 	dir := t.TempDir()
 	files := func(epoch int) []*crashLog {
 		return []*crashLog{
-			{path: filepath.Join(dir, fmt.Sprintf("full%d.db", epoch)), mode: ModeFull},
-			{path: filepath.Join(dir, fmt.Sprintf("delta%d.db", epoch)), mode: ModeDelta},
+			{path: filepath.Join(dir, fmt.Sprintf("full%d.db", epoch)), mode: channels.ModeFull},
+			{path: filepath.Join(dir, fmt.Sprintf("delta%d.db", epoch)), mode: channels.ModeDelta},
 		}
 	}
 	crashRounds(t, files, relScale(30, 10, 500), func(rng *rand.Rand) (time.Duration, bool) {
@@ -339,7 +342,7 @@ func (l *crashLog) verify(w relWork, full bool) error {
 		if err != nil {
 			return fmt.Errorf("run %s was reported completed: %w", id, err)
 		}
-		if r.Status != RunSuccess || r.TotalTokens != int64(n) || r.MessageCount != 10 {
+		if r.Status != records.RunSuccess || r.TotalTokens != int64(n) || r.MessageCount != 10 {
 			return fmt.Errorf("run %s was reported completed at step %d; the file has %s, %d tokens, %d messages", id, n, r.Status, r.TotalTokens, r.MessageCount)
 		}
 	}
@@ -360,7 +363,7 @@ func crashChild(arg string) error {
 	if len(parts) != 4 {
 		return fmt.Errorf("bad %s %q", crashChildEnv, arg)
 	}
-	path, mode := parts[0], Mode(parts[1])
+	path, mode := parts[0], channels.Mode(parts[1])
 	seed, _ := strconv.ParseUint(parts[2], 10, 64)
 	maxSteps, _ := strconv.Atoi(parts[3])
 	ctx := context.Background()

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -134,7 +137,7 @@ func TestUpgradeFromV1Fixture(t *testing.T) {
 	// The upgraded file has the schema of a file created at this version.
 	// (The fixture's one write has no checkpoint: Verify names that, and
 	// only that.)
-	rep, err := db.Verify(context.Background(), VerifyOptions{})
+	rep, err := db.Verify(context.Background(), admin.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +169,7 @@ func TestUpgradeFromV5File(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "ref.db")
-	if _, err := ImportFile(ctx, ref, bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
+	if _, err := ImportFile(ctx, ref, bytes.NewReader(dump), nil, admin.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	refDB := openRW(t, ref)
@@ -198,14 +201,14 @@ func TestUpgradeFromV5File(t *testing.T) {
 	}
 
 	o := DefaultOptions()
-	o.Mode = ModeAuto
+	o.Mode = channels.ModeAuto
 	db := openTest(t, old, &o)
 	if got := history(t, db); len(got) != SchemaVersion {
 		t.Fatalf("history after upgrade = %v", got)
 	}
 	verifyOK := func(when string) {
 		t.Helper()
-		rep, err := db.Verify(ctx, VerifyOptions{})
+		rep, err := db.Verify(ctx, admin.VerifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +259,7 @@ func TestUpgradeFromV5File(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Events().Put(ctx, Event{ThreadID: "proto", EventType: "note", Category: CategoryMessage, Content: "after"}); err != nil {
+	if _, err := db.Events().Put(ctx, records.Event{ThreadID: "proto", EventType: "note", Category: records.CategoryMessage, Content: "after"}); err != nil {
 		t.Fatal(err)
 	}
 	verifyOK("after new rows")

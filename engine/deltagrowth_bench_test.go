@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkDeltaGrowth(b *testing.B) {
 				for range b.N {
 					path := filepath.Join(b.TempDir(), "g.db")
 					o := DefaultOptions()
-					o.Mode, o.SnapshotEvery = ModeDelta, 10
+					o.Mode, o.SnapshotEvery = channels.ModeDelta, 10
 					o.AutoRetain = retain
 					db, err := Open(bg, path, &o)
 					if err != nil {

@@ -4,14 +4,23 @@
 // by a JavaScript host, or a PostgreSQL schema. docs/contract.md states what
 // each call promises; docs/format.md how it is stored.
 //
+// The API has three pages, one per audience: this package (the handle, its
+// options and errors, LangGraph's protocol, the thread API and the four
+// record handles), package [records] (the values the record handles take
+// and return: store items, runs, events, thread records, token usage) and
+// package [admin] (what operators' calls take and report: verify, retain,
+// prune, export and import, convert, info and stats, inspection views).
+// Both hold types only, as database/sql/driver does. A thread's channel
+// mode is [channels.Mode].
+//
 // # The handle
 //
 // Open returns a *DB for a path (or Memory) with Options: the channel mode of
-// new threads (ModeFull stores every list whole, ModeDelta stores each step's
-// change with a snapshot every Options.SnapshotEvery steps), the history
-// cache's size, timeouts. One handle serialises its writes on one writer
-// connection and reads on a pool of readers; many handles and processes may
-// share a file. Close waits for calls in flight.
+// new threads (channels.ModeFull stores every list whole, channels.ModeDelta
+// stores each step's change with a snapshot every Options.SnapshotEvery
+// steps), the history cache's size, timeouts. One handle serialises its
+// writes on one writer connection and reads on a pool of readers; many
+// handles and processes may share a file. Close waits for calls in flight.
 //
 // # The checkpoint protocol
 //
@@ -37,24 +46,19 @@
 // BaseStore), DB.Runs (Runs: one active run per thread, leases, token
 // totals), DB.Events (Events: a per-thread gap-free sequence) and DB.Threads
 // (Threads: metadata, status, owner scoping) share the file and its
-// transactions with the checkpoints.
+// transactions with the checkpoints. Their values are package records'.
 //
-// # Maintenance
+// # Maintenance and inspection
 //
-// DB.Verify checks every stored structure and reports Problems; DB.Retain and
-// DB.Prune thin or drop history under a policy; DB.Vacuum and
+// DB.Verify checks every stored structure and reports problems; DB.Retain
+// and DB.Prune thin or drop history under a policy; DB.Vacuum and
 // DB.CheckpointWAL give space back; DB.Export and DB.Import move everything
 // as a line-oriented dump; ConvertFile and DB.ConvertThread switch a file or
 // a thread between full and delta mode; DB.Info and DB.Stats measure it.
-//
-// # Inspection
-//
-// Read-only views for operators and tools, the ones the agentstate command
-// prints: DB.ReadState (any checkpoint's state, LangGraph's threads
-// included, with what it stores itself, as a StateView), DB.CheckpointLog (a thread's checkpoints
-// without values, as LogEntry), DB.ListThreads (ThreadSummary per thread)
-// and DB.ThreadEvents (a thread's event stream in seq order). They are part
-// of the API: scripts get the same answers the command prints.
+// DB.ReadState (any checkpoint's state, LangGraph's threads included, as a
+// StateView), DB.CheckpointLog, DB.ListThreads and DB.ThreadEvents are the
+// read-only views the agentstate command prints. Their options and reports
+// are package admin's.
 //
 // # Errors and limits
 //

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
@@ -132,11 +133,11 @@ type ModeMismatchError struct {
 	Thread string // the thread, for "thread" and "convert"
 	// Mode and Every are what the file (for "thread": the thread) records;
 	// Every is the delta cadence K (0 unless Mode is delta).
-	Mode  Mode
+	Mode  channels.Mode
 	Every int
 	// WantMode and WantEvery are what was asked: the handle's options, the
 	// export's mode, or the target of a conversion.
-	WantMode  Mode
+	WantMode  channels.Mode
 	WantEvery int
 	// Race: the file had no mode when Open looked and another process
 	// recorded a different one before this one could.
@@ -157,30 +158,30 @@ func (e *ModeMismatchError) Error() string {
 		return fmt.Sprintf("%v: the export is in %s and %s is in %s; import it into a new file (ImportFile creates one in the export's mode), or convert the file first with engine.ConvertFile(ctx, %q, nil, %q, %d)",
 			ErrModeMismatch, want, e.Path, what, e.Path, e.WantMode, e.convertK())
 	case "converted":
-		return fmt.Sprintf("%v: %s was converted to %s by another handle after this one opened it in %s; close this handle and open the file again (Options.Mode = engine.ModeAuto adopts the file's mode)",
+		return fmt.Sprintf("%v: %s was converted to %s by another handle after this one opened it in %s; close this handle and open the file again (Options.Mode = channels.ModeAuto adopts the file's mode)",
 			ErrModeMismatch, e.Path, what, want)
 	case "convert":
 		return fmt.Sprintf("%v: thread %q cannot become a delta thread in %s, which is in %s (it could not read it back); convert the whole file with engine.ConvertFile(ctx, %q, nil, %q, %d)",
 			ErrModeMismatch, e.Thread, e.Path, what, e.Path, e.WantMode, e.convertK())
 	}
 	if e.Race {
-		return fmt.Sprintf("%v: %s was just created in %s by another process, not in %s; open it with Options.Mode = engine.ModeAuto to adopt the file's mode",
+		return fmt.Sprintf("%v: %s was just created in %s by another process, not in %s; open it with Options.Mode = channels.ModeAuto to adopt the file's mode",
 			ErrModeMismatch, e.Path, what, want)
 	}
 	hint := fmt.Sprintf("Mode %q", e.Mode)
-	if e.Mode == ModeDelta {
+	if e.Mode == channels.ModeDelta {
 		hint += fmt.Sprintf(" and SnapshotEvery %d", e.Every)
 	}
-	return fmt.Sprintf("%v: %s was written in %s, not %s; open it with Options.Mode = engine.ModeAuto (the mode the file records) or %s, or convert it first with engine.ConvertFile(ctx, %q, nil, %q, %d)",
+	return fmt.Sprintf("%v: %s was written in %s, not %s; open it with Options.Mode = channels.ModeAuto (the mode the file records) or %s, or convert it first with engine.ConvertFile(ctx, %q, nil, %q, %d)",
 		ErrModeMismatch, e.Path, what, want, hint, e.Path, e.WantMode, e.convertK())
 }
 
 // modeMismatch builds a ModeMismatchError; K is kept only for delta modes.
-func modeMismatch(op, path, thread string, mode Mode, every int, wantMode Mode, wantEvery int) *ModeMismatchError {
-	if mode != ModeDelta {
+func modeMismatch(op, path, thread string, mode channels.Mode, every int, wantMode channels.Mode, wantEvery int) *ModeMismatchError {
+	if mode != channels.ModeDelta {
 		every = 0
 	}
-	if wantMode != ModeDelta {
+	if wantMode != channels.ModeDelta {
 		wantEvery = 0
 	}
 	return &ModeMismatchError{Op: op, Path: path, Thread: thread, Mode: mode, Every: every, WantMode: wantMode, WantEvery: wantEvery}

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // Events is the per-thread event stream of a DB (contract §4, DeerFlow's
@@ -25,65 +25,14 @@ type Events struct{ db *DB }
 // Events returns the event surface of db.
 func (db *DB) Events() Events { return Events{db} }
 
-// Event categories DeerFlow uses; any category of 1..16 characters is
-// accepted.
-const (
-	CategoryMessage    = "message"
-	CategoryTrace      = "trace"
-	CategoryMiddleware = "middleware"
-	CategoryOutputs    = "outputs"
-	CategoryError      = "error"
-)
-
-// Metadata keys the engine writes when it cuts a trace's content.
-const (
-	MetaContentTruncated   = "content_truncated"
-	MetaOriginalByteLength = "original_byte_length"
-)
-
 const (
 	maxEventTypeChars = 32
 	maxCategoryChars  = 16
 )
 
-// Event is one entry of a thread's event stream. Seq and CreatedAt are set
-// by the engine. Content is any value the codec stores (a string, a map of
-// content...). A string "task_id" in Metadata can be filtered on.
-type Event struct {
-	ThreadID  string         `json:"thread_id"`
-	RunID     string         `json:"run_id"`
-	EventType string         `json:"event_type"`
-	Category  string         `json:"category"`
-	Content   any            `json:"content"`
-	Metadata  map[string]any `json:"metadata"`
-	Seq       int64          `json:"seq"`
-	CreatedAt time.Time      `json:"created_at"`
-}
-
-// MessageQuery pages through a thread's messages, returned in ascending seq
-// order. Without a cursor it returns the latest Limit messages; with
-// BeforeSeq the Limit messages just before that seq; with AfterSeq the Limit
-// messages just after it (AfterSeq: new(int64(0)) starts from the oldest).
-// Give at most one cursor. Limit defaults to 50, at most 1000.
-type MessageQuery struct {
-	Limit     int
-	BeforeSeq *int64
-	AfterSeq  *int64
-}
-
-// RunEventQuery selects events of one run, in ascending seq order: only the
-// listed Types (all when empty), only those whose metadata task_id is TaskID
-// (when set), after AfterSeq. Limit defaults to 100, at most 1000.
-type RunEventQuery struct {
-	Types    []string
-	TaskID   string
-	AfterSeq int64
-	Limit    int
-}
-
 // eventRow is a validated, encoded event ready to insert.
 type eventRow struct {
-	ev       Event
+	ev       records.Event
 	content  []byte
 	metadata []byte
 	taskID   any
@@ -124,10 +73,10 @@ const (
 )
 
 // Put stores one event and returns it with its seq and creation time.
-func (e Events) Put(ctx context.Context, ev Event) (Event, error) {
-	out, err := e.PutBatch(ctx, []Event{ev})
+func (e Events) Put(ctx context.Context, ev records.Event) (records.Event, error) {
+	out, err := e.PutBatch(ctx, []records.Event{ev})
 	if err != nil {
-		return Event{}, err
+		return records.Event{}, err
 	}
 	return out[0], nil
 }
@@ -135,9 +84,9 @@ func (e Events) Put(ctx context.Context, ev Event) (Event, error) {
 // PutBatch stores events of one thread atomically, with consecutive seqs in
 // the order given, and returns them as stored. A batch naming two threads,
 // or holding one bad event, is refused whole.
-func (e Events) PutBatch(ctx context.Context, evs []Event) ([]Event, error) {
+func (e Events) PutBatch(ctx context.Context, evs []records.Event) ([]records.Event, error) {
 	if len(evs) == 0 {
-		return []Event{}, nil
+		return []records.Event{}, nil
 	}
 	rows, err := e.prepare(evs)
 	if err != nil {
@@ -147,7 +96,7 @@ func (e Events) PutBatch(ctx context.Context, evs []Event) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Event, len(rows))
+	out := make([]records.Event, len(rows))
 	for i := range rows {
 		out[i] = rows[i].ev
 	}
@@ -157,12 +106,12 @@ func (e Events) PutBatch(ctx context.Context, evs []Event) ([]Event, error) {
 // PutIfAbsent stores ev unless its thread already holds an event of the same
 // run and event type; then it returns that event and false. The check and
 // the insert share one write transaction, so two callers never both insert.
-func (e Events) PutIfAbsent(ctx context.Context, ev Event) (Event, bool, error) {
-	rows, err := e.prepare([]Event{ev})
+func (e Events) PutIfAbsent(ctx context.Context, ev records.Event) (records.Event, bool, error) {
+	rows, err := e.prepare([]records.Event{ev})
 	if err != nil {
-		return Event{}, false, err
+		return records.Event{}, false, err
 	}
-	var existing Event
+	var existing records.Event
 	var found bool
 	err = e.db.write(ctx, func(c *conn) error {
 		if err := c.lock(ev.ThreadID); err != nil {
@@ -178,7 +127,7 @@ func (e Events) PutIfAbsent(ctx context.Context, ev Event) (Event, bool, error) 
 		return e.insert(c, rows)
 	})
 	if err != nil {
-		return Event{}, false, err
+		return records.Event{}, false, err
 	}
 	if found {
 		return existing, false, nil
@@ -187,7 +136,7 @@ func (e Events) PutIfAbsent(ctx context.Context, ev Event) (Event, bool, error) 
 }
 
 // prepare validates and encodes a batch; it never changes the callers' maps.
-func (e Events) prepare(evs []Event) ([]eventRow, error) {
+func (e Events) prepare(evs []records.Event) ([]eventRow, error) {
 	rows := make([]eventRow, len(evs))
 	budget := callBudget{what: "the event batch"}
 	for i, ev := range evs {
@@ -204,7 +153,7 @@ func (e Events) prepare(evs []Event) ([]eventRow, error) {
 		if len(evs) > 1 {
 			what = fmt.Sprintf("event %d", i)
 		}
-		if ev.Category == CategoryTrace && e.db.opts.TraceContentLimit > 0 {
+		if ev.Category == records.CategoryTrace && e.db.opts.TraceContentLimit > 0 {
 			var err error
 			if ev.Content, ev.Metadata, err = cutTrace(ev.Content, ev.Metadata, e.db.opts.TraceContentLimit); err != nil {
 				return nil, fmt.Errorf("%w: %s content: %w", ErrInvalidArgument, what, err)
@@ -232,7 +181,7 @@ func (e Events) prepare(evs []Event) ([]eventRow, error) {
 	return rows, nil
 }
 
-func checkEvent(ev Event) error {
+func checkEvent(ev records.Event) error {
 	if err := checkID("thread id", ev.ThreadID); err != nil {
 		return err
 	}
@@ -300,8 +249,8 @@ func cutTrace(content any, md map[string]any, limit int) (any, map[string]any, e
 func withCut(md map[string]any, original int) map[string]any {
 	out := make(map[string]any, len(md)+2)
 	maps.Copy(out, md)
-	out[MetaContentTruncated] = true
-	out[MetaOriginalByteLength] = int64(original)
+	out[records.MetaContentTruncated] = true
+	out[records.MetaOriginalByteLength] = int64(original)
 	return out
 }
 
@@ -334,8 +283,8 @@ func (e Events) insert(c *conn, rows []eventRow) error {
 	return nil
 }
 
-func scanEvent(st row) (Event, error) {
-	ev := Event{
+func scanEvent(st row) (records.Event, error) {
+	ev := records.Event{
 		ThreadID:  st.Text(0),
 		Seq:       st.Int64(1),
 		RunID:     st.Text(2),
@@ -355,7 +304,7 @@ func scanEvent(st row) (Event, error) {
 
 // ListMessages returns a page of the thread's events of category message,
 // in ascending seq order (see MessageQuery). It is one indexed query.
-func (e Events) ListMessages(ctx context.Context, threadID string, q MessageQuery) ([]Event, error) {
+func (e Events) ListMessages(ctx context.Context, threadID string, q records.MessageQuery) ([]records.Event, error) {
 	if err := checkID("thread id", threadID); err != nil {
 		return nil, err
 	}
@@ -380,7 +329,7 @@ func (e Events) ListMessages(ctx context.Context, threadID string, q MessageQuer
 }
 
 // ListRunEvents returns a page of one run's events (see RunEventQuery).
-func (e Events) ListRunEvents(ctx context.Context, threadID, runID string, q RunEventQuery) ([]Event, error) {
+func (e Events) ListRunEvents(ctx context.Context, threadID, runID string, q records.RunEventQuery) ([]records.Event, error) {
 	if err := checkID("thread id", threadID); err != nil {
 		return nil, err
 	}
@@ -414,8 +363,8 @@ func (e Events) ListRunEvents(ctx context.Context, threadID, runID string, q Run
 	return e.list(ctx, sqlRunEvents, []any{threadID, runID, q.AfterSeq, types, task, limit}, limit)
 }
 
-func (e Events) list(ctx context.Context, sql string, args []any, limit int) ([]Event, error) {
-	out := make([]Event, 0, min(limit, 64))
+func (e Events) list(ctx context.Context, sql string, args []any, limit int) ([]records.Event, error) {
+	out := make([]records.Event, 0, min(limit, 64))
 	err := e.db.read(ctx, func(c *conn) error {
 		return c.query(sql, args, func(st row) error {
 			ev, err := scanEvent(st)

@@ -9,14 +9,15 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
-func msg(thread, run string, content any) Event {
-	return Event{ThreadID: thread, RunID: run, EventType: "llm.ai.response", Category: CategoryMessage, Content: content}
+func msg(thread, run string, content any) records.Event {
+	return records.Event{ThreadID: thread, RunID: run, EventType: "llm.ai.response", Category: records.CategoryMessage, Content: content}
 }
 
-func seqs(evs []Event) []int64 {
+func seqs(evs []records.Event) []int64 {
 	out := []int64{}
 	for _, e := range evs {
 		out = append(out, e.Seq)
@@ -35,7 +36,7 @@ func TestEventPutAndList(t *testing.T) {
 		}
 		ev := msg("t", run, fmt.Sprintf("m%d", i))
 		if i%2 == 0 {
-			ev = Event{ThreadID: "t", RunID: run, EventType: "llm.trace", Category: CategoryTrace, Content: fmt.Sprintf("tr%d", i),
+			ev = records.Event{ThreadID: "t", RunID: run, EventType: "llm.trace", Category: records.CategoryTrace, Content: fmt.Sprintf("tr%d", i),
 				Metadata: map[string]any{"task_id": fmt.Sprintf("task%d", i%4)}}
 		}
 		got, err := e.Put(rctx, ev)
@@ -54,16 +55,16 @@ func TestEventPutAndList(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		q    MessageQuery
+		q    records.MessageQuery
 		want []int64
 	}{
-		{"latest", MessageQuery{}, []int64{1, 3, 5, 7, 9}},
-		{"latest limited", MessageQuery{Limit: 2}, []int64{7, 9}},
-		{"before", MessageQuery{BeforeSeq: new(int64(7)), Limit: 2}, []int64{3, 5}},
-		{"before the start", MessageQuery{BeforeSeq: new(int64(1))}, []int64{}},
-		{"after", MessageQuery{AfterSeq: new(int64(3)), Limit: 2}, []int64{5, 7}},
-		{"after the end", MessageQuery{AfterSeq: new(int64(9))}, []int64{}},
-		{"from the start", MessageQuery{AfterSeq: new(int64(0)), Limit: 3}, []int64{1, 3, 5}},
+		{"latest", records.MessageQuery{}, []int64{1, 3, 5, 7, 9}},
+		{"latest limited", records.MessageQuery{Limit: 2}, []int64{7, 9}},
+		{"before", records.MessageQuery{BeforeSeq: new(int64(7)), Limit: 2}, []int64{3, 5}},
+		{"before the start", records.MessageQuery{BeforeSeq: new(int64(1))}, []int64{}},
+		{"after", records.MessageQuery{AfterSeq: new(int64(3)), Limit: 2}, []int64{5, 7}},
+		{"after the end", records.MessageQuery{AfterSeq: new(int64(9))}, []int64{}},
+		{"from the start", records.MessageQuery{AfterSeq: new(int64(0)), Limit: 3}, []int64{1, 3, 5}},
 	} {
 		got, err := e.ListMessages(rctx, "t", tc.q)
 		if err != nil {
@@ -73,8 +74,8 @@ func TestEventPutAndList(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}
-	page, _ := e.ListMessages(rctx, "t", MessageQuery{Limit: 1})
-	if diff := cmp.Diff([]Event{{ThreadID: "t", RunID: "r2", EventType: "llm.ai.response", Category: CategoryMessage, Content: "m9", Seq: 9, CreatedAt: clk.Now()}}, page); diff != "" {
+	page, _ := e.ListMessages(rctx, "t", records.MessageQuery{Limit: 1})
+	if diff := cmp.Diff([]records.Event{{ThreadID: "t", RunID: "r2", EventType: "llm.ai.response", Category: records.CategoryMessage, Content: "m9", Seq: 9, CreatedAt: clk.Now()}}, page); diff != "" {
 		t.Fatalf("message content (-want +got):\n%s", diff)
 	}
 	if n, err := e.CountMessages(rctx, "t"); err != nil || n != 5 {
@@ -84,16 +85,16 @@ func TestEventPutAndList(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		run  string
-		q    RunEventQuery
+		q    records.RunEventQuery
 		want []int64
 	}{
-		{"all of r1", "r1", RunEventQuery{}, []int64{1, 2, 3, 4, 5, 6}},
-		{"types", "r1", RunEventQuery{Types: []string{"llm.trace"}}, []int64{2, 4, 6}},
-		{"two types", "r2", RunEventQuery{Types: []string{"llm.trace", "llm.ai.response"}}, []int64{7, 8, 9, 10}},
-		{"unknown type", "r2", RunEventQuery{Types: []string{"nope"}}, []int64{}},
-		{"task id", "r1", RunEventQuery{TaskID: "task2"}, []int64{2, 6}},
-		{"after seq and limit", "r1", RunEventQuery{AfterSeq: 2, Limit: 3}, []int64{3, 4, 5}},
-		{"other run", "r9", RunEventQuery{}, []int64{}},
+		{"all of r1", "r1", records.RunEventQuery{}, []int64{1, 2, 3, 4, 5, 6}},
+		{"types", "r1", records.RunEventQuery{Types: []string{"llm.trace"}}, []int64{2, 4, 6}},
+		{"two types", "r2", records.RunEventQuery{Types: []string{"llm.trace", "llm.ai.response"}}, []int64{7, 8, 9, 10}},
+		{"unknown type", "r2", records.RunEventQuery{Types: []string{"nope"}}, []int64{}},
+		{"task id", "r1", records.RunEventQuery{TaskID: "task2"}, []int64{2, 6}},
+		{"after seq and limit", "r1", records.RunEventQuery{AfterSeq: 2, Limit: 3}, []int64{3, 4, 5}},
+		{"other run", "r9", records.RunEventQuery{}, []int64{}},
 	} {
 		got, err := e.ListRunEvents(rctx, "t", tc.run, tc.q)
 		if err != nil {
@@ -103,10 +104,10 @@ func TestEventPutAndList(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}
-	if _, err := e.ListMessages(rctx, "t", MessageQuery{BeforeSeq: new(int64(5)), AfterSeq: new(int64(1))}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := e.ListMessages(rctx, "t", records.MessageQuery{BeforeSeq: new(int64(5)), AfterSeq: new(int64(1))}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("both cursors: %v", err)
 	}
-	if _, err := e.ListMessages(rctx, "t", MessageQuery{Limit: 5000}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := e.ListMessages(rctx, "t", records.MessageQuery{Limit: 5000}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("huge limit: %v", err)
 	}
 }
@@ -115,7 +116,7 @@ func TestEventBatch(t *testing.T) {
 	db, _ := openRec(t, nil)
 	e := db.Events()
 	e.Put(rctx, msg("t", "r", "first"))
-	batch := []Event{msg("t", "r", "a"), msg("t", "r", "b"), msg("t", "r", "c")}
+	batch := []records.Event{msg("t", "r", "a"), msg("t", "r", "b"), msg("t", "r", "c")}
 	got, err := e.PutBatch(rctx, batch)
 	if err != nil {
 		t.Fatal(err)
@@ -124,10 +125,10 @@ func TestEventBatch(t *testing.T) {
 		t.Fatalf("batch seqs (-want +got):\n%s", diff)
 	}
 	before := dumpRecords(t, db)
-	for name, b := range map[string][]Event{
+	for name, b := range map[string][]records.Event{
 		"two threads": {msg("t", "r", "a"), msg("u", "r", "b")},
-		"one bad":     {msg("t", "r", "a"), {ThreadID: "t", EventType: strings.Repeat("x", 33), Category: CategoryMessage}},
-		"no type":     {{ThreadID: "t", Category: CategoryMessage}},
+		"one bad":     {msg("t", "r", "a"), {ThreadID: "t", EventType: strings.Repeat("x", 33), Category: records.CategoryMessage}},
+		"no type":     {{ThreadID: "t", Category: records.CategoryMessage}},
 		"long cat":    {{ThreadID: "t", EventType: "x", Category: strings.Repeat("c", 17)}},
 		"no thread":   {{EventType: "x", Category: "c"}},
 		"bad content": {{ThreadID: "t", EventType: "x", Category: "c", Content: func() {}}},
@@ -140,7 +141,7 @@ func TestEventBatch(t *testing.T) {
 		t.Fatalf("refused batches wrote:\n%s", diff)
 	}
 	// Limits count characters, not bytes.
-	if _, err := e.Put(rctx, Event{ThreadID: "t", EventType: strings.Repeat("é", 32), Category: strings.Repeat("ü", 16)}); err != nil {
+	if _, err := e.Put(rctx, records.Event{ThreadID: "t", EventType: strings.Repeat("é", 32), Category: strings.Repeat("ü", 16)}); err != nil {
 		t.Fatalf("32-character type: %v", err)
 	}
 	if out, err := e.PutBatch(rctx, nil); err != nil || len(out) != 0 {
@@ -151,7 +152,7 @@ func TestEventBatch(t *testing.T) {
 func TestEventPutIfAbsent(t *testing.T) {
 	db, _ := openRec(t, nil)
 	e := db.Events()
-	start := Event{ThreadID: "t", RunID: "r", EventType: "run.start", Category: "lifecycle", Content: "one"}
+	start := records.Event{ThreadID: "t", RunID: "r", EventType: "run.start", Category: "lifecycle", Content: "one"}
 	first, created, err := e.PutIfAbsent(rctx, start)
 	if err != nil || !created || first.Seq != 1 {
 		t.Fatalf("first: %+v %v %v", first, created, err)
@@ -177,7 +178,7 @@ func TestEventPutIfAbsent(t *testing.T) {
 	inserted := 0
 	for range 8 {
 		wg.Go(func() {
-			_, created, err := e.PutIfAbsent(rctx, Event{ThreadID: "t", RunID: "r3", EventType: "run.end", Category: "lifecycle"})
+			_, created, err := e.PutIfAbsent(rctx, records.Event{ThreadID: "t", RunID: "r3", EventType: "run.end", Category: "lifecycle"})
 			if err != nil {
 				t.Error(err)
 			}
@@ -199,21 +200,21 @@ func TestEventTraceTruncation(t *testing.T) {
 	e := db.Events()
 	md := map[string]any{"k": "v"}
 	// "aaaaaaaaé" is 10 bytes; "aaaaaaaaaé" is 11 and must be cut before é.
-	got, err := e.Put(rctx, Event{ThreadID: "t", EventType: "x", Category: CategoryTrace, Content: "aaaaaaaaaéz", Metadata: md})
+	got, err := e.Put(rctx, records.Event{ThreadID: "t", EventType: "x", Category: records.CategoryTrace, Content: "aaaaaaaaaéz", Metadata: md})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Content != "aaaaaaaaa" {
 		t.Fatalf("cut content %q", got.Content)
 	}
-	wantMD := map[string]any{"k": "v", MetaContentTruncated: true, MetaOriginalByteLength: int64(12)}
+	wantMD := map[string]any{"k": "v", records.MetaContentTruncated: true, records.MetaOriginalByteLength: int64(12)}
 	if diff := cmp.Diff(wantMD, got.Metadata); diff != "" {
 		t.Fatalf("metadata (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]any{"k": "v"}, md); diff != "" {
 		t.Fatalf("caller's metadata changed:\n%s", diff)
 	}
-	stored, _ := e.ListRunEvents(rctx, "t", "", RunEventQuery{})
+	stored, _ := e.ListRunEvents(rctx, "t", "", records.RunEventQuery{})
 	if diff := cmp.Diff(got, stored[0]); diff != "" {
 		t.Fatalf("stored event (-returned +stored):\n%s", diff)
 	}
@@ -224,24 +225,24 @@ func TestEventTraceTruncation(t *testing.T) {
 		want     any
 		cut      bool
 	}{
-		{"fits exactly", CategoryTrace, "aaaaaaaaé", "aaaaaaaaé", false},
-		{"not a trace", CategoryMessage, strings.Repeat("m", 50), strings.Repeat("m", 50), false},
-		{"4-byte runes", CategoryTrace, "😀😀😀", "😀😀", true},
-		{"small map kept", CategoryTrace, map[string]any{"a": 1}, map[string]any{"a": int64(1)}, false},
-		{"big map as JSON", CategoryTrace, map[string]any{"text": "0123456789"}, `{"text":"0`, true},
+		{"fits exactly", records.CategoryTrace, "aaaaaaaaé", "aaaaaaaaé", false},
+		{"not a trace", records.CategoryMessage, strings.Repeat("m", 50), strings.Repeat("m", 50), false},
+		{"4-byte runes", records.CategoryTrace, "😀😀😀", "😀😀", true},
+		{"small map kept", records.CategoryTrace, map[string]any{"a": 1}, map[string]any{"a": int64(1)}, false},
+		{"big map as JSON", records.CategoryTrace, map[string]any{"text": "0123456789"}, `{"text":"0`, true},
 	} {
-		got, err := e.Put(rctx, Event{ThreadID: "t", EventType: "x", Category: tc.category, Content: tc.content})
+		got, err := e.Put(rctx, records.Event{ThreadID: "t", EventType: "x", Category: tc.category, Content: tc.content})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		stored, _ := e.ListRunEvents(rctx, "t", "", RunEventQuery{AfterSeq: got.Seq - 1, Limit: 1})
+		stored, _ := e.ListRunEvents(rctx, "t", "", records.RunEventQuery{AfterSeq: got.Seq - 1, Limit: 1})
 		if diff := cmp.Diff(tc.want, stored[0].Content); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
-		if s, ok := stored[0].Content.(string); ok && (len(s) > 10 && tc.category == CategoryTrace || !utf8.ValidString(s)) {
+		if s, ok := stored[0].Content.(string); ok && (len(s) > 10 && tc.category == records.CategoryTrace || !utf8.ValidString(s)) {
 			t.Errorf("%s: stored %d bytes, valid UTF-8 %v", tc.name, len(s), utf8.ValidString(s))
 		}
-		if cut := stored[0].Metadata[MetaContentTruncated] == true; cut != tc.cut {
+		if cut := stored[0].Metadata[records.MetaContentTruncated] == true; cut != tc.cut {
 			t.Errorf("%s: truncation recorded %v, want %v", tc.name, cut, tc.cut)
 		}
 	}
@@ -251,7 +252,7 @@ func TestEventTraceTruncation(t *testing.T) {
 	}
 	whole, _ := openRec(t, func(o *Options) { o.TraceContentLimit = 0 })
 	big := strings.Repeat("x", 20<<10)
-	got, _ = whole.Events().Put(rctx, Event{ThreadID: "t", EventType: "x", Category: CategoryTrace, Content: big})
+	got, _ = whole.Events().Put(rctx, records.Event{ThreadID: "t", EventType: "x", Category: records.CategoryTrace, Content: big})
 	if got.Content != big || got.Metadata != nil {
 		t.Fatal("TraceContentLimit 0 cut a trace")
 	}
@@ -273,7 +274,7 @@ func TestEventDeletes(t *testing.T) {
 	if got.Seq != 7 {
 		t.Fatalf("seq after deleting the newest events: %d, want 7", got.Seq)
 	}
-	all, _ := e.ListMessages(rctx, "t", MessageQuery{})
+	all, _ := e.ListMessages(rctx, "t", records.MessageQuery{})
 	if diff := cmp.Diff([]int64{1, 3, 5, 7}, seqs(all)); diff != "" {
 		t.Fatalf("after delete run (-want +got):\n%s", diff)
 	}
@@ -305,7 +306,7 @@ func TestEventSeqGoroutines(t *testing.T) {
 				ev := msg("t", "r", map[string]any{"g": g, "i": i})
 				var err error
 				if i%5 == 0 {
-					_, err = dbs[g%2].Events().PutBatch(rctx, []Event{ev, ev})
+					_, err = dbs[g%2].Events().PutBatch(rctx, []records.Event{ev, ev})
 				} else {
 					_, err = dbs[g%2].Events().Put(rctx, ev)
 				}
@@ -323,12 +324,12 @@ func TestEventSeqGoroutines(t *testing.T) {
 // checkSeqs reads the whole thread and checks that seqs are exactly 1..n
 // and, when owner is given, that every (proc, goroutine, i) is present once
 // and each writer's events appear in the order it wrote them.
-func checkSeqs(t *testing.T, db *DB, thread string, n int, owner func(Event) (string, int64)) {
+func checkSeqs(t *testing.T, db *DB, thread string, n int, owner func(records.Event) (string, int64)) {
 	t.Helper()
-	var all []Event
+	var all []records.Event
 	var after int64
 	for {
-		page, err := db.Events().ListMessages(rctx, thread, MessageQuery{AfterSeq: &after, Limit: 1000})
+		page, err := db.Events().ListMessages(rctx, thread, records.MessageQuery{AfterSeq: &after, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
@@ -135,31 +137,14 @@ func exportTableByName(name string) *exportTable {
 	return nil
 }
 
-// ExportOptions select what Export writes.
-type ExportOptions struct {
-	// ThreadID exports one thread: its checkpoints, values, writes, mode,
-	// thread record, runs and events (not the store, which belongs to no
-	// thread). Empty exports everything.
-	ThreadID string
-	// Progress, if not nil, is called now and then with the rows written
-	// and the total.
-	Progress func(done, total int64)
-}
-
-// ExportReport counts what Export wrote, per table.
-type ExportReport struct {
-	Rows  map[string]int64 `json:"rows"`
-	Total int64            `json:"total"`
-}
-
 // exportHeader is the first line of an export.
 type exportHeader struct {
-	Table         string `json:"table"`
-	Format        int    `json:"format"`
-	SchemaVersion int    `json:"schema_version"`
-	Mode          Mode   `json:"mode"`
-	SnapshotEvery int    `json:"snapshot_every"`
-	ThreadID      string `json:"thread_id,omitempty"`
+	Table         string        `json:"table"`
+	Format        int           `json:"format"`
+	SchemaVersion int           `json:"schema_version"`
+	Mode          channels.Mode `json:"mode"`
+	SnapshotEvery int           `json:"snapshot_every"`
+	ThreadID      string        `json:"thread_id,omitempty"`
 }
 
 type exportTrailer struct {
@@ -172,8 +157,8 @@ type exportTrailer struct {
 // deterministic: the same content always gives the same bytes. A stored
 // value of the engine's type that does not decode fails the export with an
 // error matching ErrCorrupt that names the row.
-func (db *DB) Export(ctx context.Context, w io.Writer, o ExportOptions) (ExportReport, error) {
-	rep := ExportReport{Rows: map[string]int64{}}
+func (db *DB) Export(ctx context.Context, w io.Writer, o admin.ExportOptions) (admin.ExportReport, error) {
+	rep := admin.ExportReport{Rows: map[string]int64{}}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	err := db.read(ctx, func(c *conn) error {
 		var total int64
@@ -335,66 +320,29 @@ func rowKey(t *exportTable, st row) string {
 	return strings.Join(parts, " ")
 }
 
-// ImportOptions govern Import.
-type ImportOptions struct {
-	// User, when not empty, is the only user the dump may speak for: every
-	// thread record it holds must belong to User, and every run to User
-	// or to no user (ErrConflict otherwise). Empty imports any owner's
-	// (an administrator restoring a backup).
-	User string
-	// Progress, if not nil, is called now and then with the lines read.
-	Progress func(lines int64)
-}
-
-// ImportReport counts what Import wrote, per table.
-type ImportReport struct {
-	Rows     map[string]int64 `json:"rows"`
-	Total    int64            `json:"total"`
-	Mode     Mode             `json:"mode"`
-	ThreadID string           `json:"thread_id,omitempty"`
-}
-
 // ErrBadExport: an import's input is not a well-formed export.
 var ErrBadExport = errors.New("agentstate: malformed export")
 
 // Import reads an export written by Export (from this or another file) and
 // inserts every row, in one transaction: it either imports everything,
 // into a file that verifies and whose every thread can still be written,
-// or changes nothing. The rules for a file that holds data already:
+// or changes nothing. Into a file that holds data, a dump adds whole
+// threads (a thread it names must be absent from every table of threads),
+// and store items and runs that exist already are ErrConflict; with
+// ImportOptions.User set, every thread record and run must be that user's.
+// The imported threads and items are verified before committing.
+// docs/cli.md ("Importing into a file that holds data") gives every rule.
 //
-//   - A dump adds whole threads. A thread the dump names (in any table
-//     that belongs to threads: checkpoints, values, writes, modes, thread
-//     records, runs, events and their counter) must not exist in the file
-//     in any of them: ErrConflict otherwise, even for identical rows. So
-//     a dump cannot write into another owner's thread, add events past
-//     its counter, or append checkpoints under its head.
-//   - Store items and runs are keyed across threads: one that exists
-//     already is ErrConflict.
-//   - With ImportOptions.User set, every thread record must belong to
-//     that user and every run to that user or to none (ErrConflict).
-//   - A thread's mode must be one this file's handles can write: the
-//     file's mode and K, or full (ErrModeMismatch otherwise).
-//   - Each imported thread's event counter is advanced past its highest
-//     imported seq, whatever the dump's counter says.
-//   - At the end, inside the transaction, the imported threads (their
-//     checkpoints replayed, runs, events, records) and store items are
-//     verified as Verify would; a problem fails the import (ErrBadExport,
-//     naming it).
-//
-// A malformed line or a truncated input (no trailer) is ErrBadExport. The
-// export's channel mode must be the file's (ErrModeMismatch otherwise;
-// ImportFile opens a file in the export's mode).
-//
-// Import holds one line's values at a time, never a whole line: a line
-// longer than MaxImportLineBytes, or whose values pass MaxRowBytes, is
-// refused (ErrBadExport and ErrTooLarge, naming the line) after reading at
-// most that much of it. Every value is checked against the limits and rules
-// a call that stores it applies.
-func (db *DB) Import(ctx context.Context, r io.Reader, o ImportOptions) (ImportReport, error) {
+// A malformed line or a truncated input (no trailer) is ErrBadExport; an
+// export in another channel mode than the file's, ErrModeMismatch
+// (ImportFile opens a file in the export's mode). Import holds one line's
+// values at a time: a line past MaxImportLineBytes, or whose values pass
+// MaxRowBytes, is ErrBadExport and ErrTooLarge, naming the line.
+func (db *DB) Import(ctx context.Context, r io.Reader, o admin.ImportOptions) (admin.ImportReport, error) {
 	lines := newImportLines(ctx, r)
 	h, err := readExportHeader(lines)
 	if err != nil {
-		return ImportReport{}, err
+		return admin.ImportReport{}, err
 	}
 	return db.importRows(ctx, lines, h, o)
 }
@@ -403,11 +351,11 @@ func (db *DB) Import(ctx context.Context, r io.Reader, o ImportOptions) (ImportR
 // needed in the export's channel mode and K (an existing file must have
 // them: ErrModeMismatch otherwise). opts may be nil; its Mode and
 // SnapshotEvery are replaced by the export's.
-func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o ImportOptions) (ImportReport, error) {
+func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o admin.ImportOptions) (admin.ImportReport, error) {
 	lines := newImportLines(ctx, r)
 	h, err := readExportHeader(lines)
 	if err != nil {
-		return ImportReport{}, err
+		return admin.ImportReport{}, err
 	}
 	op := DefaultOptions()
 	if opts != nil {
@@ -418,10 +366,10 @@ func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o 
 	if mm := (*ModeMismatchError)(nil); errors.As(err, &mm) && mm.Op == "open" && !mm.Race {
 		// The file's mode is not the export's: say so in terms of the
 		// import, not of Open's options.
-		return ImportReport{}, importMismatch(mm.Path, mm.Mode, mm.Every, h)
+		return admin.ImportReport{}, importMismatch(mm.Path, mm.Mode, mm.Every, h)
 	}
 	if err != nil {
-		return ImportReport{}, err
+		return admin.ImportReport{}, err
 	}
 	rep, err := db.importRows(ctx, lines, h, o)
 	if cerr := db.Close(); err == nil {
@@ -430,7 +378,7 @@ func ImportFile(ctx context.Context, path string, r io.Reader, opts *Options, o 
 	return rep, err
 }
 
-func importMismatch(path string, mode Mode, every int, h exportHeader) error {
+func importMismatch(path string, mode channels.Mode, every int, h exportHeader) error {
 	return modeMismatch("import", path, "", mode, every, h.Mode, h.SnapshotEvery)
 }
 
@@ -470,17 +418,17 @@ func readExportHeader(lines *codec.JSONLines) (exportHeader, error) {
 	if h.SchemaVersion < oldestExportSchema || h.SchemaVersion > SchemaVersion {
 		return exportHeader{}, fmt.Errorf("%w: the export was made at schema version %d, this build reads exports of versions %d to %d; export and import with the same version", ErrBadExport, h.SchemaVersion, oldestExportSchema, SchemaVersion)
 	}
-	if h.Mode != ModeFull && h.Mode != ModeDelta || h.SnapshotEvery < 1 {
+	if h.Mode != channels.ModeFull && h.Mode != channels.ModeDelta || h.SnapshotEvery < 1 {
 		return exportHeader{}, fmt.Errorf("%w: header mode %q with K %d", ErrBadExport, h.Mode, h.SnapshotEvery)
 	}
 	return h, nil
 }
 
-func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHeader, o ImportOptions) (ImportReport, error) {
-	if h.Mode != db.opts.Mode || h.Mode == ModeDelta && h.SnapshotEvery != db.opts.SnapshotEvery {
-		return ImportReport{}, importMismatch(db.path, db.opts.Mode, db.opts.SnapshotEvery, h)
+func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHeader, o admin.ImportOptions) (admin.ImportReport, error) {
+	if h.Mode != db.opts.Mode || h.Mode == channels.ModeDelta && h.SnapshotEvery != db.opts.SnapshotEvery {
+		return admin.ImportReport{}, importMismatch(db.path, db.opts.Mode, db.opts.SnapshotEvery, h)
 	}
-	rep := ImportReport{Rows: map[string]int64{}, Mode: h.Mode, ThreadID: h.ThreadID}
+	rep := admin.ImportReport{Rows: map[string]int64{}, Mode: h.Mode, ThreadID: h.ThreadID}
 	threads := map[string]bool{}
 	err := db.write(ctx, func(c *conn) error {
 		if err := db.checkFileModeNow(c); err != nil {
@@ -560,7 +508,7 @@ func (db *DB) importRows(ctx context.Context, lines *codec.JSONLines, h exportHe
 		db.purge(th)
 	}
 	if err != nil {
-		return ImportReport{}, err
+		return admin.ImportReport{}, err
 	}
 	return rep, nil
 }

@@ -11,13 +11,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
 func exportOf(t *testing.T, db *DB, thread string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := db.Export(context.Background(), &buf, ExportOptions{ThreadID: thread}); err != nil {
+	if _, err := db.Export(context.Background(), &buf, admin.ExportOptions{ThreadID: thread}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -25,7 +28,7 @@ func exportOf(t *testing.T, db *DB, thread string) []byte {
 
 func TestExportImportRoundTripIsByteIdentical(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			path, cps := opsFixture(t, mode)
 			src := openRW(t, path)
@@ -36,7 +39,7 @@ func TestExportImportRoundTripIsByteIdentical(t *testing.T) {
 				}
 			}
 			dst := filepath.Join(t.TempDir(), "copy.db")
-			rep, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(first), nil, ImportOptions{})
+			rep, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(first), nil, admin.ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,14 +89,14 @@ func firstDiff(a, b []byte) string {
 
 func TestImportRefusesBadInput(t *testing.T) {
 	ctx := context.Background()
-	path, _ := opsFixture(t, ModeDelta)
+	path, _ := opsFixture(t, channels.ModeDelta)
 	dump := exportOf(t, openRW(t, path), "")
 	lines := strings.SplitAfter(string(dump), "\n")
 
 	t.Run("truncated", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "t.db")
 		cut := strings.Join(lines[:len(lines)/2], "")
-		_, err := ImportFile(ctx, testPath(t, dst), strings.NewReader(cut), nil, ImportOptions{})
+		_, err := ImportFile(ctx, testPath(t, dst), strings.NewReader(cut), nil, admin.ImportOptions{})
 		if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "truncated") {
 			t.Fatalf("truncated dump: %v", err)
 		}
@@ -104,10 +107,10 @@ func TestImportRefusesBadInput(t *testing.T) {
 	})
 	t.Run("twice", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "t.db")
-		if _, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{}); err != nil {
+		if _, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, admin.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{})
+		_, err := ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, admin.ImportOptions{})
 		if !errors.Is(err, ErrConflict) {
 			t.Fatalf("second import: %v", err)
 		}
@@ -120,7 +123,7 @@ func TestImportRefusesBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		_, err = ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{})
+		_, err = ImportFile(ctx, testPath(t, dst), bytes.NewReader(dump), nil, admin.ImportOptions{})
 		if !errors.Is(err, ErrModeMismatch) {
 			t.Fatalf("delta dump into a full file: %v", err)
 		}
@@ -135,7 +138,7 @@ func TestImportRefusesBadInput(t *testing.T) {
 		"wrong count":    lines[0] + `{"table":"end","rows":3}` + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ImportFile(ctx, testPath(t, filepath.Join(t.TempDir(), "t.db")), strings.NewReader(input), nil, ImportOptions{})
+			_, err := ImportFile(ctx, testPath(t, filepath.Join(t.TempDir(), "t.db")), strings.NewReader(input), nil, admin.ImportOptions{})
 			if !errors.Is(err, ErrBadExport) {
 				t.Fatalf("got %v, want ErrBadExport", err)
 			}
@@ -158,15 +161,15 @@ func TestExportHonoursItsContext(t *testing.T) {
 	if err := db.Store().Put(ctx, []string{"a"}, "deep", nestMaps(40).(map[string]any)); err != nil {
 		t.Fatal(err)
 	}
-	var ops []StoreOp
+	var ops []records.StoreOp
 	for i := range 3000 {
-		ops = append(ops, PutOp{Namespace: []string{"b"}, Key: fmt.Sprint(i), Value: map[string]any{"text": strings.Repeat("w", 1000)}})
+		ops = append(ops, records.PutOp{Namespace: []string{"b"}, Key: fmt.Sprint(i), Value: map[string]any{"text": strings.Repeat("w", 1000)}})
 	}
 	if _, err := db.Store().Batch(ctx, ops...); err != nil {
 		t.Fatal(err)
 	}
 	var all bytes.Buffer
-	full, err := db.Export(ctx, &all, ExportOptions{})
+	full, err := db.Export(ctx, &all, admin.ExportOptions{})
 	if err != nil || full.Total != 3001 {
 		t.Fatalf("export: %d rows, %v", full.Total, err)
 	}
@@ -177,7 +180,7 @@ func TestExportHonoursItsContext(t *testing.T) {
 		cancel() // the first buffer out: the header and the first rows
 		got += len(p)
 		return len(p), nil
-	}), ExportOptions{})
+	}), admin.ExportOptions{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled export: %v", err)
 	}
@@ -235,7 +238,7 @@ func TestImportBoundsEachLine(t *testing.T) {
 			runtime.GC()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := ImportFile(ctx, path, &spaceOrX{d, name == "long spaces"}, nil, ImportOptions{})
+			_, err := ImportFile(ctx, path, &spaceOrX{d, name == "long spaces"}, nil, admin.ImportOptions{})
 			runtime.ReadMemStats(&after)
 			if !errors.Is(err, ErrBadExport) || !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "line 2") {
 				t.Fatalf("got %v, want ErrBadExport and ErrTooLarge naming line 2", err)

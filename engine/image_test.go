@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // TestImageRoundTrip: Image copies a file's database (a WAL-mode file with
@@ -64,7 +65,7 @@ func TestImageRoundTrip(t *testing.T) {
 	if got := texts(db); len(got) != 2 {
 		t.Fatalf("a commit to the copy reached the file: %q", got)
 	}
-	if rep, err := cp.Verify(ctx, VerifyOptions{}); err != nil || !rep.OK {
+	if rep, err := cp.Verify(ctx, admin.VerifyOptions{}); err != nil || !rep.OK {
 		t.Fatalf("the copy does not verify: %+v %v", rep.Problems, err)
 	}
 	img2, err := cp.Image(ctx)

@@ -5,7 +5,9 @@ import (
 	"hash/maphash"
 	"strings"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // importRules enforces, row by row and at the end, the rules under which
@@ -16,8 +18,8 @@ import (
 // result verifies, or nothing changes.
 type importRules struct {
 	db    *DB
-	user  string // ImportOptions.User
-	mode  Mode   // the dump's mode and K (the file's, checked before)
+	user  string        // ImportOptions.User
+	mode  channels.Mode // the dump's mode and K (the file's, checked before)
 	every int
 
 	threads map[string]bool // threads of the dump, each checked absent from the file
@@ -119,8 +121,8 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 		}
 		g.ranImported[run] = true
 	case "thread_modes":
-		mode, every := Mode(colOf(t, args, "mode")), int(colIntOf(t, args, "every"))
-		if mode != ModeFull && (mode != g.mode || every != g.every) {
+		mode, every := channels.Mode(colOf(t, args, "mode")), int(colIntOf(t, args, "every"))
+		if mode != channels.ModeFull && (mode != g.mode || every != g.every) {
 			return modeMismatch("import", g.db.path, thread, mode, every, g.mode, g.every)
 		}
 	case "events":
@@ -153,8 +155,8 @@ func (g *importRules) finish(c *conn) error {
 			return err
 		}
 	}
-	v := &verifier{db: g.db, o: VerifyOptions{MaxProblems: 10}, seed: maphash.MakeSeed(), c: c, fixed: true,
-		rep: VerifyReport{Path: g.db.path, Problems: []Problem{}}}
+	v := &verifier{db: g.db, o: admin.VerifyOptions{MaxProblems: 10}, seed: maphash.MakeSeed(), c: c, fixed: true,
+		rep: admin.VerifyReport{Path: g.db.path, Problems: []admin.Problem{}}}
 	for _, th := range g.order {
 		v.o.ThreadID = th
 		for _, check := range []struct {

@@ -10,6 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // The import property: any dump either imports into a file that verifies
@@ -39,12 +43,12 @@ func impFile(t *testing.T, db *DB, r *rand.Rand, threads []string) {
 			}
 		}
 		if r.IntN(2) == 0 {
-			c, err := db.Runs().Create(rctx, NewRun{ThreadID: th, UserID: impUsers[r.IntN(3)], Status: RunRunning})
+			c, err := db.Runs().Create(rctx, records.NewRun{ThreadID: th, UserID: impUsers[r.IntN(3)], Status: records.RunRunning})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.IntN(2) == 0 {
-				if err := db.Runs().Complete(rctx, c.Run.RunID, RunSuccess, "", RunTotals{TotalTokens: 5}); err != nil {
+				if err := db.Runs().Complete(rctx, c.Run.RunID, records.RunSuccess, "", records.RunTotals{TotalTokens: 5}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -56,7 +60,7 @@ func impFile(t *testing.T, db *DB, r *rand.Rand, threads []string) {
 		}
 		if r.IntN(2) == 0 {
 			u := impUsers[r.IntN(2)]
-			if _, err := db.Threads().Create(rctx, User(u), NewThread{ThreadID: th, DisplayName: th}); err != nil {
+			if _, err := db.Threads().Create(rctx, User(u), records.NewThread{ThreadID: th, DisplayName: th}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -135,7 +139,7 @@ func damageDump(r *rand.Rand, dump []byte) ([]byte, []string) {
 			})
 		case 6:
 			edit(table("thread_modes"), func(m map[string]any) string {
-				m["mode"], m["every"] = []Mode{ModeFull, ModeDelta}[r.IntN(2)], 1+r.IntN(4)
+				m["mode"], m["every"] = []channels.Mode{channels.ModeFull, channels.ModeDelta}[r.IntN(2)], 1+r.IntN(4)
 				return fmt.Sprintf("thread mode %v K=%v", m["mode"], m["every"])
 			})
 		case 7:
@@ -167,7 +171,7 @@ func damageDump(r *rand.Rand, dump []byte) ([]byte, []string) {
 func exportBytes(t *testing.T, db *DB) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if _, err := db.Export(rctx, &b, ExportOptions{}); err != nil {
+	if _, err := db.Export(rctx, &b, admin.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -199,13 +203,13 @@ func writable(t *testing.T, db *DB) error {
 		if _, err := db.Events().Put(rctx, msg(th, "after", "after the import")); err != nil {
 			return fmt.Errorf("thread %q: event: %w", th, err)
 		}
-		if _, err := db.Runs().Create(rctx, NewRun{ThreadID: th, MultitaskStrategy: StrategyInterrupt}); err != nil {
+		if _, err := db.Runs().Create(rctx, records.NewRun{ThreadID: th, MultitaskStrategy: records.StrategyInterrupt}); err != nil {
 			return fmt.Errorf("thread %q: run: %w", th, err)
 		}
-		var mode Mode
+		var mode channels.Mode
 		var every int
 		db.read(rctx, func(c *conn) (err error) { mode, every, _, err = threadMode(c, th); return err })
-		if mode != "" && (mode != db.opts.Mode || mode == ModeDelta && every != db.opts.SnapshotEvery) {
+		if mode != "" && (mode != db.opts.Mode || mode == channels.ModeDelta && every != db.opts.SnapshotEvery) {
 			continue // a full thread in a delta file: writable after ConvertThread, as in the source
 		}
 		st, err := db.State(rctx, Config{ThreadID: th})
@@ -229,7 +233,7 @@ func TestImportProperty(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, uint64(round)))
 		dir := t.TempDir()
 		o := DefaultOptions()
-		o.Mode, o.SnapshotEvery = []Mode{ModeFull, ModeDelta}[r.IntN(2)], 3
+		o.Mode, o.SnapshotEvery = []channels.Mode{channels.ModeFull, channels.ModeDelta}[r.IntN(2)], 3
 		src := openTest(t, filepath.Join(dir, "src.db"), &o)
 		// The source's threads: fresh names, or names the target may have.
 		var srcThreads []string
@@ -243,11 +247,11 @@ func TestImportProperty(t *testing.T) {
 		if r.IntN(3) == 0 {
 			// Some threads in full mode in a delta file, as ConvertThread
 			// leaves them.
-			if o.Mode == ModeDelta {
-				src.ConvertThread(rctx, srcThreads[0], ModeFull)
+			if o.Mode == channels.ModeDelta {
+				src.ConvertThread(rctx, srcThreads[0], channels.ModeFull)
 			}
 		}
-		var eo ExportOptions
+		var eo admin.ExportOptions
 		if r.IntN(3) == 0 {
 			eo.ThreadID = srcThreads[r.IntN(len(srcThreads))]
 		}
@@ -267,7 +271,7 @@ func TestImportProperty(t *testing.T) {
 		}
 		impFile(t, dst, r, dstThreads)
 		before := exportBytes(t, dst)
-		io := ImportOptions{}
+		io := admin.ImportOptions{}
 		if r.IntN(3) == 0 {
 			io.User = "alice"
 		}
@@ -295,7 +299,7 @@ func TestImportProperty(t *testing.T) {
 			continue
 		}
 		imported++
-		rep, verr := dst.Verify(rctx, VerifyOptions{})
+		rep, verr := dst.Verify(rctx, admin.VerifyOptions{})
 		if verr != nil || !rep.OK {
 			t.Fatalf("%s: imported into a file that does not verify: %v %v", where, verr, rep.Problems)
 		}
@@ -342,7 +346,7 @@ func TestImportIntoExistingThreadRefused(t *testing.T) {
 		src.Events().Put(rctx, msg("shared", "theirs", 5+i))
 	}
 	var dump bytes.Buffer
-	if _, err := src.Export(rctx, &dump, ExportOptions{ThreadID: "shared"}); err != nil {
+	if _, err := src.Export(rctx, &dump, admin.ExportOptions{ThreadID: "shared"}); err != nil {
 		t.Fatal(err)
 	}
 	// Keep only the events past the target's counter, as a hostile dump
@@ -358,7 +362,7 @@ func TestImportIntoExistingThreadRefused(t *testing.T) {
 	}
 	bad := lines[0] + "\n" + strings.Join(kept, "\n") + "\n" + fmt.Sprintf(`{"table":"end","rows":%d}`, len(kept)) + "\n"
 	before := exportBytes(t, dst)
-	if _, err := dst.Import(rctx, strings.NewReader(bad), ImportOptions{}); !errors.Is(err, ErrConflict) {
+	if _, err := dst.Import(rctx, strings.NewReader(bad), admin.ImportOptions{}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("events of another owner into an existing thread: %v, want ErrConflict", err)
 	}
 	if !bytes.Equal(exportBytes(t, dst), before) {
@@ -386,11 +390,11 @@ func TestImportExistingKeysNamed(t *testing.T) {
 	if err := src.Store().Put(rctx, []string{"users", "a"}, "prefs", map[string]any{"v": 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Runs().Create(rctx, NewRun{RunID: "run-1", ThreadID: "theirs", Status: RunPending}); err != nil {
+	if _, err := src.Runs().Create(rctx, records.NewRun{RunID: "run-1", ThreadID: "theirs", Status: records.RunPending}); err != nil {
 		t.Fatal(err)
 	}
 	var dump bytes.Buffer
-	if _, err := src.Export(rctx, &dump, ExportOptions{}); err != nil {
+	if _, err := src.Export(rctx, &dump, admin.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -402,7 +406,7 @@ func TestImportExistingKeysNamed(t *testing.T) {
 			return db.Store().Put(rctx, []string{"users", "a"}, "prefs", map[string]any{"v": 2})
 		}, []string{`store item "prefs" in namespace "users.a" exists in`, "never overwrites"}},
 		{"run", func(db *DB) error {
-			_, err := db.Runs().Create(rctx, NewRun{RunID: "run-1", ThreadID: "mine", Status: RunPending})
+			_, err := db.Runs().Create(rctx, records.NewRun{RunID: "run-1", ThreadID: "mine", Status: records.RunPending})
 			return err
 		}, []string{`run "run-1" (of thread "theirs" in the dump) exists in`, `in thread "mine"`}},
 	} {
@@ -412,7 +416,7 @@ func TestImportExistingKeysNamed(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := exportBytes(t, dst)
-			_, err := dst.Import(rctx, bytes.NewReader(dump.Bytes()), ImportOptions{})
+			_, err := dst.Import(rctx, bytes.NewReader(dump.Bytes()), admin.ImportOptions{})
 			if !errors.Is(err, ErrConflict) || strings.Contains(err.Error(), "UNIQUE") {
 				t.Fatalf("import: %v, want ErrConflict without SQLite's words", err)
 			}
@@ -440,7 +444,7 @@ func TestImportExistingKeysNamed(t *testing.T) {
 		}
 		bad := lines[0] + "\n" + strings.Join(twice, "\n") + "\n" + fmt.Sprintf(`{"table":"end","rows":%d}`, n) + "\n"
 		dst := openTest(t, filepath.Join(t.TempDir(), "dst.db"), nil)
-		_, err := dst.Import(rctx, strings.NewReader(bad), ImportOptions{})
+		_, err := dst.Import(rctx, strings.NewReader(bad), admin.ImportOptions{})
 		if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "appears twice in the dump") {
 			t.Fatalf("import: %v, want ErrBadExport saying the item appears twice", err)
 		}

@@ -5,28 +5,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
-// Info describes the file behind a DB.
-type Info struct {
-	Path          string           `json:"path"`
-	SchemaVersion int              `json:"schema_version"`
-	ApplicationID int64            `json:"application_id"`
-	Mode          Mode             `json:"mode"`
-	SnapshotEvery int              `json:"snapshot_every"`
-	PageSize      int64            `json:"page_size"`
-	PageCount     int64            `json:"page_count"`
-	FreePages     int64            `json:"free_pages"`
-	FileBytes     int64            `json:"file_bytes"`
-	WALBytes      int64            `json:"wal_bytes"`
-	Rows          map[string]int64 `json:"rows"`
-}
-
 // Info reads the schema version, header fields, sizes and the row count of
 // every table. It only reads.
-func (db *DB) Info(ctx context.Context) (Info, error) {
-	in := Info{Path: db.path, Mode: db.opts.Mode, SnapshotEvery: db.opts.SnapshotEvery, Rows: map[string]int64{}}
+func (db *DB) Info(ctx context.Context) (admin.Info, error) {
+	in := admin.Info{Path: db.path, Mode: db.opts.Mode, SnapshotEvery: db.opts.SnapshotEvery, Rows: map[string]int64{}}
 	err := db.read(ctx, func(c *conn) error {
 		v, err := c.queryInt64("PRAGMA user_version")
 		if err != nil {
@@ -64,7 +50,7 @@ func (db *DB) Info(ctx context.Context) (Info, error) {
 		return nil
 	})
 	if err != nil {
-		return Info{}, err
+		return admin.Info{}, err
 	}
 	if !db.b.memory() {
 		if fi, err := os.Stat(db.path); err == nil {
@@ -80,38 +66,18 @@ func (db *DB) Info(ctx context.Context) (Info, error) {
 }
 
 // CheckpointWAL copies the write-ahead log into the main file and truncates
-// it, so the file's size on disk is the database's size. A reader of
-// another connection keeps it from finishing (it waits up to BusyTimeout);
-// CheckpointWALStatus says whether it did.
-func (db *DB) CheckpointWAL(ctx context.Context) error {
-	_, err := db.CheckpointWALStatus(ctx)
-	return err
-}
-
-// WALStatus is what a WAL checkpoint did.
-type WALStatus struct {
-	// Truncated: every frame of the log was copied into the file and the
-	// log emptied, so the file's size on disk is the database's.
-	Truncated bool `json:"wal_truncated"`
-	// LogFrames is the number of pages in the log before, CopiedFrames how
-	// many of them are now in the file (-1 for both when the log could not
-	// be read at all).
-	LogFrames    int64 `json:"wal_frames"`
-	CopiedFrames int64 `json:"wal_frames_copied"`
-}
-
-// CheckpointWALStatus is CheckpointWAL reporting what it could do. A
-// connection (of this or another process) that is reading keeps the log
-// from being emptied until its read ends: the checkpoint waits for it up to
-// BusyTimeout, then gives up with Truncated false (not an error); the file
-// then shrinks at a later checkpoint.
-func (db *DB) CheckpointWALStatus(ctx context.Context) (WALStatus, error) {
+// it, so the file's size on disk is the database's size, and reports what it
+// could do. A connection (of this or another process) that is reading keeps
+// the log from being emptied until its read ends: the checkpoint waits for
+// it up to BusyTimeout, then gives up with Truncated false (not an error);
+// the file then shrinks at a later checkpoint.
+func (db *DB) CheckpointWAL(ctx context.Context) (admin.WALStatus, error) {
 	if db.b.memory() {
-		return WALStatus{Truncated: true}, nil
+		return admin.WALStatus{Truncated: true}, nil
 	}
-	var st WALStatus
+	var st admin.WALStatus
 	err := db.exclusive(ctx, "PRAGMA wal_checkpoint(TRUNCATE)", func(r row) error {
-		st = WALStatus{Truncated: r.Int64(0) == 0, LogFrames: r.Int64(1), CopiedFrames: r.Int64(2)}
+		st = admin.WALStatus{Truncated: r.Int64(0) == 0, LogFrames: r.Int64(1), CopiedFrames: r.Int64(2)}
 		return nil
 	})
 	return st, err
@@ -119,7 +85,7 @@ func (db *DB) CheckpointWALStatus(ctx context.Context) (WALStatus, error) {
 
 // Vacuum rebuilds the file without its free pages (retention frees pages
 // for reuse; Vacuum gives them back to the file system). The rebuilt file
-// goes through the write-ahead log: CheckpointWALStatus after it says
+// goes through the write-ahead log: CheckpointWAL after it says
 // whether the file on disk has shrunk.
 func (db *DB) Vacuum(ctx context.Context) error {
 	return db.exclusive(ctx, "VACUUM", nil)

@@ -7,7 +7,10 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // Read-only views for operators (the CLI's state, history, threads and
@@ -21,7 +24,7 @@ type StateView struct {
 	Metadata     Metadata `json:"metadata"`
 	// Mode is the thread's channel mode, "" for a thread the thread API
 	// did not write (LangGraph's).
-	Mode Mode `json:"mode,omitempty"`
+	Mode channels.Mode `json:"mode,omitempty"`
 	// Values holds every channel with a value: the schema channels of
 	// thread-API threads rebuilt as State does, other values decoded when
 	// they are the engine's msgpack or LangGraph's "json", and shown as a
@@ -111,31 +114,6 @@ func decodeForDisplay(b codec.Blob) any {
 	return b
 }
 
-// LogEntry is one checkpoint of a thread's history, without its values.
-type LogEntry struct {
-	CheckpointID string `json:"checkpoint_id"`
-	CheckpointNS string `json:"checkpoint_ns"`
-	ParentID     string `json:"parent_id,omitempty"`
-	CreatedAt    string `json:"created_at"`
-	Step         int64  `json:"step"`
-	Source       string `json:"source"`
-	// Changed lists the channels whose version differs from the parent's.
-	Changed []string `json:"changed"`
-	// Stored lists the channels whose value this checkpoint stores;
-	// Snapshot is set when it stores a value of a delta thread.
-	Stored   []string `json:"stored"`
-	Snapshot bool     `json:"snapshot"`
-	// PendingWrites counts the writes stored under this checkpoint.
-	PendingWrites int `json:"pending_writes"`
-}
-
-// LogOptions select the entries CheckpointLog yields.
-type LogOptions struct {
-	Namespace string // "" is the root graph
-	Before    string // only checkpoints whose id sorts before this one
-	Limit     int    // 0: all
-}
-
 const (
 	sqlLogPage = `SELECT checkpoint_id, coalesce(parent_id, ''), checkpoint, metadata FROM checkpoints
 		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND (?3 = '' OR checkpoint_id < ?3) ORDER BY checkpoint_id DESC LIMIT ?4`
@@ -151,14 +129,14 @@ const (
 // facts each: parent, step, source, changed channels, stored values. It
 // never reads channel values, so it costs the same in full and delta mode;
 // each page of 100 takes four queries.
-func (db *DB) CheckpointLog(ctx context.Context, thread string, o LogOptions) iter.Seq2[LogEntry, error] {
-	return func(yield func(LogEntry, error) bool) {
+func (db *DB) CheckpointLog(ctx context.Context, thread string, o admin.LogOptions) iter.Seq2[admin.LogEntry, error] {
+	return func(yield func(admin.LogEntry, error) bool) {
 		if thread == "" {
-			yield(LogEntry{}, fmt.Errorf("%w: missing thread_id", ErrInvalidArgument))
+			yield(admin.LogEntry{}, fmt.Errorf("%w: missing thread_id", ErrInvalidArgument))
 			return
 		}
 		if o.Limit < 0 {
-			yield(LogEntry{}, fmt.Errorf("%w: negative limit %d", ErrInvalidArgument, o.Limit))
+			yield(admin.LogEntry{}, fmt.Errorf("%w: negative limit %d", ErrInvalidArgument, o.Limit))
 			return
 		}
 		before, left := o.Before, o.Limit
@@ -167,14 +145,14 @@ func (db *DB) CheckpointLog(ctx context.Context, thread string, o LogOptions) it
 			if o.Limit > 0 {
 				n = min(n, left)
 			}
-			var page []LogEntry
+			var page []admin.LogEntry
 			err := db.read(ctx, func(c *conn) error {
 				var err error
 				page, err = logPage(c, thread, o.Namespace, before, n)
 				return err
 			})
 			if err != nil {
-				yield(LogEntry{}, err)
+				yield(admin.LogEntry{}, err)
 				return
 			}
 			for _, e := range page {
@@ -195,15 +173,15 @@ func (db *DB) CheckpointLog(ctx context.Context, thread string, o LogOptions) it
 	}
 }
 
-func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
+func logPage(c *conn, thread, ns, before string, n int) ([]admin.LogEntry, error) {
 	mode, _, _, err := threadMode(c, thread)
 	if err != nil {
 		return nil, err
 	}
-	var page []LogEntry
+	var page []admin.LogEntry
 	versions := map[string]map[string]string{}
 	err = c.query(sqlLogPage, []any{thread, ns, before, n}, func(st row) error {
-		e := LogEntry{CheckpointID: st.Text(0), CheckpointNS: ns, ParentID: st.Text(1), Changed: []string{}, Stored: []string{}, Step: -1}
+		e := admin.LogEntry{CheckpointID: st.Text(0), CheckpointNS: ns, ParentID: st.Text(1), Changed: []string{}, Stored: []string{}, Step: -1}
 		var sc storedCheckpoint
 		if err := codec.Unmarshal(st.Blob(2), &sc); err != nil {
 			return fmt.Errorf("%w: checkpoint %q of thread %q: %w", undecodable(err), e.CheckpointID, thread, err)
@@ -257,7 +235,7 @@ func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
 	err = c.query(sqlLogStored, []any{thread, ns, arg}, func(st row) error {
 		i := idx[st.Text(0)]
 		page[i].Stored = append(page[i].Stored, st.Text(1))
-		page[i].Snapshot = mode == ModeDelta
+		page[i].Snapshot = mode == channels.ModeDelta
 		return nil
 	})
 	if err != nil {
@@ -268,32 +246,6 @@ func logPage(c *conn, thread, ns, before string, n int) ([]LogEntry, error) {
 		return nil
 	})
 	return page, err
-}
-
-// ThreadSummary is one thread as the operator sees it: what each surface
-// holds for it, and its thread record if it has one.
-type ThreadSummary struct {
-	ThreadID string `json:"thread_id"`
-	// Mode is the channel mode of a thread-API thread, "" otherwise.
-	Mode Mode `json:"mode,omitempty"`
-	// Checkpoints counts checkpoints in every namespace; Head is the latest
-	// root checkpoint.
-	Checkpoints int64   `json:"checkpoints"`
-	Head        string  `json:"head,omitempty"`
-	Runs        int64   `json:"runs"`
-	Events      int64   `json:"events"`
-	Record      *Thread `json:"record,omitempty"`
-}
-
-// ThreadListOptions select threads for ListThreads. With Owner, Status or
-// Metadata set, only threads with a thread record that matches are listed
-// (Threads.Search); otherwise every thread any surface knows, by id.
-type ThreadListOptions struct {
-	Owner    string // a user id; "" for any owner
-	Status   ThreadStatus
-	Metadata map[string]any
-	Limit    int // default 100, at most 1000
-	Offset   int
 }
 
 const sqlThreadSummaries = `WITH ids(thread_id) AS (
@@ -312,7 +264,7 @@ const sqlThreadRecords = `SELECT ` + threadCols + ` FROM threads WHERE thread_id
 
 // ListThreads lists threads with what each surface holds for them. It only
 // reads.
-func (db *DB) ListThreads(ctx context.Context, o ThreadListOptions) ([]ThreadSummary, error) {
+func (db *DB) ListThreads(ctx context.Context, o admin.ThreadListOptions) ([]admin.ThreadSummary, error) {
 	limit, err := pageLimit("thread list", o.Limit, 100)
 	if err != nil {
 		return nil, err
@@ -327,7 +279,7 @@ func (db *DB) ListThreads(ctx context.Context, o ThreadListOptions) ([]ThreadSum
 		if o.Owner != "" {
 			owner = User(o.Owner)
 		}
-		found, err := db.Threads().Search(ctx, owner, ThreadQuery{Metadata: o.Metadata, Status: o.Status, Limit: limit, Offset: o.Offset})
+		found, err := db.Threads().Search(ctx, owner, records.ThreadQuery{Metadata: o.Metadata, Status: o.Status, Limit: limit, Offset: o.Offset})
 		if err != nil {
 			return nil, err
 		}
@@ -337,13 +289,13 @@ func (db *DB) ListThreads(ctx context.Context, o ThreadListOptions) ([]ThreadSum
 		arg, _ := jsonArg(order)
 		only, o.Offset = arg, 0
 		if len(order) == 0 {
-			return []ThreadSummary{}, nil
+			return []admin.ThreadSummary{}, nil
 		}
 	}
-	out := []ThreadSummary{}
+	out := []admin.ThreadSummary{}
 	err = db.read(ctx, func(c *conn) error {
 		err := c.query(sqlThreadSummaries, []any{only, limit, o.Offset}, func(st row) error {
-			out = append(out, ThreadSummary{ThreadID: st.Text(0), Mode: Mode(st.Text(1)), Checkpoints: st.Int64(2),
+			out = append(out, admin.ThreadSummary{ThreadID: st.Text(0), Mode: channels.Mode(st.Text(1)), Checkpoints: st.Int64(2),
 				Head: st.Text(3), Runs: st.Int64(4), Events: st.Int64(5)})
 			return nil
 		})
@@ -375,7 +327,7 @@ func (db *DB) ListThreads(ctx context.Context, o ThreadListOptions) ([]ThreadSum
 		for i, id := range order {
 			rank[id] = i
 		}
-		slices.SortFunc(out, func(a, b ThreadSummary) int { return rank[a.ThreadID] - rank[b.ThreadID] })
+		slices.SortFunc(out, func(a, b admin.ThreadSummary) int { return rank[a.ThreadID] - rank[b.ThreadID] })
 	}
 	return out, nil
 }
@@ -385,7 +337,7 @@ const sqlThreadEvents = `SELECT ` + eventCols + ` FROM events WHERE thread_id = 
 // ThreadEvents returns up to limit events of a thread of every category,
 // in seq order, after seq afterSeq (0 for the first). limit defaults to
 // 100, at most 1000.
-func (db *DB) ThreadEvents(ctx context.Context, thread string, afterSeq int64, limit int) ([]Event, error) {
+func (db *DB) ThreadEvents(ctx context.Context, thread string, afterSeq int64, limit int) ([]records.Event, error) {
 	if thread == "" {
 		return nil, fmt.Errorf("%w: missing thread_id", ErrInvalidArgument)
 	}
@@ -393,7 +345,7 @@ func (db *DB) ThreadEvents(ctx context.Context, thread string, afterSeq int64, l
 	if err != nil {
 		return nil, err
 	}
-	out := []Event{}
+	out := []records.Event{}
 	err = db.read(ctx, func(c *conn) error {
 		return c.query(sqlThreadEvents, []any{thread, afterSeq, limit}, func(st row) error {
 			ev, err := scanEvent(st)

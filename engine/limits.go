@@ -7,61 +7,39 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-// Limits of what a call may store. Everything the engine accepts must read
-// back through every reader, and a stored value is read whole: SQLite, as
-// ncruces/go-sqlite3 builds it, gives each connection a WebAssembly heap of
-// 256 MiB, and a row of n bytes needs n of it to read and 2n to write (the
-// bound copy and the record). Beyond that heap ncruces panics ("sqlite3:
-// out of memory": a 32 MiB message did, sorted through a query with its
-// writes); the driver turns that panic into driver.ErrNoMemory, which the
-// engine returns as ErrTooLarge. The limits leave the heap room for a row
-// of MaxRowBytes next to a value of MaxValueBytes and SQLite's caches.
-//
-// Each limit is checked where the value is encoded (the only place a value
-// becomes bytes), before anything is written, and refused with ErrTooLarge
-// naming the limit and the argument. Nesting is bounded the same way by
-// codec.MaxDepth (512 levels of maps and lists, counting the engine's own
-// wrapping), refused with ErrInvalidArgument.
+// Limits of what a call may store, chosen so that everything the engine
+// accepts reads back through every reader (SQLite, as ncruces/go-sqlite3
+// builds it, reads a row whole in a 256 MiB heap per connection; the "limits"
+// row of docs/storage.md gives the reasons and measurements). Each is checked
+// where the value is encoded, before anything is written, and refused with
+// ErrTooLarge naming the limit and the argument; nesting past codec.MaxDepth
+// (512 levels) is ErrInvalidArgument.
 const (
 	// MaxValueBytes bounds one value a call stores, as msgpack: checkpoint
-	// metadata and versions, a pending write (PutWrites, or the writes a
-	// Commit step makes to one channel, its messages included), an event's
-	// content and its metadata, a store value, a thread's or a run's
+	// metadata and versions, a pending write (its messages included), an
+	// event's content and metadata, a store value, a thread's or a run's
 	// metadata and kwargs.
 	MaxValueBytes = 16 << 20
-	// MaxMessageBytes bounds a message: it is stored inside the write
-	// that carries it, so the messages of one write share MaxValueBytes.
+	// MaxMessageBytes bounds a message, which shares its write's
+	// MaxValueBytes.
 	MaxMessageBytes = MaxValueBytes
-	// MaxListBytes bounds a channel's value at one checkpoint, as
-	// msgpack before compression: the message list a Commit stores (every
-	// step in full mode, each snapshot in delta mode), a LangGraph channel
-	// value given to Put. A Commit whose list would pass it is refused;
-	// Compact the thread to go on. It is codec.MaxSize, the most any
-	// reader inflates one stored value to: a value that would inflate
-	// further (a few kilobytes of zstd can claim gigabytes) is refused
-	// with ErrTooLarge before more is allocated, and so is one whose
-	// decoded form would count more than codec.MaxCost (twice as much:
-	// 16 bytes a value plus its strings; a list of 64 MiB of nils would
-	// take a gigabyte).
+	// MaxListBytes bounds a channel's value at one checkpoint, as msgpack
+	// before compression (a Commit's message list, a channel value given to
+	// Put); Compact a thread whose list reaches it. It is codec.MaxSize, the
+	// most any reader inflates a stored value to, before allocating it.
 	MaxListBytes = codec.MaxSize
-	// MaxRowBytes bounds what one row stores, compressed or not: a
-	// channel value (at most MaxListBytes) beside a few small columns.
+	// MaxRowBytes bounds what one row stores: a channel value beside a few
+	// small columns.
 	MaxRowBytes = MaxListBytes + 1<<20
-	// MaxCallBytes bounds what one call writes in all (a store batch, an
-	// event batch, PutWrites, a Put's values, a Commit's writes and the
-	// values it stores): SQLite holds the pages of large values a
-	// transaction writes until it commits (measured: 12 values of 16 MiB
-	// commit in one transaction, 16 do not; 2 of 64 MiB do, 3 do not).
-	// Calls that write a whole file in one transaction (Import, a Batch
-	// such as package langgraph's import, ConvertFile) have no such bound:
-	// past about 150 MiB of large values they fail with ErrTooLarge and
-	// change nothing.
+	// MaxCallBytes bounds what one call writes in all (SQLite holds a
+	// transaction's large pages until it commits). Import, Batch and
+	// ConvertFile write a file in one transaction without this bound: past
+	// about 150 MiB of large values they fail with ErrTooLarge, changing
+	// nothing.
 	MaxCallBytes = 128 << 20
-	// MaxImportLineBytes bounds one line of an export that Import reads:
-	// JSON spends at most 8 bytes per msgpack byte ({"$str":"/w=="} for a
-	// 2-byte string that is not UTF-8), and a row's values take at most
-	// MaxRowBytes. Import holds one line's values in memory, never the
-	// line itself.
+	// MaxImportLineBytes bounds one line of an export that Import reads
+	// (JSON spends at most 8 bytes per msgpack byte); Import holds a line's
+	// values, never the line.
 	MaxImportLineBytes = 8 * MaxRowBytes
 )
 

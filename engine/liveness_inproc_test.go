@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // TestReconcileBusyIsTyped: a reconcile that cannot get the write lock
@@ -19,7 +21,7 @@ func TestReconcileBusyIsTyped(t *testing.T) {
 	o := DefaultOptions()
 	o.Now, o.RunLease = clk.Now, time.Second
 	a := openTest(t, path, &o)
-	mustCreate(t, a, NewRun{RunID: "r", ThreadID: "t", Status: RunRunning})
+	mustCreate(t, a, records.NewRun{RunID: "r", ThreadID: "t", Status: records.RunRunning})
 	a.Close()
 	clk.Add(time.Minute)
 
@@ -74,8 +76,8 @@ func TestLongWriteExtendsLeases(t *testing.T) {
 	o := DefaultOptions()
 	o.Now, o.RunLease = clk.Now, 4*time.Second
 	a := openTest(t, path, &o)
-	mustCreate(t, a, NewRun{RunID: "live", ThreadID: "t1", Status: RunRunning})
-	mustCreate(t, a, NewRun{RunID: "lapsed", ThreadID: "t2", Status: RunRunning})
+	mustCreate(t, a, records.NewRun{RunID: "live", ThreadID: "t1", Status: records.RunRunning})
+	mustCreate(t, a, records.NewRun{RunID: "lapsed", ThreadID: "t2", Status: records.RunRunning})
 	// lapsed's lease ran out before the long write began.
 	err := a.write(rctx, func(c *conn) error {
 		return c.exec(`UPDATE runs SET lease_until=? WHERE run_id='lapsed'`, clk.Now().Add(-time.Second).UnixMicro())
@@ -114,6 +116,6 @@ func TestLongWriteExtendsLeases(t *testing.T) {
 // readOnly opens path for checking only: no reconcile, no writes.
 func readOnly(t *testing.T, path string) *DB {
 	o := DefaultOptions()
-	o.Mode, o.ReadOnly = ModeAuto, true
+	o.Mode, o.ReadOnly = channels.ModeAuto, true
 	return openTest(t, path, &o)
 }

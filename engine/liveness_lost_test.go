@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // An owner's liveness lock can be lost while its handle lives: on
@@ -58,7 +59,7 @@ func TestLostLivenessLockIsTakenAgain(t *testing.T) {
 			if a.recs.hold == nil {
 				t.Skipf("no liveness lock on this platform (%s): leases alone decide", testBackend)
 			}
-			mustCreate(t, a, NewRun{RunID: "r1", ThreadID: "t1", Status: RunRunning})
+			mustCreate(t, a, records.NewRun{RunID: "r1", ThreadID: "t1", Status: records.RunRunning})
 			later := DefaultOptions()
 			later.ReconcileOnOpen = false
 			later.Now = func() time.Time { return time.Now().Add(3 * lease) } // the holder paused for three leases
@@ -89,14 +90,14 @@ func TestLostLivenessLockIsTakenAgain(t *testing.T) {
 				}
 			}
 			t.Logf("%d of %d rounds stole the live run", stolen, rounds)
-			if run, err := b.Runs().Get(rctx, "r1"); err != nil || run.Status != RunRunning {
+			if run, err := b.Runs().Get(rctx, "r1"); err != nil || run.Status != records.RunRunning {
 				t.Fatalf("the live run is %s (%q), %v", run.Status, run.Error, err)
 			}
-			if err := a.Runs().Complete(rctx, "r1", RunSuccess, "", RunTotals{}); err != nil {
+			if err := a.Runs().Complete(rctx, "r1", records.RunSuccess, "", records.RunTotals{}); err != nil {
 				t.Fatalf("the owner completing its run: %v", err)
 			}
 			// The control: once the owner closes, its runs are orphans.
-			mustCreate(t, a, NewRun{RunID: "r2", ThreadID: "t2", Status: RunRunning})
+			mustCreate(t, a, records.NewRun{RunID: "r2", ThreadID: "t2", Status: records.RunRunning})
 			a.Close()
 			if n, err := b.Runs().Reconcile(rctx); err != nil || n != 1 {
 				t.Fatalf("reconcile after the owner closed: %d runs, %v; want 1", n, err)

@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/ncruces/go-sqlite3/util/vfsutil"
 	"github.com/ncruces/go-sqlite3/vfs"
 )
@@ -173,7 +176,7 @@ func holderChild(arg string) error {
 		}
 	}
 	o := DefaultOptions()
-	o.Mode, o.RunLease = ModeAuto, time.Duration(leaseMS)*time.Millisecond
+	o.Mode, o.RunLease = channels.ModeAuto, time.Duration(leaseMS)*time.Millisecond
 	db, err := Open(rctx, path, &o)
 	if err != nil {
 		return err
@@ -181,7 +184,7 @@ func holderChild(arg string) error {
 	defer db.Close()
 	for i := range n {
 		id := fmt.Sprintf("%s-%d", name, i)
-		if _, err := db.Runs().Create(rctx, NewRun{RunID: id, ThreadID: id, Status: RunRunning}); err != nil {
+		if _, err := db.Runs().Create(rctx, records.NewRun{RunID: id, ThreadID: id, Status: records.RunRunning}); err != nil {
 			return err
 		}
 	}
@@ -194,7 +197,7 @@ func holderChild(arg string) error {
 	stop.Store(true)
 	for i := range n {
 		id := fmt.Sprintf("%s-%d", name, i)
-		err := db.Runs().Complete(rctx, id, RunSuccess, "", RunTotals{MessageCount: 1})
+		err := db.Runs().Complete(rctx, id, records.RunSuccess, "", records.RunTotals{MessageCount: 1})
 		if err != nil {
 			fmt.Printf("complete %s failed: %v\n", id, err)
 		} else {
@@ -215,7 +218,7 @@ func reconcilerChild(arg string) error {
 	}
 	leaseMS, _ := strconv.Atoi(f[1])
 	o := DefaultOptions()
-	o.Mode, o.RunLease = ModeAuto, time.Duration(leaseMS)*time.Millisecond
+	o.Mode, o.RunLease = channels.ModeAuto, time.Duration(leaseMS)*time.Millisecond
 	o.BusyTimeout = 2 * time.Second
 	db, err := Open(rctx, f[0], &o)
 	if err != nil {
@@ -322,22 +325,22 @@ func maintainChild(arg string) error {
 	// What the CLI's maintenance commands do: the default lease, no
 	// reconcile at open; every commit synced, so each is slow.
 	o := DefaultOptions()
-	o.Mode, o.ReconcileOnOpen, o.Synchronous = ModeAuto, false, SyncFull
+	o.Mode, o.ReconcileOnOpen, o.Synchronous = channels.ModeAuto, false, SyncFull
 	open := func() (*DB, error) { return Open(rctx, uri, &o) }
 	for _, op := range strings.Split(f[3], ",") {
 		start := time.Now()
 		var err error
 		switch op {
 		case "convert":
-			_, err = ConvertFile(rctx, uri, &o, ModeDelta, 4)
+			_, err = ConvertFile(rctx, uri, &o, channels.ModeDelta, 4)
 		case "tofull":
-			_, err = ConvertFile(rctx, uri, &o, ModeFull, 4)
+			_, err = ConvertFile(rctx, uri, &o, channels.ModeFull, 4)
 		case "todelta":
-			_, err = ConvertFile(rctx, uri, &o, ModeDelta, 4)
+			_, err = ConvertFile(rctx, uri, &o, channels.ModeDelta, 4)
 		case "import":
 			var in *os.File
 			if in, err = os.Open(dump); err == nil {
-				_, err = ImportFile(rctx, uri, in, &o, ImportOptions{})
+				_, err = ImportFile(rctx, uri, in, &o, admin.ImportOptions{})
 				in.Close()
 			}
 		case "slowimport":
@@ -346,12 +349,12 @@ func maintainChild(arg string) error {
 			var b []byte
 			if b, err = os.ReadFile(dump); err == nil {
 				in := &slowReader{b: b, chunk: 4096, delay: time.Duration(holdMS) * time.Millisecond * 4096 / time.Duration(len(b))}
-				_, err = ImportFile(rctx, path, in, &o, ImportOptions{})
+				_, err = ImportFile(rctx, path, in, &o, admin.ImportOptions{})
 			}
 		case "retain":
 			var db *DB
 			if db, err = open(); err == nil {
-				_, err = db.Retain(rctx, RetainOptions{KeepLatest: 3})
+				_, err = db.Retain(rctx, admin.RetainOptions{KeepLatest: 3})
 				db.Close()
 			}
 		case "vacuum":
@@ -396,7 +399,7 @@ func (r *slowReader) Read(p []byte) (int, error) {
 
 // liveFixture makes a file in mode with threads to convert and retain, and
 // a dump of other threads (delta, K=4, as the file is after the convert).
-func liveFixture(t *testing.T, dir string, mode Mode) (path, dump string) {
+func liveFixture(t *testing.T, dir string, mode channels.Mode) (path, dump string) {
 	t.Helper()
 	path = filepath.Join(dir, "live.db")
 	fo := DefaultOptions()
@@ -411,7 +414,7 @@ func liveFixture(t *testing.T, dir string, mode Mode) (path, dump string) {
 	db.Close()
 	src := filepath.Join(dir, "src.db")
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery = ModeDelta, 4
+	o.Mode, o.SnapshotEvery = channels.ModeDelta, 4
 	sdb := openTest(t, src, &o)
 	for i := range 2 {
 		if err := runWorkload(rctx, sdb, w, fmt.Sprintf("imported%d", i), 12, func(string, ...any) {}); err != nil {
@@ -423,7 +426,7 @@ func liveFixture(t *testing.T, dir string, mode Mode) (path, dump string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sdb.Export(rctx, out, ExportOptions{}); err != nil {
+	if _, err := sdb.Export(rctx, out, admin.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	out.Close()
@@ -489,7 +492,7 @@ func (s liveScenario) run(t *testing.T, path string) {
 	check := readOnly(t, path)
 	for time.Now().Before(deadline) {
 		run, err := check.Runs().Get(rctx, fmt.Sprintf("dead-%d", s.runs-1))
-		if err == nil && run.Status == RunError {
+		if err == nil && run.Status == records.RunError {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -524,7 +527,7 @@ func (s liveScenario) run(t *testing.T, path string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if run.Status != RunSuccess {
+			if run.Status != records.RunSuccess {
 				t.Errorf("live run %s ended %s (%q)", run.RunID, run.Status, run.Error)
 			} else {
 				live++
@@ -536,7 +539,7 @@ func (s liveScenario) run(t *testing.T, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.Status == RunError && run.Error == OrphanReason {
+		if run.Status == records.RunError && run.Error == records.OrphanReason {
 			orphaned++
 		}
 	}
@@ -576,7 +579,7 @@ func TestLiveRunsSurviveMaintenance(t *testing.T) {
 			}
 			// Full, so that convert has work; delta when it will not run,
 			// so that the dump imports.
-			mode := map[bool]Mode{false: ModeFull, true: ModeDelta}[leasesOnly]
+			mode := map[bool]channels.Mode{false: channels.ModeFull, true: channels.ModeDelta}[leasesOnly]
 			path, dump := liveFixture(t, t.TempDir(), mode)
 			liveScenario{lease: lease, holders: 2, runs: 3, leasesOnly: leasesOnly,
 				disturb: func(t *testing.T, _ []*proc) {
@@ -615,7 +618,7 @@ func TestLiveRunsSurviveStarvation(t *testing.T) {
 		t.Skip("no file locks on " + runtime.GOOS + ": a starved owner relies on its lease")
 	}
 	const lease = time.Second
-	path, _ := liveFixture(t, t.TempDir(), ModeFull)
+	path, _ := liveFixture(t, t.TempDir(), channels.ModeFull)
 	liveScenario{lease: lease, holders: 2, runs: 3, nice: true,
 		disturb: func(t *testing.T, holders []*proc) {
 			time.Sleep(3 * lease)

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // A handle that holds its liveness lock keeps its runs even when its leases
@@ -21,7 +23,7 @@ func TestLiveOwnerIsNotReconciled(t *testing.T) {
 	if a.recs.live == nil {
 		t.Skipf("no liveness lock on this platform (%s): leases alone decide", testBackend)
 	}
-	mustCreate(t, a, NewRun{RunID: "r1", ThreadID: "t1", Status: RunRunning})
+	mustCreate(t, a, records.NewRun{RunID: "r1", ThreadID: "t1", Status: records.RunRunning})
 	later := DefaultOptions()
 	later.ReconcileOnOpen = false
 	later.Now = func() time.Time { return time.Now().Add(time.Hour) } // every lease has lapsed
@@ -29,14 +31,14 @@ func TestLiveOwnerIsNotReconciled(t *testing.T) {
 	if n, err := b.Runs().Reconcile(rctx); err != nil || n != 0 {
 		t.Fatalf("reconcile while the owner lives: %d runs, %v; want 0", n, err)
 	}
-	if run, _ := b.Runs().Get(rctx, "r1"); run.Status != RunRunning {
+	if run, _ := b.Runs().Get(rctx, "r1"); run.Status != records.RunRunning {
 		t.Fatalf("a live owner's run is %s", run.Status)
 	}
 	a.Close()
 	if n, err := b.Runs().Reconcile(rctx); err != nil || n != 1 {
 		t.Fatalf("reconcile after the owner closed: %d runs, %v; want 1", n, err)
 	}
-	if run, _ := b.Runs().Get(rctx, "r1"); run.Status != RunError || run.Error != OrphanReason {
+	if run, _ := b.Runs().Get(rctx, "r1"); run.Status != records.RunError || run.Error != records.OrphanReason {
 		t.Fatalf("an orphan's run is %s (%q)", run.Status, run.Error)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // Retain keeps storage linear in the length of a thread (contract §2.5), in
@@ -20,14 +22,14 @@ import (
 // ancestors their delta channels need. The report measures the stored bytes
 // of every surface before and after, so a dry run says what it would free in
 // total; o.Progress, if not nil, is called after each thread.
-func (db *DB) Retain(ctx context.Context, o RetainOptions) (RetainReport, error) {
+func (db *DB) Retain(ctx context.Context, o admin.RetainOptions) (admin.RetainReport, error) {
 	if o.KeepLatest < 0 {
-		return RetainReport{}, fmt.Errorf("%w: KeepLatest %d is negative", ErrInvalidArgument, o.KeepLatest)
+		return admin.RetainReport{}, fmt.Errorf("%w: KeepLatest %d is negative", ErrInvalidArgument, o.KeepLatest)
 	}
-	var res RetainReport
+	var res admin.RetainReport
 	var touched []string
 	err := db.write(ctx, func(c *conn) error {
-		res = RetainReport{DryRun: o.DryRun}
+		res = admin.RetainReport{DryRun: o.DryRun}
 		threads := []string{o.ThreadID}
 		if o.ThreadID == "" {
 			var err error
@@ -54,7 +56,7 @@ func (db *DB) Retain(ctx context.Context, o RetainOptions) (RetainReport, error)
 			if r.CheckpointsKept+r.CheckpointsRemoved > 0 {
 				res.Threads++
 			}
-			res.add(r)
+			addRetained(&res, r)
 			if o.Progress != nil {
 				o.Progress(i+1, len(threads))
 			}
@@ -78,4 +80,17 @@ func (db *DB) Retain(ctx context.Context, o RetainOptions) (RetainReport, error)
 		}
 	}
 	return res, err
+}
+
+// addRetained adds o's counts to r (a thread's report to the run's).
+func addRetained(r *admin.RetainReport, o admin.RetainReport) {
+	r.CheckpointsRemoved += o.CheckpointsRemoved
+	r.CheckpointsKept += o.CheckpointsKept
+	r.SnapshotsRemoved += o.SnapshotsRemoved
+	r.SnapshotsKept += o.SnapshotsKept
+	r.WritesRemoved += o.WritesRemoved
+	r.Namespaces += o.Namespaces
+	r.CheckpointsSpared += o.CheckpointsSpared
+	r.ValuesThinned += o.ValuesThinned
+	r.BytesFreed += o.BytesFreed
 }

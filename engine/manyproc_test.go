@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // The many-process test: P processes x G goroutines share one database for
@@ -252,7 +254,7 @@ func checkMany(t testing.TB, path string, w relWork, cfg manyConfig, lines []str
 	if ps := relVerifyCheap(ctx, db, true); len(ps) > 0 {
 		return res, fmt.Errorf("the file does not verify:\n%s", strings.Join(ps, "\n"))
 	}
-	if rep, err := db.Verify(ctx, VerifyOptions{}); err != nil || !rep.OK {
+	if rep, err := db.Verify(ctx, admin.VerifyOptions{}); err != nil || !rep.OK {
 		return res, fmt.Errorf("Verify: %v %v", err, rep.Problems)
 	}
 	for th, steps := range commits {
@@ -314,8 +316,8 @@ func checkMany(t testing.TB, path string, w relWork, cfg manyConfig, lines []str
 	return res, nil
 }
 
-func relEventsAfterAll(ctx context.Context, db *DB, thread string) ([]Event, error) {
-	var all []Event
+func relEventsAfterAll(ctx context.Context, db *DB, thread string) ([]records.Event, error) {
+	var all []records.Event
 	after := int64(0)
 	for {
 		page, err := relEventsAfter(ctx, db, thread, after)
@@ -418,7 +420,7 @@ func manyShared(ctx context.Context, db *DB, thread, writer string, say func(...
 	for k := 1; ctx.Err() == nil; k++ {
 		id := fmt.Sprintf("%s-%d", writer, k)
 		if run == "" {
-			c, err := db.Runs().Create(ctx, NewRun{ThreadID: thread, Status: RunRunning})
+			c, err := db.Runs().Create(ctx, records.NewRun{ThreadID: thread, Status: records.RunRunning})
 			switch {
 			case err == nil:
 				run = c.Run.RunID
@@ -439,9 +441,9 @@ func manyShared(ctx context.Context, db *DB, thread, writer string, say func(...
 			continue
 		}
 		say("S", thread, cfg.CheckpointID, id)
-		evs, err := db.Events().PutBatch(ctx, []Event{
-			{ThreadID: thread, RunID: run, EventType: "llm.ai.response", Category: CategoryMessage, Content: id},
-			{ThreadID: thread, RunID: run, EventType: "llm.trace", Category: CategoryTrace, Content: id},
+		evs, err := db.Events().PutBatch(ctx, []records.Event{
+			{ThreadID: thread, RunID: run, EventType: "llm.ai.response", Category: records.CategoryMessage, Content: id},
+			{ThreadID: thread, RunID: run, EventType: "llm.trace", Category: records.CategoryTrace, Content: id},
 		})
 		if err != nil {
 			fail("shared events", err)
@@ -450,12 +452,12 @@ func manyShared(ctx context.Context, db *DB, thread, writer string, say func(...
 		say("Q", thread, evs[0].Seq, evs[1].Seq, id)
 		if run != "" && k%4 == 0 {
 			say("RD", thread, run, time.Now().UnixNano())
-			fail("complete shared run", db.Runs().Complete(ctx, run, RunSuccess, "", RunTotals{}))
+			fail("complete shared run", db.Runs().Complete(ctx, run, records.RunSuccess, "", records.RunTotals{}))
 			run = ""
 		}
 	}
 	if run != "" {
 		say("RD", thread, run, time.Now().UnixNano())
-		fail("complete shared run", db.Runs().Complete(context.Background(), run, RunSuccess, "", RunTotals{}))
+		fail("complete shared run", db.Runs().Complete(context.Background(), run, records.RunSuccess, "", records.RunTotals{}))
 	}
 }

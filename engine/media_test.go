@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/internal/testmedia"
 )
 
@@ -50,7 +52,7 @@ func TestReadOnlyMedia(t *testing.T) {
 	w := relWork{seed: 11}
 	make := func(name string) *DB {
 		o := DefaultOptions()
-		o.Mode, o.SnapshotEvery = ModeDelta, 4
+		o.Mode, o.SnapshotEvery = channels.ModeDelta, 4
 		db := openTest(t, filepath.Join(src, name), &o)
 		for _, th := range []string{"a", "b"} {
 			if err := runWorkload(rctx, db, w, th, 9, func(string, ...any) {}); err != nil {
@@ -64,7 +66,7 @@ func TestReadOnlyMedia(t *testing.T) {
 	}
 	exportOf := func(db *DB) []byte {
 		var b bytes.Buffer
-		if _, err := db.Export(rctx, &b, ExportOptions{}); err != nil {
+		if _, err := db.Export(rctx, &b, admin.ExportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		return b.Bytes()
@@ -97,7 +99,7 @@ func TestReadOnlyMedia(t *testing.T) {
 
 	for _, name := range []string{"closed.db", "copy.db"} {
 		o := DefaultOptions()
-		o.Mode, o.ReadOnly = ModeAuto, true
+		o.Mode, o.ReadOnly = channels.ModeAuto, true
 		db, err := Open(rctx, filepath.Join(view, name), &o)
 		if err != nil {
 			t.Errorf("%s: read-only open on %s: %v", name, kind, err)
@@ -106,7 +108,7 @@ func TestReadOnlyMedia(t *testing.T) {
 		if got := exportOf(db); !bytes.Equal(got, want[name]) {
 			t.Errorf("%s: export on %s differs from the original's (%d bytes, want %d)", name, kind, len(got), len(want[name]))
 		}
-		rep, err := db.Verify(rctx, VerifyOptions{})
+		rep, err := db.Verify(rctx, admin.VerifyOptions{})
 		if err != nil || !rep.OK || rep.Checkpoints == 0 {
 			t.Errorf("%s: verify on %s: %v %v (%d checkpoints)", name, kind, err, rep.Problems, rep.Checkpoints)
 		}
@@ -122,13 +124,13 @@ func TestReadOnlyMedia(t *testing.T) {
 	}
 
 	o := DefaultOptions()
-	o.Mode, o.ReadOnly = ModeAuto, true
+	o.Mode, o.ReadOnly = channels.ModeAuto, true
 	_, err := Open(rctx, filepath.Join(view, "noshm.db"), &o)
 	if !errors.Is(err, ErrReadOnly) || !strings.Contains(fmt.Sprint(err), "-shm") {
 		t.Errorf("a file whose log cannot be read without creating its -shm: %v, want ErrReadOnly naming the -shm", err)
 	}
 	rw := DefaultOptions()
-	rw.Mode = ModeAuto
+	rw.Mode = channels.ModeAuto
 	if _, err := Open(rctx, filepath.Join(view, "closed.db"), &rw); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("read-write open on %s: %v, want ErrReadOnly", kind, err)
 	}
@@ -222,11 +224,11 @@ func TestDiskFull(t *testing.T) {
 	mustVerify(t, db, "after the disk filled and was freed")
 }
 
-// TestCheckpointWALStatusWithReader: while another connection reads an
+// TestCheckpointWALWithReader: while another connection reads an
 // older snapshot, a WAL checkpoint cannot empty the log: it must say so
 // (Truncated false, fewer pages copied than logged) instead of reporting
 // success, and succeed once the reader is done.
-func TestCheckpointWALStatusWithReader(t *testing.T) {
+func TestCheckpointWALWithReader(t *testing.T) {
 	sqliteOnly(t, "SQLite's WAL checkpoint")
 	path := filepath.Join(t.TempDir(), "wal.db")
 	o := DefaultOptions()
@@ -253,7 +255,7 @@ func TestCheckpointWALStatusWithReader(t *testing.T) {
 	if err := a.Vacuum(rctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := a.CheckpointWALStatus(rctx)
+	st, err := a.CheckpointWAL(rctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +264,7 @@ func TestCheckpointWALStatusWithReader(t *testing.T) {
 	}
 	close(done)
 	time.Sleep(50 * time.Millisecond)
-	if st, err := a.CheckpointWALStatus(rctx); err != nil || !st.Truncated {
+	if st, err := a.CheckpointWAL(rctx); err != nil || !st.Truncated {
 		t.Fatalf("checkpoint once the reader is done: %+v %v, want truncated", st, err)
 	}
 }

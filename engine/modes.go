@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine/internal/driver"
 )
 
@@ -27,10 +28,10 @@ func metaGet(c *conn, key string) (string, bool, error) {
 
 // fileMode reads the mode and K the file records; found is false for a file
 // that never recorded one.
-func fileMode(c *conn) (mode Mode, every int, found bool, err error) {
+func fileMode(c *conn) (mode channels.Mode, every int, found bool, err error) {
 	var m string
 	m, found, err = metaGet(c, metaMode)
-	mode = Mode(m)
+	mode = channels.Mode(m)
 	if err != nil || !found {
 		return "", 0, false, err
 	}
@@ -39,7 +40,7 @@ func fileMode(c *conn) (mode Mode, every int, found bool, err error) {
 		return "", 0, false, err
 	}
 	every, err = strconv.Atoi(s)
-	if err != nil || (mode != ModeFull && mode != ModeDelta) {
+	if err != nil || (mode != channels.ModeFull && mode != channels.ModeDelta) {
 		return "", 0, false, fmt.Errorf("%w: the file records channel mode %q with K %q", ErrCorrupt, mode, s)
 	}
 	return mode, every, true, nil
@@ -54,15 +55,15 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 	if err != nil {
 		return openErr(db.path, wrapErr(ctx, err))
 	}
-	if db.opts.Mode == ModeAuto {
-		db.opts.Mode, db.opts.SnapshotEvery = ModeFull, DefaultOptions().SnapshotEvery
+	if db.opts.Mode == channels.ModeAuto {
+		db.opts.Mode, db.opts.SnapshotEvery = channels.ModeFull, DefaultOptions().SnapshotEvery
 		if found {
 			db.opts.Mode, db.opts.SnapshotEvery = mode, every
 			return nil
 		}
 	}
 	if found {
-		if mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery) {
+		if mode != db.opts.Mode || (mode == channels.ModeDelta && every != db.opts.SnapshotEvery) {
 			return modeMismatch("open", db.path, "", mode, every, db.opts.Mode, db.opts.SnapshotEvery)
 		}
 		return nil
@@ -80,7 +81,7 @@ func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 		}
 		// Another process may have recorded a mode since we looked.
 		mode, every, found, err := fileMode(w)
-		if err == nil && found && (mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery)) {
+		if err == nil && found && (mode != db.opts.Mode || (mode == channels.ModeDelta && every != db.opts.SnapshotEvery)) {
 			mm := modeMismatch("open", db.path, "", mode, every, db.opts.Mode, db.opts.SnapshotEvery)
 			mm.Race = true
 			err = mm
@@ -107,7 +108,7 @@ func (db *DB) checkFileModeNow(c *conn) error {
 	if err != nil || !found {
 		return err
 	}
-	if mode != db.opts.Mode || (mode == ModeDelta && every != db.opts.SnapshotEvery) {
+	if mode != db.opts.Mode || (mode == channels.ModeDelta && every != db.opts.SnapshotEvery) {
 		return modeMismatch("converted", db.path, "", mode, every, db.opts.Mode, db.opts.SnapshotEvery)
 	}
 	return nil
@@ -117,15 +118,15 @@ func (db *DB) checkFileModeNow(c *conn) error {
 // empty.
 const fileModeLock = ""
 
-func setFileMode(c *conn, mode Mode, every int) error {
+func setFileMode(c *conn, mode channels.Mode, every int) error {
 	if err := c.exec(sqlMetaSet, metaMode, mode); err != nil {
 		return err
 	}
 	return c.exec(sqlMetaSet, metaEvery, strconv.Itoa(every))
 }
 
-func describeMode(mode Mode, every int) string {
-	if mode == ModeDelta {
+func describeMode(mode channels.Mode, every int) string {
+	if mode == channels.ModeDelta {
 		return fmt.Sprintf("delta mode with K=%d", every)
 	}
 	return "full mode"
@@ -133,9 +134,9 @@ func describeMode(mode Mode, every int) string {
 
 // threadMode is the mode a thread was written in; found is false for a
 // thread the thread API never wrote (LangGraph threads, new threads).
-func threadMode(c *conn, thread string) (mode Mode, every int, found bool, err error) {
+func threadMode(c *conn, thread string) (mode channels.Mode, every int, found bool, err error) {
 	found, err = c.queryRow(sqlThreadMode, []any{thread}, func(st row) error {
-		mode, every = Mode(st.Text(0)), int(st.Int64(1))
+		mode, every = channels.Mode(st.Text(0)), int(st.Int64(1))
 		return nil
 	})
 	return mode, every, found, err
@@ -149,10 +150,10 @@ func (db *DB) checkThreadMode(c *conn, thread string, writing bool) error {
 	if err != nil || !found {
 		return err
 	}
-	if mode == db.opts.Mode && (mode == ModeFull || every == db.opts.SnapshotEvery || !writing) {
+	if mode == db.opts.Mode && (mode == channels.ModeFull || every == db.opts.SnapshotEvery || !writing) {
 		return nil
 	}
-	if !writing && mode == ModeFull {
+	if !writing && mode == channels.ModeFull {
 		return nil // a delta handle reads full threads: their stored values seed every walk
 	}
 	// A file converted by another handle since this one opened rewrote its

@@ -5,20 +5,8 @@ import (
 	"os"
 	"strconv"
 	"time"
-)
 
-// Mode is how a thread stores its message channels (docs/contract.md §2.2).
-type Mode string
-
-// Channel modes.
-const (
-	// ModeFull stores the whole message list in every checkpoint that changes it.
-	ModeFull Mode = "full"
-	// ModeDelta stores each step's messages once and a snapshot every K updates.
-	ModeDelta Mode = "delta"
-	// ModeAuto adopts the mode and K the file records (full for a new file):
-	// for tools that read files written by others.
-	ModeAuto Mode = "auto"
+	"github.com/agentstate/agentstate/channels"
 )
 
 // Memory is the path that opens a fresh private in-memory database.
@@ -71,7 +59,7 @@ type Options struct {
 	// It is frozen for the handle's life; an explicit ModeFull or ModeDelta
 	// must match what the file records (ErrModeMismatch otherwise; see
 	// ConvertFile). After Open, Options reports the mode resolved.
-	Mode Mode
+	Mode channels.Mode
 	// SnapshotEvery is K, the delta snapshot cadence with ModeDelta (with
 	// ModeAuto the file's K, or 10 for a new file). Default 10; must be >= 1.
 	SnapshotEvery int
@@ -135,7 +123,7 @@ func DefaultOptions() Options {
 		Synchronous:       SyncNormal,
 		BusyTimeout:       30 * time.Second,
 		ReadConns:         4,
-		Mode:              ModeAuto,
+		Mode:              channels.ModeAuto,
 		SnapshotEvery:     10,
 		HistoryCacheBytes: 64 << 20,
 		AutoRetain:        true,
@@ -168,8 +156,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: ReadConns %d is outside 1..64", ErrInvalidOption, o.ReadConns)
 	case o.WriteConns < 0 || o.WriteConns > 64:
 		return fmt.Errorf("%w: WriteConns %d is outside 0..64", ErrInvalidOption, o.WriteConns)
-	case o.Mode != ModeFull && o.Mode != ModeDelta && o.Mode != ModeAuto:
-		return fmt.Errorf("%w: Mode %q is not %q, %q or %q", ErrInvalidOption, o.Mode, ModeFull, ModeDelta, ModeAuto)
+	case o.Mode != channels.ModeFull && o.Mode != channels.ModeDelta && o.Mode != channels.ModeAuto:
+		return fmt.Errorf("%w: Mode %q is not %q, %q or %q", ErrInvalidOption, o.Mode, channels.ModeFull, channels.ModeDelta, channels.ModeAuto)
 	case o.SnapshotEvery < 1:
 		return fmt.Errorf("%w: SnapshotEvery %d must be >= 1", ErrInvalidOption, o.SnapshotEvery)
 	case o.HistoryCacheBytes < 0:

@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // A PostgreSQL server that stops answering (SIGSTOP: a hung host, a
@@ -40,7 +43,7 @@ func TestPGStoppedServerNeverHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	mustCreate(t, db, NewRun{RunID: "r1", ThreadID: "t1", Status: RunRunning})
+	mustCreate(t, db, records.NewRun{RunID: "r1", ThreadID: "t1", Status: records.RunRunning})
 	if err := db.Store().Put(rctx, []string{"ns"}, "k", map[string]any{"v": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +72,7 @@ func TestPGStoppedServerNeverHangs(t *testing.T) {
 	}{
 		{"Runs.Get", func(ctx context.Context) error { _, err := db.Runs().Get(ctx, "r1"); return err }},
 		{"Runs.Create", func(ctx context.Context) error {
-			_, err := db.Runs().Create(ctx, NewRun{RunID: "r2", ThreadID: "t2", Status: RunRunning})
+			_, err := db.Runs().Create(ctx, records.NewRun{RunID: "r2", ThreadID: "t2", Status: records.RunRunning})
 			return err
 		}},
 		{"Store.Put", func(ctx context.Context) error {
@@ -77,12 +80,12 @@ func TestPGStoppedServerNeverHangs(t *testing.T) {
 		}},
 		{"Store.Get", func(ctx context.Context) error { _, err := db.Store().Get(ctx, []string{"ns"}, "k"); return err }},
 		{"Events.Put", func(ctx context.Context) error {
-			_, err := db.Events().Put(ctx, Event{ThreadID: "t1", EventType: "x", Category: CategoryTrace})
+			_, err := db.Events().Put(ctx, records.Event{ThreadID: "t1", EventType: "x", Category: records.CategoryTrace})
 			return err
 		}},
 		{"Info", func(ctx context.Context) error { _, err := db.Info(ctx); return err }},
 		{"Reconcile", func(ctx context.Context) error { _, err := db.Runs().Reconcile(ctx); return err }},
-		{"Verify", func(ctx context.Context) error { _, err := db.Verify(ctx, VerifyOptions{}); return err }},
+		{"Verify", func(ctx context.Context) error { _, err := db.Verify(ctx, admin.VerifyOptions{}); return err }},
 	}
 	var worst time.Duration
 	for _, c := range calls {

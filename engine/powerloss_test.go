@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine/internal/faultvfs"
 	"github.com/ncruces/go-sqlite3/vfs"
 )
@@ -115,8 +116,8 @@ func TestPowerLoss(t *testing.T) {
 	for i := range trials {
 		o := DefaultOptions()
 		o.Synchronous = []string{SyncNormal, SyncFull}[i%2]
-		o.Mode = []Mode{ModeFull, ModeDelta}[i/2%2]
-		o.SnapshotEvery, o.AutoRetain = 4, o.Mode == ModeDelta
+		o.Mode = []channels.Mode{channels.ModeFull, channels.ModeDelta}[i/2%2]
+		o.SnapshotEvery, o.AutoRetain = 4, o.Mode == channels.ModeDelta
 		o.ReconcileOnOpen = false
 		p := &powerTrial{path: filepath.Join(t.TempDir(), "p.db"), opts: o, loss: faultvfs.Loss(i / 4 % 2)}
 		name := fmt.Sprintf("trial %d (%s, %s, loss %d)", i, o.Synchronous, o.Mode, p.loss)
@@ -211,7 +212,7 @@ func TestSynchronousPromises(t *testing.T) {
 					t.Fatal(err)
 				}
 				if n == 4 {
-					if err := db.CheckpointWAL(ctx); err != nil {
+					if _, err := db.CheckpointWAL(ctx); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -121,7 +122,7 @@ func TestEventSeqTwoProcesses(t *testing.T) {
 	runChildren(t, eventsChildEnv, args, "events child done")
 	db := openTest(t, path, nil)
 	switches, prev := 0, ""
-	checkSeqs(t, db, "shared", eventsProcs*eventsGoroutine*eventsEach, func(ev Event) (string, int64) {
+	checkSeqs(t, db, "shared", eventsProcs*eventsGoroutine*eventsEach, func(ev records.Event) (string, int64) {
 		if ev.RunID != prev {
 			switches, prev = switches+1, ev.RunID
 		}

@@ -62,13 +62,16 @@ func readmeBlocks(t *testing.T, path string) []readmeBlock {
 
 // readmePackages are the imports the README names for its Go blocks.
 var readmePackages = map[string]string{
-	"context": "context",
-	"errors":  "errors",
-	"fmt":     "fmt",
-	"log":     "log",
-	"time":    "time",
-	"engine":  "github.com/agentstate/agentstate/engine",
-	"codec":   "github.com/agentstate/agentstate/codec",
+	"context":  "context",
+	"errors":   "errors",
+	"fmt":      "fmt",
+	"log":      "log",
+	"time":     "time",
+	"engine":   "github.com/agentstate/agentstate/engine",
+	"codec":    "github.com/agentstate/agentstate/codec",
+	"channels": "github.com/agentstate/agentstate/channels",
+	"records":  "github.com/agentstate/agentstate/engine/records",
+	"admin":    "github.com/agentstate/agentstate/engine/admin",
 }
 
 // readmeProgram is a section's go blocks, in order and as printed, as the

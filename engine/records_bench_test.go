@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // Benchmarks of the record surfaces. Fixtures are built in one transaction
@@ -82,7 +83,7 @@ func BenchmarkStoreSearchFilter(b *testing.B) {
 						prefix = ns[:1] // "bench" holds bench.items and bench.other
 					}
 					for b.Loop() {
-						items, err := db.Store().Search(rctx, SearchOp{Prefix: prefix, Filter: f.filter, Limit: 100, Refresh: RefreshOff})
+						items, err := db.Store().Search(rctx, records.SearchOp{Prefix: prefix, Filter: f.filter, Limit: 100, Refresh: records.RefreshOff})
 						if err != nil || len(items) != f.want {
 							b.Fatalf("%d items, err %v", len(items), err)
 						}
@@ -129,7 +130,7 @@ func BenchmarkStoreSearch(b *testing.B) {
 	}{{"nofilter", nil}, {"filter1pct", map[string]any{"group": 7}}} {
 		b.Run(f.name, func(b *testing.B) {
 			for b.Loop() {
-				items, err := db.Store().Search(rctx, SearchOp{Prefix: ns, Filter: f.filter, Limit: 100})
+				items, err := db.Store().Search(rctx, records.SearchOp{Prefix: ns, Filter: f.filter, Limit: 100})
 				if err != nil || len(items) != 100 {
 					b.Fatalf("%d items, %v", len(items), err)
 				}
@@ -138,8 +139,8 @@ func BenchmarkStoreSearch(b *testing.B) {
 	}
 }
 
-func benchEvent(i int) Event {
-	return Event{ThreadID: "bench", RunID: "run-1", EventType: "llm.ai.response", Category: CategoryMessage,
+func benchEvent(i int) records.Event {
+	return records.Event{ThreadID: "bench", RunID: "run-1", EventType: "llm.ai.response", Category: records.CategoryMessage,
 		Content:  map[string]any{"type": "ai", "content": fmt.Sprintf("answer %d: %s", i, strings.Repeat("words ", 30))},
 		Metadata: map[string]any{"task_id": "task-1"}}
 }
@@ -156,7 +157,7 @@ func BenchmarkEventPut(b *testing.B) {
 		}
 	})
 	b.Run("batch20", func(b *testing.B) {
-		batch := make([]Event, 20)
+		batch := make([]records.Event, 20)
 		for i := range batch {
 			batch[i] = benchEvent(i)
 		}
@@ -178,9 +179,9 @@ func messagesFixture(b *testing.B, n int) *DB {
 	md, _ := codec.Marshal(map[string]any{"task_id": "task-1"})
 	err := db.write(rctx, func(c *conn) error {
 		for seq := 1; seq <= n; seq++ {
-			cat, typ, content := CategoryMessage, "llm.ai.response", msgContent
+			cat, typ, content := records.CategoryMessage, "llm.ai.response", msgContent
 			if seq%2 == 0 {
-				cat, typ, content = CategoryTrace, "llm.trace", trace
+				cat, typ, content = records.CategoryTrace, "llm.trace", trace
 			}
 			run := fmt.Sprintf("run-%d", seq/100)
 			if err := c.exec(sqlEventInsert, "big", seq, run, typ, cat, content, md, "task-1", now); err != nil {
@@ -201,11 +202,11 @@ func BenchmarkListMessages(b *testing.B) {
 	db := messagesFixture(b, 100_000)
 	for _, q := range []struct {
 		name string
-		q    MessageQuery
+		q    records.MessageQuery
 	}{
-		{"latest", MessageQuery{Limit: 50}},
-		{"before_mid", MessageQuery{Limit: 50, BeforeSeq: new(int64(50_001))}},
-		{"after_start", MessageQuery{Limit: 50, AfterSeq: new(int64(0))}},
+		{"latest", records.MessageQuery{Limit: 50}},
+		{"before_mid", records.MessageQuery{Limit: 50, BeforeSeq: new(int64(50_001))}},
+		{"after_start", records.MessageQuery{Limit: 50, AfterSeq: new(int64(0))}},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			for b.Loop() {
@@ -223,7 +224,7 @@ func BenchmarkListMessages(b *testing.B) {
 func BenchmarkTokenUsage(b *testing.B) {
 	db, clk := openRec(b, nil)
 	now := clk.Now().UnixMicro()
-	byModel, _ := codec.Marshal(map[string]ModelTokens{"gpt-x": {100, 50, 150}, "mini": {10, 5, 15}})
+	byModel, _ := codec.Marshal(map[string]records.ModelTokens{"gpt-x": {Input: 100, Output: 50, Total: 150}, "mini": {Input: 10, Output: 5, Total: 15}})
 	err := db.write(rctx, func(c *conn) error {
 		for i := range 1000 {
 			var bm any = byModel

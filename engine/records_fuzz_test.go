@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -144,7 +145,7 @@ func FuzzEventTraceCut(f *testing.F) {
 		if utf8.ValidString(s) && !utf8.ValidString(out) {
 			t.Fatalf("cut %q inside a rune: %q", s, out)
 		}
-		if cut := len(s) > limit; cut != (md[MetaContentTruncated] == true) {
+		if cut := len(s) > limit; cut != (md[records.MetaContentTruncated] == true) {
 			t.Fatalf("cut %v but metadata %v", cut, md)
 		}
 	})
@@ -155,7 +156,7 @@ func FuzzEventTraceCut(f *testing.F) {
 // anything else the reader returns an error or a result, never a panic.
 func FuzzModelTokens(f *testing.F) {
 	for _, v := range []any{
-		map[string]ModelTokens{"gpt-x": {100, 50, 150}, "mini": {1, 2, 3}},
+		map[string]records.ModelTokens{"gpt-x": {Input: 100, Output: 50, Total: 150}, "mini": {Input: 1, Output: 2, Total: 3}},
 		map[string]any{"m": map[string]any{"input": 1, "extra": "skip me", "total": 70000}},
 		map[string]any{},
 		[]any{1},
@@ -165,14 +166,14 @@ func FuzzModelTokens(f *testing.F) {
 	}
 	f.Add([]byte{0x01, 0x81, 0xa1, 'm', 0x81, 0xa5, 't', 'o', 't', 'a', 'l', 0xcb})
 	f.Fuzz(func(t *testing.T, stored []byte) {
-		got := map[string]ModelTokens{}
+		got := map[string]records.ModelTokens{}
 		err := mpModelTokens(stored, got)
-		var want map[string]ModelTokens
+		var want map[string]records.ModelTokens
 		if codec.Unmarshal(stored, &want) != nil || err != nil {
 			return // shapes the codec refuses (or we refuse) prove nothing here
 		}
 		if want == nil {
-			want = map[string]ModelTokens{}
+			want = map[string]records.ModelTokens{}
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("direct reader vs codec (-codec +reader):\n%s", diff)

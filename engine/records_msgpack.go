@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // A small reader for stored msgpack values. Filters (store search, thread
@@ -192,7 +193,7 @@ func mpBody(stored []byte) ([]byte, error) {
 // envelope + msgpack map of model -> {input, output, total}) into dst. It reads the bytes directly: aggregating a
 // thread's runs decodes one such map per run, and the reflective decoder
 // was half the cost. Unknown fields are skipped; anything else is an error.
-func mpModelTokens(stored []byte, dst map[string]ModelTokens) error {
+func mpModelTokens(stored []byte, dst map[string]records.ModelTokens) error {
 	body, err := mpBody(stored)
 	if err != nil {
 		return err
@@ -210,7 +211,7 @@ func mpModelTokens(stored []byte, dst map[string]ModelTokens) error {
 		if pos, fields, err = mpMapAt(body, pos); err != nil {
 			return err
 		}
-		var t ModelTokens
+		var t records.ModelTokens
 		for range fields {
 			var name string
 			if name, pos, err = mpStrAt(body, pos); err != nil {

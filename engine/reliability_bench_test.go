@@ -51,7 +51,7 @@ func BenchmarkPageChecksums(b *testing.B) {
 				}
 				cfgs = append(cfgs, cfg)
 			}
-			if err := db.CheckpointWAL(context.Background()); err != nil {
+			if _, err := db.CheckpointWAL(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -196,10 +198,10 @@ func FuzzCheckpointCalls(f *testing.F) {
 		checkRefusal(t, "DeltaChannelHistory", err)
 		refused(t, db, "CopyThread", func() error { return db.CopyThread(ctx, thread, val) })
 		refused(t, db, "Prune", func() error {
-			_, err := db.Prune(ctx, []string{val}, PruneStrategy(key))
+			_, err := db.Prune(ctx, []string{val}, admin.PruneStrategy(key))
 			return err
 		})
-		refused(t, db, "DeleteForRuns", func() error { return db.DeleteForRuns(ctx, []string{val, key}) })
+		refused(t, db, "DeleteForRuns", func() error { return db.DeleteForRuns(ctx, []string{val, key}, admin.DeleteRunsOptions{}) })
 	})
 }
 
@@ -254,31 +256,31 @@ func FuzzThreadCalls(f *testing.F) {
 			return err
 		})
 		refused(t, db, "Threads.Create", func() error {
-			_, err := db.Threads().Create(ctx, User(task), NewThread{ThreadID: thread, DisplayName: content, Metadata: map[string]any{key: val}})
+			_, err := db.Threads().Create(ctx, User(task), records.NewThread{ThreadID: thread, DisplayName: content, Metadata: map[string]any{key: val}})
 			return err
 		})
-		_, err = db.Threads().Search(ctx, User(task), ThreadQuery{Metadata: map[string]any{key: val}, Status: ThreadStatus(content)})
+		_, err = db.Threads().Search(ctx, User(task), records.ThreadQuery{Metadata: map[string]any{key: val}, Status: records.ThreadStatus(content)})
 		checkRefusal(t, "Threads.Search", err)
 		refused(t, db, "Threads.MergeMetadata", func() error {
 			return db.Threads().MergeMetadata(ctx, User(task), thread, map[string]any{key: val}, true)
 		})
 		refused(t, db, "Events.Put", func() error {
-			_, err := db.Events().Put(ctx, Event{ThreadID: thread, RunID: val, EventType: key, Category: channel, Content: content, Metadata: map[string]any{key: val}})
+			_, err := db.Events().Put(ctx, records.Event{ThreadID: thread, RunID: val, EventType: key, Category: channel, Content: content, Metadata: map[string]any{key: val}})
 			return err
 		})
-		_, err = db.Events().ListRunEvents(ctx, thread, val, RunEventQuery{Types: []string{key}, TaskID: task})
+		_, err = db.Events().ListRunEvents(ctx, thread, val, records.RunEventQuery{Types: []string{key}, TaskID: task})
 		checkRefusal(t, "Events.ListRunEvents", err)
 		refused(t, db, "Runs.Create", func() error {
-			_, err := db.Runs().Create(ctx, NewRun{ThreadID: thread, RunID: msgID, ModelName: content, Metadata: map[string]any{key: val}, IdempotencyKey: task})
+			_, err := db.Runs().Create(ctx, records.NewRun{ThreadID: thread, RunID: msgID, ModelName: content, Metadata: map[string]any{key: val}, IdempotencyKey: task})
 			return err
 		})
-		refused(t, db, "Runs.SetStatus", func() error { return db.Runs().SetStatus(ctx, msgID, RunStatus(key), content) })
+		refused(t, db, "Runs.SetStatus", func() error { return db.Runs().SetStatus(ctx, msgID, records.RunStatus(key), content) })
 		refused(t, db, "Store.Put", func() error {
 			return db.Store().Put(ctx, []string{thread, task}, key, map[string]any{key: val})
 		})
-		_, err = db.Store().Search(ctx, SearchOp{Prefix: []string{thread}, Filter: map[string]any{key: val}})
+		_, err = db.Store().Search(ctx, records.SearchOp{Prefix: []string{thread}, Filter: map[string]any{key: val}})
 		checkRefusal(t, "Store.Search", err)
-		_, err = db.Store().ListNamespaces(ctx, ListNamespacesOp{Prefix: []string{thread, "*"}, Suffix: []string{task}})
+		_, err = db.Store().ListNamespaces(ctx, records.ListNamespacesOp{Prefix: []string{thread, "*"}, Suffix: []string{task}})
 		checkRefusal(t, "Store.ListNamespaces", err)
 	})
 }
@@ -347,11 +349,11 @@ func FuzzStoredBytes(f *testing.F) {
 		check("Runs.TokenUsage", err)
 		_, err = db.Threads().Get(ctx, AnyOwner, th)
 		check("Threads.Get", err)
-		_, err = db.Store().Search(ctx, SearchOp{Prefix: []string{"ns", th}, Filter: map[string]any{"a": int64(1)}})
+		_, err = db.Store().Search(ctx, records.SearchOp{Prefix: []string{"ns", th}, Filter: map[string]any{"a": int64(1)}})
 		check("Store.Search", err)
-		_, err = db.Retain(ctx, RetainOptions{ThreadID: th, KeepLatest: 1})
+		_, err = db.Retain(ctx, admin.RetainOptions{ThreadID: th, KeepLatest: 1})
 		check("Retain", err)
-		if _, err := db.Verify(ctx, VerifyOptions{ThreadID: th}); err != nil {
+		if _, err := db.Verify(ctx, admin.VerifyOptions{ThreadID: th}); err != nil {
 			t.Fatalf("Verify of planted bytes: %v", err)
 		}
 	})

@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -159,11 +161,11 @@ func (m *relModel) next() []codec.Message {
 }
 
 // events are the two events step n emits.
-func (w relWork) events(thread string, n int, runID string) []Event {
-	return []Event{
-		{ThreadID: thread, RunID: runID, EventType: "llm.ai.response", Category: CategoryMessage,
+func (w relWork) events(thread string, n int, runID string) []records.Event {
+	return []records.Event{
+		{ThreadID: thread, RunID: runID, EventType: "llm.ai.response", Category: records.CategoryMessage,
 			Content: fmt.Sprintf("answer %d", n), Metadata: map[string]any{"n": int64(n), "i": int64(0)}},
-		{ThreadID: thread, RunID: runID, EventType: "llm.trace", Category: CategoryTrace,
+		{ThreadID: thread, RunID: runID, EventType: "llm.trace", Category: records.CategoryTrace,
 			Content: map[string]any{"step": int64(n), "tokens": int64(len(w.answer(thread, n)))}, Metadata: map[string]any{"n": int64(n), "i": int64(1)}},
 	}
 }
@@ -300,7 +302,7 @@ func checkStepWrites(w relWork, thread string, k int, got []PendingWrite) error 
 // gap and no repeat, batch k at seqs 2k-1 and 2k holding step k's events.
 // It returns E, the last step with events.
 func checkWorkEvents(ctx context.Context, db *DB, w relWork, thread string) (int, error) {
-	var all []Event
+	var all []records.Event
 	after := int64(0)
 	for {
 		page, err := relEventsAfter(ctx, db, thread, after)
@@ -332,7 +334,7 @@ func checkWorkEvents(ctx context.Context, db *DB, w relWork, thread string) (int
 
 // relEventsAfter is a page of every event of a thread after a seq,
 // whatever its run or category, read straight from the table.
-func relEventsAfter(ctx context.Context, db *DB, thread string, after int64) ([]Event, error) {
+func relEventsAfter(ctx context.Context, db *DB, thread string, after int64) ([]records.Event, error) {
 	return db.Events().list(ctx, `SELECT `+eventCols+` FROM events WHERE thread_id=? AND seq > ? ORDER BY seq LIMIT ?`,
 		[]any{thread, after, maxPage}, maxPage)
 }
@@ -395,7 +397,7 @@ func relVerifyCheap(ctx context.Context, db *DB, cheap bool) []string {
 	if cheap {
 		return problems
 	}
-	rep, err := db.Verify(ctx, VerifyOptions{})
+	rep, err := db.Verify(ctx, admin.VerifyOptions{})
 	if err != nil {
 		return append(problems, fmt.Sprintf("Verify: %v", err))
 	}
@@ -445,7 +447,7 @@ func runWorkload(ctx context.Context, db *DB, w relWork, thread string, maxSteps
 		return fmt.Errorf("head: %w", err)
 	}
 	evs := 0
-	if last, err := db.Events().ListMessages(ctx, thread, MessageQuery{Limit: 1}); err != nil {
+	if last, err := db.Events().ListMessages(ctx, thread, records.MessageQuery{Limit: 1}); err != nil {
 		return fmt.Errorf("last event: %w", err)
 	} else if len(last) == 1 {
 		evs = relN(last[0].Metadata)
@@ -453,7 +455,7 @@ func runWorkload(ctx context.Context, db *DB, w relWork, thread string, maxSteps
 	report("READY", head, evs)
 	runs := db.Runs()
 	newRun := func() (string, error) {
-		c, err := runs.Create(ctx, NewRun{ThreadID: thread, Status: RunRunning, MultitaskStrategy: StrategyInterrupt})
+		c, err := runs.Create(ctx, records.NewRun{ThreadID: thread, Status: records.RunRunning, MultitaskStrategy: records.StrategyInterrupt})
 		if err != nil {
 			return "", fmt.Errorf("create run: %w", err)
 		}
@@ -487,7 +489,7 @@ func runWorkload(ctx context.Context, db *DB, w relWork, thread string, maxSteps
 			return err
 		}
 		if n%5 == 0 {
-			if err := runs.Complete(ctx, run, RunSuccess, "", RunTotals{TotalTokens: int64(n), MessageCount: 10}); err != nil {
+			if err := runs.Complete(ctx, run, records.RunSuccess, "", records.RunTotals{TotalTokens: int64(n), MessageCount: 10}); err != nil {
 				return fmt.Errorf("complete run: %w", err)
 			}
 			report("D", run, n)
@@ -496,13 +498,13 @@ func runWorkload(ctx context.Context, db *DB, w relWork, thread string, maxSteps
 			}
 		}
 		if n%11 == 0 {
-			if err := db.CheckpointWAL(ctx); err != nil {
+			if _, err := db.CheckpointWAL(ctx); err != nil {
 				return fmt.Errorf("wal checkpoint: %w", err)
 			}
 			report("W", n)
 		}
 	}
-	if err := runs.Complete(ctx, run, RunSuccess, "", RunTotals{}); err != nil {
+	if err := runs.Complete(ctx, run, records.RunSuccess, "", records.RunTotals{}); err != nil {
 		return fmt.Errorf("complete run: %w", err)
 	}
 	return nil

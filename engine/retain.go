@@ -9,67 +9,10 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
-
-// RetainOptions select what Retain removes. With the zero value it only
-// thins the delta snapshots of every thread, which never removes a
-// checkpoint.
-type RetainOptions struct {
-	// ThreadID limits retention to one thread; empty means every thread.
-	ThreadID string
-	// KeepLatest, when above 0, keeps only the newest KeepLatest checkpoints
-	// of each namespace (and what they need to be rebuilt) and removes the
-	// older ones.
-	KeepLatest int
-	// DropBranches removes every checkpoint that is not an ancestor of the
-	// namespace's head (abandoned forks), with the writes only they sealed.
-	DropBranches bool
-	// DryRun computes and reports what would go without changing the file.
-	DryRun bool
-	// Progress, if not nil, is called after each thread with the number of
-	// threads done and the total.
-	Progress func(done, total int)
-}
-
-// RetainReport says what a retention run removed and kept.
-type RetainReport struct {
-	Threads            int `json:"threads"`
-	CheckpointsRemoved int `json:"checkpoints_removed"`
-	CheckpointsKept    int `json:"checkpoints_kept"`
-	SnapshotsRemoved   int `json:"snapshots_removed"`
-	SnapshotsKept      int `json:"snapshots_kept"`
-	WritesRemoved      int `json:"writes_removed"`
-	// Namespaces counts the checkpoint namespaces of the threads retained
-	// (KeepLatest applies to each).
-	Namespaces int `json:"namespaces"`
-	// CheckpointsSpared counts checkpoints that KeepLatest or DropBranches
-	// would remove but that stay because a kept checkpoint needs them to be
-	// rebuilt (included in CheckpointsKept).
-	CheckpointsSpared int `json:"checkpoints_spared"`
-	// ValuesThinned counts whole values of the checkpoint protocol turned
-	// into version deltas (thinValues).
-	ValuesThinned int   `json:"values_thinned"`
-	BytesFreed    int64 `json:"bytes_freed"`
-	DryRun        bool  `json:"dry_run"`
-	// The stored bytes of every surface before and after (checkpoints and
-	// writes included, not only snapshots).
-	DataBytesBefore int64 `json:"data_bytes_before"`
-	DataBytesAfter  int64 `json:"data_bytes_after"`
-	DataBytesFreed  int64 `json:"data_bytes_freed"`
-}
-
-func (r *RetainReport) add(o RetainReport) {
-	r.CheckpointsRemoved += o.CheckpointsRemoved
-	r.CheckpointsKept += o.CheckpointsKept
-	r.SnapshotsRemoved += o.SnapshotsRemoved
-	r.SnapshotsKept += o.SnapshotsKept
-	r.WritesRemoved += o.WritesRemoved
-	r.Namespaces += o.Namespaces
-	r.CheckpointsSpared += o.CheckpointsSpared
-	r.ValuesThinned += o.ValuesThinned
-	r.BytesFreed += o.BytesFreed
-}
 
 // errDryRun rolls back the transaction of a dry run.
 var errDryRun = errors.New("dry run")
@@ -84,8 +27,8 @@ func allThreads(c *conn) ([]string, error) {
 }
 
 // retainThread runs retention on one thread inside the caller's transaction.
-func (db *DB) retainThread(c *conn, thread string, o RetainOptions) (RetainReport, error) {
-	var rep RetainReport
+func (db *DB) retainThread(c *conn, thread string, o admin.RetainOptions) (admin.RetainReport, error) {
+	var rep admin.RetainReport
 	mode, _, ours, err := threadMode(c, thread)
 	if err != nil {
 		return rep, err
@@ -136,7 +79,7 @@ func (db *DB) retainThread(c *conn, thread string, o RetainOptions) (RetainRepor
 	rep.CheckpointsKept = len(rows)
 	for _, nsRows := range byNSOf(rows) {
 		ns := nsRows[0].ns
-		if ours && mode == ModeDelta {
+		if ours && mode == channels.ModeDelta {
 			r, err := db.thinSnapshots(c, thread, ns)
 			if err != nil {
 				return rep, err
@@ -191,7 +134,7 @@ func deleteSealedBy(c *conn, thread string, drop map[cpKey]bool) (int, error) {
 
 // pickDrops chooses the checkpoints of one namespace that KeepLatest and
 // DropBranches remove.
-func pickDrops(rows []cpRow, o RetainOptions) map[cpKey]bool {
+func pickDrops(rows []cpRow, o admin.RetainOptions) map[cpKey]bool {
 	drop := map[cpKey]bool{}
 	if o.KeepLatest == 0 && !o.DropBranches {
 		return drop
@@ -304,8 +247,8 @@ const sqlSnapshots = `SELECT b.channel, b.version, b.checkpoint_id, length(b.dat
 // retention can run after every snapshot without undoing its own choices.
 // It reads parent links, not checkpoints, so it costs little enough to run
 // after every snapshot (AutoRetain).
-func (db *DB) thinSnapshots(c *conn, thread, ns string) (RetainReport, error) {
-	var rep RetainReport
+func (db *DB) thinSnapshots(c *conn, thread, ns string) (admin.RetainReport, error) {
+	var rep admin.RetainReport
 	parentOf := map[string]string{}
 	hasChild := map[string]bool{}
 	err := c.query(`SELECT checkpoint_id, coalesce(parent_id, '') FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`, []any{thread, ns},

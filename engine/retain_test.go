@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -54,7 +56,7 @@ func blobBytes(t testing.TB, db *DB) (n, bytes int64) {
 // as it did.
 func TestRetainKeepsSnapshotsLinear(t *testing.T) {
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery, o.AutoRetain = ModeDelta, 5, true
+	o.Mode, o.SnapshotEvery, o.AutoRetain = channels.ModeDelta, 5, true
 	path := filepath.Join(t.TempDir(), "r.db")
 	db := openTest(t, path, &o)
 	cfgs := chat(t, db, "th", 0, 150)
@@ -84,7 +86,7 @@ func TestRetainKeepsSnapshotsLinear(t *testing.T) {
 
 func TestRetainRemovesOldCheckpointsAndBranches(t *testing.T) {
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery = ModeDelta, 4
+	o.Mode, o.SnapshotEvery = channels.ModeDelta, 4
 	db := openTest(t, Memory, &o)
 	cfgs := chat(t, db, "th", 0, 10)
 	// An abandoned branch from the middle.
@@ -94,7 +96,7 @@ func TestRetainRemovesOldCheckpointsAndBranches(t *testing.T) {
 	wantHead := messagesAt(t, db, head)
 	before, _ := db.Info(bg)
 
-	dry, err := db.Retain(bg, RetainOptions{ThreadID: "th", KeepLatest: 3, DropBranches: true, DryRun: true})
+	dry, err := db.Retain(bg, admin.RetainOptions{ThreadID: "th", KeepLatest: 3, DropBranches: true, DryRun: true})
 	if err != nil || !dry.DryRun || dry.CheckpointsRemoved == 0 {
 		t.Fatalf("dry run: %+v %v", dry, err)
 	}
@@ -102,7 +104,7 @@ func TestRetainRemovesOldCheckpointsAndBranches(t *testing.T) {
 	if diff := cmp.Diff(before.Rows, after.Rows); diff != "" {
 		t.Fatalf("a dry run changed the file:\n%s", diff)
 	}
-	rep, err := db.Retain(bg, RetainOptions{ThreadID: "th", KeepLatest: 3, DropBranches: true})
+	rep, err := db.Retain(bg, admin.RetainOptions{ThreadID: "th", KeepLatest: 3, DropBranches: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +138,7 @@ func TestRetainRemovesOldCheckpointsAndBranches(t *testing.T) {
 	if got := messagesAt(t, db, next); len(got) != len(wantHead)+1 {
 		t.Fatalf("after retention the thread has %d messages, want %d", len(got), len(wantHead)+1)
 	}
-	if _, err := db.Retain(bg, RetainOptions{KeepLatest: -1}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := db.Retain(bg, admin.RetainOptions{KeepLatest: -1}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("negative KeepLatest: %v", err)
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"time"
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // Runs is the run-record surface of a DB (contract §4, DeerFlow's RunStore): one
@@ -25,124 +25,15 @@ type Runs struct{ db *DB }
 // Runs returns the run-record surface of db.
 func (db *DB) Runs() Runs { return Runs{db} }
 
-// RunStatus is where a run stands. Pending and running are active; the
-// others are terminal.
-type RunStatus string
-
-// Run statuses.
-const (
-	RunPending     RunStatus = "pending"
-	RunRunning     RunStatus = "running"
-	RunSuccess     RunStatus = "success"
-	RunError       RunStatus = "error"
-	RunTimeout     RunStatus = "timeout"
-	RunInterrupted RunStatus = "interrupted"
-)
-
-// Strategy is what creating a run does when its thread already has an
-// active one (LangGraph's multitask strategy).
-type Strategy string
-
-// Multitask strategies.
-const (
-	// StrategyReject refuses the new run with an *ActiveRunError (the default).
-	StrategyReject Strategy = "reject"
-	// StrategyInterrupt marks the active run interrupted and creates the new one.
-	StrategyInterrupt Strategy = "interrupt"
-	// StrategyRollback does the same as StrategyInterrupt for the record; the
-	// caller also restores the pre-run checkpoint (a checkpointer concern).
-	StrategyRollback Strategy = "rollback"
-)
-
-// OrphanReason is the error recorded on runs that Reconcile finds without a
-// live owner.
-const OrphanReason = "orphaned: the process that owned this run stopped"
-
 // maxSummaryChars caps first_human_message and last_ai_message, in characters.
 const maxSummaryChars = 2000
-
-// ModelTokens counts the tokens one model used.
-type ModelTokens struct {
-	Input  int64 `msgpack:"input" json:"input"`
-	Output int64 `msgpack:"output" json:"output"`
-	Total  int64 `msgpack:"total" json:"total"`
-}
-
-// Run is one run record.
-type Run struct {
-	RunID             string         `json:"run_id"`
-	ThreadID          string         `json:"thread_id"`
-	AssistantID       string         `json:"assistant_id"`
-	UserID            string         `json:"user_id"`
-	Status            RunStatus      `json:"status"`
-	ModelName         string         `json:"model_name"`
-	MultitaskStrategy Strategy       `json:"multitask_strategy"`
-	Metadata          map[string]any `json:"metadata"`
-	Kwargs            map[string]any `json:"kwargs"`
-	Error             string         `json:"error"`
-	CreatedAt         time.Time      `json:"created_at"`
-	UpdatedAt         time.Time      `json:"updated_at"`
-	IdempotencyKey    string         `json:"idempotency_key,omitempty"`
-	// Owner names the open handle that created the run (see Runs.Owner).
-	Owner string `json:"owner"`
-	RunTotals
-}
-
-// RunTotals is a run's token usage and message summary, as Complete writes it.
-// Complete fills a zero TotalInputTokens, TotalOutputTokens or TotalTokens
-// with the sum over TokenUsageByModel, so that a run's totals never
-// contradict its breakdown.
-type RunTotals struct {
-	TotalInputTokens  int64                  `json:"total_input_tokens"`
-	TotalOutputTokens int64                  `json:"total_output_tokens"`
-	TotalTokens       int64                  `json:"total_tokens"`
-	LLMCallCount      int64                  `json:"llm_call_count"`
-	LeadAgentTokens   int64                  `json:"lead_agent_tokens"`
-	SubagentTokens    int64                  `json:"subagent_tokens"`
-	MiddlewareTokens  int64                  `json:"middleware_tokens"`
-	TokenUsageByModel map[string]ModelTokens `json:"token_usage_by_model"`
-	MessageCount      int64                  `json:"message_count"`
-	// FirstHumanMessage and LastAIMessage are cut to 2000 characters.
-	FirstHumanMessage string `json:"first_human_message"`
-	LastAIMessage     string `json:"last_ai_message"`
-}
-
-// NewRun describes a run to create. ThreadID is required; an empty RunID
-// gets a fresh random one; Status is pending (default) or running;
-// MultitaskStrategy is StrategyReject (default), StrategyInterrupt or
-// StrategyRollback.
-type NewRun struct {
-	RunID             string         `json:"run_id"`
-	ThreadID          string         `json:"thread_id"`
-	AssistantID       string         `json:"assistant_id"`
-	UserID            string         `json:"user_id"`
-	Status            RunStatus      `json:"status"`
-	ModelName         string         `json:"model_name"`
-	MultitaskStrategy Strategy       `json:"multitask_strategy"`
-	Metadata          map[string]any `json:"metadata"`
-	Kwargs            map[string]any `json:"kwargs"`
-	// IdempotencyKey, when set, makes a second create with the same key on
-	// the same thread return the first run instead of creating another.
-	IdempotencyKey string `json:"idempotency_key"`
-}
-
-// Created is the result of Runs.Create.
-type Created struct {
-	Run Run
-	// New is false when the run existed already (same run id, or same
-	// idempotency key on the thread) and Run is that run, unchanged.
-	New bool
-	// Interrupted names the run that this create marked interrupted
-	// (strategies interrupt and rollback), if any.
-	Interrupted string
-}
 
 // ActiveRunError reports that a thread already has an active run. It
 // matches ErrConflict.
 type ActiveRunError struct {
 	ThreadID string
 	RunID    string // the active run
-	Status   RunStatus
+	Status   records.RunStatus
 }
 
 func (e *ActiveRunError) Error() string {
@@ -156,7 +47,7 @@ func (e *ActiveRunError) Unwrap() error { return ErrConflict }
 // matches ErrConflict.
 type TransitionError struct {
 	RunID    string
-	From, To RunStatus
+	From, To records.RunStatus
 }
 
 func (e *TransitionError) Error() string {
@@ -166,11 +57,13 @@ func (e *TransitionError) Error() string {
 // Unwrap makes errors.Is(err, ErrConflict) hold.
 func (e *TransitionError) Unwrap() error { return ErrConflict }
 
-func isActive(status RunStatus) bool { return status == RunPending || status == RunRunning }
+func isActive(status records.RunStatus) bool {
+	return status == records.RunPending || status == records.RunRunning
+}
 
-func checkStatus(status RunStatus) error {
+func checkStatus(status records.RunStatus) error {
 	switch status {
-	case RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted:
+	case records.RunPending, records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted:
 		return nil
 	}
 	return fmt.Errorf("%w: run status %s (want pending, running, success, error, timeout or interrupted)", ErrInvalidArgument, quoteCut(status))
@@ -179,14 +72,14 @@ func checkStatus(status RunStatus) error {
 // allowed reports whether a run may move from one status to another:
 // forward from pending to running, from either to any terminal status, and
 // to itself. A terminal status is final.
-func allowed(from, to RunStatus) bool {
+func allowed(from, to records.RunStatus) bool {
 	switch {
 	case from == to:
 		return true
-	case from == RunPending:
-		return to != RunPending
-	case from == RunRunning:
-		return to != RunPending
+	case from == records.RunPending:
+		return to != records.RunPending
+	case from == records.RunRunning:
+		return to != records.RunPending
 	}
 	return false
 }
@@ -245,44 +138,44 @@ func (r Runs) Owner() string { return r.db.records().ownerID }
 // active run, StrategyReject fails with an *ActiveRunError, and
 // StrategyInterrupt / StrategyRollback mark that run interrupted and insert
 // the new one in the same transaction.
-func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
+func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, error) {
 	if nr.RunID == "" {
 		nr.RunID = newRecordID()
 	}
 	if nr.Status == "" {
-		nr.Status = RunPending
+		nr.Status = records.RunPending
 	}
 	if nr.MultitaskStrategy == "" {
-		nr.MultitaskStrategy = StrategyReject
+		nr.MultitaskStrategy = records.StrategyReject
 	}
 	if err := checkNewRun(nr); err != nil {
-		return Created{}, err
+		return records.Created{}, err
 	}
 	md, err := encodeMap("run metadata", nr.Metadata)
 	if err != nil {
-		return Created{}, err
+		return records.Created{}, err
 	}
 	kw, err := encodeMap("run kwargs", nr.Kwargs)
 	if err != nil {
-		return Created{}, err
+		return records.Created{}, err
 	}
 	// The new run is returned as a Get would return it: decoded maps, not
 	// the caller's.
 	storedMD, err := decodeMap("run metadata", md)
 	if err != nil {
-		return Created{}, err
+		return records.Created{}, err
 	}
 	storedKW, err := decodeMap("run kwargs", kw)
 	if err != nil {
-		return Created{}, err
+		return records.Created{}, err
 	}
 	var key any
 	if nr.IdempotencyKey != "" {
 		key = nr.IdempotencyKey
 	}
-	var out Created
+	var out records.Created
 	err = r.db.write(ctx, func(c *conn) error {
-		out = Created{}
+		out = records.Created{}
 		if err := c.lock(nr.ThreadID); err != nil {
 			return err
 		}
@@ -310,15 +203,15 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 		}
 		now := r.db.nowUS()
 		var active string
-		var activeStatus RunStatus
+		var activeStatus records.RunStatus
 		if _, err := c.queryRow(sqlRunActive, []any{nr.ThreadID}, func(st row) error {
-			active, activeStatus = st.Text(0), RunStatus(st.Text(1))
+			active, activeStatus = st.Text(0), records.RunStatus(st.Text(1))
 			return nil
 		}); err != nil {
 			return err
 		}
 		if active != "" {
-			if nr.MultitaskStrategy == StrategyReject {
+			if nr.MultitaskStrategy == records.StrategyReject {
 				return &ActiveRunError{ThreadID: nr.ThreadID, RunID: active, Status: activeStatus}
 			}
 			reason := fmt.Sprintf("interrupted by run %s (multitask_strategy %s)", nr.RunID, nr.MultitaskStrategy)
@@ -340,7 +233,7 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 			return err
 		}
 		out.New = true
-		out.Run = Run{
+		out.Run = records.Run{
 			RunID: nr.RunID, ThreadID: nr.ThreadID, AssistantID: nr.AssistantID, UserID: nr.UserID,
 			Status: nr.Status, ModelName: nr.ModelName, MultitaskStrategy: nr.MultitaskStrategy,
 			Metadata: storedMD, Kwargs: storedKW, CreatedAt: fromUS(now), UpdatedAt: fromUS(now),
@@ -349,12 +242,12 @@ func (r Runs) Create(ctx context.Context, nr NewRun) (Created, error) {
 		return nil
 	})
 	if err != nil {
-		return Created{}, err
+		return records.Created{}, err
 	}
 	return out, nil
 }
 
-func checkNewRun(nr NewRun) error {
+func checkNewRun(nr records.NewRun) error {
 	if err := checkID("run id", nr.RunID); err != nil {
 		return err
 	}
@@ -372,7 +265,7 @@ func checkNewRun(nr NewRun) error {
 		return fmt.Errorf("%w: a run is created pending or running, not %s", ErrInvalidArgument, quoteCut(nr.Status))
 	}
 	switch nr.MultitaskStrategy {
-	case StrategyReject, StrategyInterrupt, StrategyRollback:
+	case records.StrategyReject, records.StrategyInterrupt, records.StrategyRollback:
 	default:
 		return fmt.Errorf("%w: multitask strategy %s (want reject, interrupt or rollback; enqueue is not supported because a thread has at most one active run)", ErrInvalidArgument, quoteCut(nr.MultitaskStrategy))
 	}
@@ -408,21 +301,21 @@ func decodeMap(what string, b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-func scanRun(st row) (Run, error) {
-	run := Run{
+func scanRun(st row) (records.Run, error) {
+	run := records.Run{
 		RunID:             st.Text(0),
 		ThreadID:          st.Text(1),
 		AssistantID:       st.Text(2),
 		UserID:            st.Text(3),
-		Status:            RunStatus(st.Text(4)),
+		Status:            records.RunStatus(st.Text(4)),
 		ModelName:         st.Text(5),
-		MultitaskStrategy: Strategy(st.Text(6)),
+		MultitaskStrategy: records.Strategy(st.Text(6)),
 		Error:             st.Text(9),
 		CreatedAt:         fromUS(st.Int64(10)),
 		UpdatedAt:         fromUS(st.Int64(11)),
 		IdempotencyKey:    st.Text(23),
 		Owner:             st.Text(24),
-		RunTotals: RunTotals{
+		RunTotals: records.RunTotals{
 			TotalInputTokens:  st.Int64(12),
 			TotalOutputTokens: st.Int64(13),
 			TotalTokens:       st.Int64(14),
@@ -451,11 +344,11 @@ func scanRun(st row) (Run, error) {
 }
 
 // Get returns the run, or an error matching ErrNotFound.
-func (r Runs) Get(ctx context.Context, runID string) (Run, error) {
+func (r Runs) Get(ctx context.Context, runID string) (records.Run, error) {
 	if err := checkID("run id", runID); err != nil {
-		return Run{}, err
+		return records.Run{}, err
 	}
-	var run Run
+	var run records.Run
 	var found bool
 	err := r.db.read(ctx, func(c *conn) (err error) {
 		found, err = c.queryRow(sqlRunGet, []any{runID}, func(st row) error {
@@ -465,10 +358,10 @@ func (r Runs) Get(ctx context.Context, runID string) (Run, error) {
 		return err
 	})
 	if err != nil {
-		return Run{}, err
+		return records.Run{}, err
 	}
 	if !found {
-		return Run{}, fmt.Errorf("%w: run %s", ErrNotFound, quoteCut(runID))
+		return records.Run{}, fmt.Errorf("%w: run %s", ErrNotFound, quoteCut(runID))
 	}
 	return run, nil
 }
@@ -479,15 +372,15 @@ const runPage = 100
 // List yields the runs of a thread, newest first. It reads pages of 100,
 // each in its own snapshot, so a run created while the loop runs may or may
 // not appear; no run appears twice. Stop early by breaking out of the loop.
-func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[Run, error] {
-	return func(yield func(Run, error) bool) {
+func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[records.Run, error] {
+	return func(yield func(records.Run, error) bool) {
 		if err := checkID("thread id", threadID); err != nil {
-			yield(Run{}, err)
+			yield(records.Run{}, err)
 			return
 		}
 		afterCreated, afterRowid := int64(math.MaxInt64), int64(math.MaxInt64)
 		for {
-			page := make([]Run, 0, runPage)
+			page := make([]records.Run, 0, runPage)
 			err := r.db.read(ctx, func(c *conn) error {
 				return c.query(sqlRunPage, []any{threadID, afterCreated, afterRowid, runPage}, func(st row) error {
 					run, err := scanRun(st)
@@ -500,7 +393,7 @@ func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[Run, error] {
 				})
 			})
 			if err != nil {
-				yield(Run{}, err)
+				yield(records.Run{}, err)
 				return
 			}
 			for _, run := range page {
@@ -519,7 +412,7 @@ func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[Run, error] {
 // A change its lifecycle forbids fails with a *TransitionError naming both
 // statuses and writes nothing; setting the terminal status a run already has
 // changes nothing and is not an error.
-func (r Runs) SetStatus(ctx context.Context, runID string, status RunStatus, errText string) error {
+func (r Runs) SetStatus(ctx context.Context, runID string, status records.RunStatus, errText string) error {
 	if err := checkID("run id", runID); err != nil {
 		return err
 	}
@@ -540,10 +433,10 @@ func (r Runs) SetStatus(ctx context.Context, runID string, status RunStatus, err
 }
 
 // transition reads the run's status and checks the move to status.
-func (r Runs) transition(c *conn, runID string, status RunStatus) (RunStatus, error) {
-	var from RunStatus
+func (r Runs) transition(c *conn, runID string, status records.RunStatus) (records.RunStatus, error) {
+	var from records.RunStatus
 	found, err := c.queryRow(sqlRunStatus, []any{runID}, func(st row) error {
-		from = RunStatus(st.Text(0))
+		from = records.RunStatus(st.Text(0))
 		return nil
 	})
 	if err != nil {
@@ -562,7 +455,7 @@ func (r Runs) transition(c *conn, runID string, status RunStatus) (RunStatus, er
 // message summary in one write. The status must be terminal and reachable
 // from the run's current one (completing with the status the run already
 // has, as after an interrupt, records the totals).
-func (r Runs) Complete(ctx context.Context, runID string, status RunStatus, errText string, t RunTotals) error {
+func (r Runs) Complete(ctx context.Context, runID string, status records.RunStatus, errText string, t records.RunTotals) error {
 	if err := checkID("run id", runID); err != nil {
 		return err
 	}

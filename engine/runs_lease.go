@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // Reconcile turns every active run whose owner is gone into an error with
@@ -65,7 +66,7 @@ func (r Runs) Reconcile(ctx context.Context) (int64, error) {
 		for _, o := range gone {
 			// The lease is checked again under the lock: the owner may
 			// have renewed it since the read.
-			changed, err := c.execN(sqlRunReconcile, OrphanReason, now, o)
+			changed, err := c.execN(sqlRunReconcile, records.OrphanReason, now, o)
 			if err != nil {
 				return err
 			}

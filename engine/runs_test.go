@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
-func mustCreate(t testing.TB, db *DB, nr NewRun) Run {
+func mustCreate(t testing.TB, db *DB, nr records.NewRun) records.Run {
 	t.Helper()
 	c, err := db.Runs().Create(rctx, nr)
 	if err != nil {
@@ -39,19 +40,19 @@ func TestRunCreateGetList(t *testing.T) {
 	db, clk := openRec(t, nil)
 	r := db.Runs()
 	t0 := clk.Now()
-	c, err := r.Create(rctx, NewRun{
+	c, err := r.Create(rctx, records.NewRun{
 		RunID: "r1", ThreadID: "t1", AssistantID: "lead", UserID: "u1", ModelName: "gpt-x",
 		Metadata: map[string]any{"source": "api"}, Kwargs: map[string]any{"input": map[string]any{"q": "hi"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Run{
-		RunID: "r1", ThreadID: "t1", AssistantID: "lead", UserID: "u1", Status: RunPending, ModelName: "gpt-x",
-		MultitaskStrategy: StrategyReject, Metadata: map[string]any{"source": "api"},
+	want := records.Run{
+		RunID: "r1", ThreadID: "t1", AssistantID: "lead", UserID: "u1", Status: records.RunPending, ModelName: "gpt-x",
+		MultitaskStrategy: records.StrategyReject, Metadata: map[string]any{"source": "api"},
 		Kwargs: map[string]any{"input": map[string]any{"q": "hi"}}, CreatedAt: t0, UpdatedAt: t0, Owner: r.Owner(),
 	}
-	if diff := cmp.Diff(Created{Run: want, New: true}, c); diff != "" {
+	if diff := cmp.Diff(records.Created{Run: want, New: true}, c); diff != "" {
 		t.Fatalf("create (-want +got):\n%s", diff)
 	}
 	if !strings.HasPrefix(r.Owner(), db.Options().RunOwner+"#") {
@@ -65,12 +66,12 @@ func TestRunCreateGetList(t *testing.T) {
 		t.Fatalf("get (-want +got):\n%s", diff)
 	}
 	// Idempotent on run id: the second create returns the first run.
-	again, err := r.Create(rctx, NewRun{RunID: "r1", ThreadID: "t1", ModelName: "other"})
+	again, err := r.Create(rctx, records.NewRun{RunID: "r1", ThreadID: "t1", ModelName: "other"})
 	if err != nil || again.New || again.Run.ModelName != "gpt-x" {
 		t.Fatalf("second create: %+v, %v", again, err)
 	}
 	// A run id belongs to one thread.
-	if _, err := r.Create(rctx, NewRun{RunID: "r1", ThreadID: "t2"}); !errors.Is(err, ErrConflict) {
+	if _, err := r.Create(rctx, records.NewRun{RunID: "r1", ThreadID: "t2"}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("run id reused on another thread: %v", err)
 	}
 	if _, err := r.Get(rctx, "nope"); !errors.Is(err, ErrNotFound) {
@@ -83,8 +84,8 @@ func TestRunCreateGetList(t *testing.T) {
 			clk.Add(time.Millisecond)
 		}
 		id := fmt.Sprintf("L%03d", i)
-		mustCreate(t, db, NewRun{RunID: id, ThreadID: "list"})
-		if err := r.SetStatus(rctx, id, RunSuccess, ""); err != nil {
+		mustCreate(t, db, records.NewRun{RunID: id, ThreadID: "list"})
+		if err := r.SetStatus(rctx, id, records.RunSuccess, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,23 +115,23 @@ func TestRunCreateGetList(t *testing.T) {
 func TestRunIdempotencyKey(t *testing.T) {
 	db, _ := openRec(t, nil)
 	r := db.Runs()
-	a, err := r.Create(rctx, NewRun{ThreadID: "t", IdempotencyKey: "req-1"})
+	a, err := r.Create(rctx, records.NewRun{ThreadID: "t", IdempotencyKey: "req-1"})
 	if err != nil || !a.New || a.Run.RunID == "" {
 		t.Fatalf("first: %+v %v", a, err)
 	}
 	// Same key, fresh run id: the first run comes back, nothing new is stored.
-	b, err := r.Create(rctx, NewRun{ThreadID: "t", IdempotencyKey: "req-1"})
+	b, err := r.Create(rctx, records.NewRun{ThreadID: "t", IdempotencyKey: "req-1"})
 	if err != nil || b.New || b.Run.RunID != a.Run.RunID {
 		t.Fatalf("second: %+v %v", b, err)
 	}
 	// Even after the first run ended.
-	r.SetStatus(rctx, a.Run.RunID, RunSuccess, "")
-	c, err := r.Create(rctx, NewRun{ThreadID: "t", IdempotencyKey: "req-1"})
+	r.SetStatus(rctx, a.Run.RunID, records.RunSuccess, "")
+	c, err := r.Create(rctx, records.NewRun{ThreadID: "t", IdempotencyKey: "req-1"})
 	if err != nil || c.New || c.Run.RunID != a.Run.RunID {
 		t.Fatalf("after success: %+v %v", c, err)
 	}
 	// The key is scoped to the thread.
-	d, err := r.Create(rctx, NewRun{ThreadID: "t2", IdempotencyKey: "req-1"})
+	d, err := r.Create(rctx, records.NewRun{ThreadID: "t2", IdempotencyKey: "req-1"})
 	if err != nil || !d.New {
 		t.Fatalf("other thread: %+v %v", d, err)
 	}
@@ -142,23 +143,23 @@ func TestRunIdempotencyKey(t *testing.T) {
 func TestRunOneActivePerThread(t *testing.T) {
 	db, _ := openRec(t, nil)
 	r := db.Runs()
-	mustCreate(t, db, NewRun{RunID: "r1", ThreadID: "t", Status: RunRunning})
+	mustCreate(t, db, records.NewRun{RunID: "r1", ThreadID: "t", Status: records.RunRunning})
 	before := dumpRecords(t, db)
-	_, err := r.Create(rctx, NewRun{RunID: "r2", ThreadID: "t"})
+	_, err := r.Create(rctx, records.NewRun{RunID: "r2", ThreadID: "t"})
 	var active *ActiveRunError
 	if !errors.As(err, &active) || !errors.Is(err, ErrConflict) {
 		t.Fatalf("second active run: %v, want *ActiveRunError matching ErrConflict", err)
 	}
-	if diff := cmp.Diff(&ActiveRunError{ThreadID: "t", RunID: "r1", Status: RunRunning}, active); diff != "" {
+	if diff := cmp.Diff(&ActiveRunError{ThreadID: "t", RunID: "r1", Status: records.RunRunning}, active); diff != "" {
 		t.Fatalf("error fields (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(before, dumpRecords(t, db)); diff != "" {
 		t.Fatalf("a refused create changed the file:\n%s", diff)
 	}
 	// Another thread is independent; an ended run frees the thread.
-	mustCreate(t, db, NewRun{RunID: "o1", ThreadID: "other"})
-	r.SetStatus(rctx, "r1", RunSuccess, "")
-	mustCreate(t, db, NewRun{RunID: "r2", ThreadID: "t"})
+	mustCreate(t, db, records.NewRun{RunID: "o1", ThreadID: "other"})
+	r.SetStatus(rctx, "r1", records.RunSuccess, "")
+	mustCreate(t, db, records.NewRun{RunID: "r2", ThreadID: "t"})
 
 	// The database itself refuses a second active run, whatever the caller.
 	err = db.write(rctx, func(c *conn) error {
@@ -182,7 +183,7 @@ func TestRunCreateRace(t *testing.T) {
 		for g := range 8 {
 			wg.Go(func() {
 				<-start
-				_, errs[g] = dbs[g%2].Runs().Create(rctx, NewRun{RunID: fmt.Sprintf("%s-g%d", thread, g), ThreadID: thread})
+				_, errs[g] = dbs[g%2].Runs().Create(rctx, records.NewRun{RunID: fmt.Sprintf("%s-g%d", thread, g), ThreadID: thread})
 			})
 		}
 		close(start)
@@ -210,22 +211,22 @@ func TestRunCreateRace(t *testing.T) {
 func TestRunTransitions(t *testing.T) {
 	db, _ := openRec(t, nil)
 	r := db.Runs()
-	statuses := []RunStatus{RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted}
-	allowedMoves := map[RunStatus][]RunStatus{
-		RunPending:     {RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted},
-		RunRunning:     {RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted},
-		RunSuccess:     {RunSuccess},
-		RunError:       {RunError},
-		RunTimeout:     {RunTimeout},
-		RunInterrupted: {RunInterrupted},
+	statuses := []records.RunStatus{records.RunPending, records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted}
+	allowedMoves := map[records.RunStatus][]records.RunStatus{
+		records.RunPending:     {records.RunPending, records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted},
+		records.RunRunning:     {records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted},
+		records.RunSuccess:     {records.RunSuccess},
+		records.RunError:       {records.RunError},
+		records.RunTimeout:     {records.RunTimeout},
+		records.RunInterrupted: {records.RunInterrupted},
 	}
 	i := 0
 	for _, from := range statuses {
 		for _, to := range statuses {
 			i++
 			id, thread := fmt.Sprintf("r%d", i), fmt.Sprintf("t%d", i)
-			mustCreate(t, db, NewRun{RunID: id, ThreadID: thread})
-			if from != RunPending {
+			mustCreate(t, db, records.NewRun{RunID: id, ThreadID: thread})
+			if from != records.RunPending {
 				if err := r.SetStatus(rctx, id, from, "first"); err != nil {
 					t.Fatalf("setup %s: %v", from, err)
 				}
@@ -263,7 +264,7 @@ func TestRunTransitions(t *testing.T) {
 			}
 		}
 	}
-	if err := r.SetStatus(rctx, "missing", RunRunning, ""); !errors.Is(err, ErrNotFound) {
+	if err := r.SetStatus(rctx, "missing", records.RunRunning, ""); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing run: %v", err)
 	}
 	if err := r.SetStatus(rctx, "r1", "done", ""); !errors.Is(err, ErrInvalidArgument) {
@@ -274,16 +275,16 @@ func TestRunTransitions(t *testing.T) {
 func TestRunComplete(t *testing.T) {
 	db, clk := openRec(t, nil)
 	r := db.Runs()
-	mustCreate(t, db, NewRun{RunID: "r1", ThreadID: "t", Status: RunRunning})
+	mustCreate(t, db, records.NewRun{RunID: "r1", ThreadID: "t", Status: records.RunRunning})
 	long := strings.Repeat("é", 2500)
-	totals := RunTotals{
+	totals := records.RunTotals{
 		TotalInputTokens: 100, TotalOutputTokens: 50, TotalTokens: 150, LLMCallCount: 3,
 		LeadAgentTokens: 120, SubagentTokens: 20, MiddlewareTokens: 10,
-		TokenUsageByModel: map[string]ModelTokens{"m1": {100, 40, 140}, "m2": {0, 10, 10}},
+		TokenUsageByModel: map[string]records.ModelTokens{"m1": {Input: 100, Output: 40, Total: 140}, "m2": {Input: 0, Output: 10, Total: 10}},
 		MessageCount:      4, FirstHumanMessage: long, LastAIMessage: "bye",
 	}
 	clk.Add(time.Second)
-	if err := r.Complete(rctx, "r1", RunSuccess, "", totals); err != nil {
+	if err := r.Complete(rctx, "r1", records.RunSuccess, "", totals); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := r.Get(rctx, "r1")
@@ -292,20 +293,20 @@ func TestRunComplete(t *testing.T) {
 	if diff := cmp.Diff(want, got.RunTotals); diff != "" {
 		t.Fatalf("totals (-want +got):\n%s", diff)
 	}
-	if got.Status != RunSuccess || !got.UpdatedAt.Equal(clk.Now()) {
+	if got.Status != records.RunSuccess || !got.UpdatedAt.Equal(clk.Now()) {
 		t.Fatalf("status %s updated %v", got.Status, got.UpdatedAt)
 	}
 	// A terminal status is final...
-	err := r.Complete(rctx, "r1", RunError, "late", RunTotals{})
+	err := r.Complete(rctx, "r1", records.RunError, "late", records.RunTotals{})
 	var te *TransitionError
-	if !errors.As(err, &te) || te.From != RunSuccess || te.To != RunError {
+	if !errors.As(err, &te) || te.From != records.RunSuccess || te.To != records.RunError {
 		t.Fatalf("complete over success: %v", err)
 	}
 	// ...but completing with the status the run has records the totals (a
 	// run cancelled elsewhere, whose worker reports its usage afterwards).
-	mustCreate(t, db, NewRun{RunID: "r2", ThreadID: "t", Status: RunRunning})
-	r.SetStatus(rctx, "r2", RunInterrupted, "cancelled")
-	if err := r.Complete(rctx, "r2", RunInterrupted, "cancelled", RunTotals{TotalTokens: 7}); err != nil {
+	mustCreate(t, db, records.NewRun{RunID: "r2", ThreadID: "t", Status: records.RunRunning})
+	r.SetStatus(rctx, "r2", records.RunInterrupted, "cancelled")
+	if err := r.Complete(rctx, "r2", records.RunInterrupted, "cancelled", records.RunTotals{TotalTokens: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.Get(rctx, "r2"); got.TotalTokens != 7 {
@@ -313,13 +314,13 @@ func TestRunComplete(t *testing.T) {
 	}
 	for _, bad := range []struct {
 		name   string
-		status RunStatus
-		t      RunTotals
+		status records.RunStatus
+		t      records.RunTotals
 	}{
-		{"active status", RunRunning, RunTotals{}},
-		{"negative tokens", RunSuccess, RunTotals{TotalTokens: -1}},
-		{"negative model tokens", RunSuccess, RunTotals{TokenUsageByModel: map[string]ModelTokens{"m": {Total: -1}}}},
-		{"empty model name", RunSuccess, RunTotals{TokenUsageByModel: map[string]ModelTokens{"": {}}}},
+		{"active status", records.RunRunning, records.RunTotals{}},
+		{"negative tokens", records.RunSuccess, records.RunTotals{TotalTokens: -1}},
+		{"negative model tokens", records.RunSuccess, records.RunTotals{TokenUsageByModel: map[string]records.ModelTokens{"m": {Total: -1}}}},
+		{"empty model name", records.RunSuccess, records.RunTotals{TokenUsageByModel: map[string]records.ModelTokens{"": {}}}},
 	} {
 		if err := r.Complete(rctx, "r2", bad.status, "", bad.t); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: %v", bad.name, err)
@@ -330,24 +331,24 @@ func TestRunComplete(t *testing.T) {
 func TestRunInterruptAndRollbackStrategies(t *testing.T) {
 	db, clk := openRec(t, nil)
 	r := db.Runs()
-	for _, strategy := range []Strategy{StrategyInterrupt, StrategyRollback} {
+	for _, strategy := range []records.Strategy{records.StrategyInterrupt, records.StrategyRollback} {
 		thread := "t-" + string(strategy)
-		mustCreate(t, db, NewRun{RunID: thread + "-1", ThreadID: thread, Status: RunRunning})
+		mustCreate(t, db, records.NewRun{RunID: thread + "-1", ThreadID: thread, Status: records.RunRunning})
 		clk.Add(time.Second)
-		c, err := r.Create(rctx, NewRun{RunID: thread + "-2", ThreadID: thread, MultitaskStrategy: strategy})
+		c, err := r.Create(rctx, records.NewRun{RunID: thread + "-2", ThreadID: thread, MultitaskStrategy: strategy})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !c.New || c.Interrupted != thread+"-1" || c.Run.Status != RunPending {
+		if !c.New || c.Interrupted != thread+"-1" || c.Run.Status != records.RunPending {
 			t.Fatalf("%s: %+v", strategy, c)
 		}
 		old, _ := r.Get(rctx, thread+"-1")
-		if old.Status != RunInterrupted || !strings.Contains(old.Error, thread+"-2") || !old.UpdatedAt.Equal(clk.Now()) {
+		if old.Status != records.RunInterrupted || !strings.Contains(old.Error, thread+"-2") || !old.UpdatedAt.Equal(clk.Now()) {
 			t.Fatalf("%s: old run %s %q %v", strategy, old.Status, old.Error, old.UpdatedAt)
 		}
 		// Nothing active: the strategy interrupts nothing.
-		r.SetStatus(rctx, thread+"-2", RunSuccess, "")
-		c, err = r.Create(rctx, NewRun{RunID: thread + "-3", ThreadID: thread, MultitaskStrategy: strategy})
+		r.SetStatus(rctx, thread+"-2", records.RunSuccess, "")
+		c, err = r.Create(rctx, records.NewRun{RunID: thread + "-3", ThreadID: thread, MultitaskStrategy: strategy})
 		if err != nil || c.Interrupted != "" {
 			t.Fatalf("%s without an active run: %+v %v", strategy, c, err)
 		}
@@ -364,15 +365,15 @@ func TestRunInterruptAndRollbackStrategies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, db, NewRun{RunID: "live", ThreadID: "atomic", Status: RunRunning})
+	mustCreate(t, db, records.NewRun{RunID: "live", ThreadID: "atomic", Status: records.RunRunning})
 	before := dumpRecords(t, db)
-	if _, err := r.Create(rctx, NewRun{RunID: "boom", ThreadID: "atomic", MultitaskStrategy: StrategyInterrupt}); err == nil {
+	if _, err := r.Create(rctx, records.NewRun{RunID: "boom", ThreadID: "atomic", MultitaskStrategy: records.StrategyInterrupt}); err == nil {
 		t.Fatal("the trigger did not fire")
 	}
 	if diff := cmp.Diff(before, dumpRecords(t, db)); diff != "" {
 		t.Fatalf("a failed interrupt-create left changes:\n%s", diff)
 	}
-	if got, _ := r.Get(rctx, "live"); got.Status != RunRunning {
+	if got, _ := r.Get(rctx, "live"); got.Status != records.RunRunning {
 		t.Fatalf("active run is %s after the failed create", got.Status)
 	}
 }
@@ -380,9 +381,9 @@ func TestRunInterruptAndRollbackStrategies(t *testing.T) {
 func TestRunCreateValidation(t *testing.T) {
 	db, _ := openRec(t, nil)
 	before := dumpRecords(t, db)
-	for _, nr := range []NewRun{
+	for _, nr := range []records.NewRun{
 		{},
-		{ThreadID: "t", Status: RunSuccess},
+		{ThreadID: "t", Status: records.RunSuccess},
 		{ThreadID: "t", Status: "bogus"},
 		{ThreadID: "t", MultitaskStrategy: "enqueue"},
 		{ThreadID: "t", RunID: strings.Repeat("x", 300)},
@@ -400,7 +401,7 @@ func TestRunCreateValidation(t *testing.T) {
 
 func TestRunDelete(t *testing.T) {
 	db, _ := openRec(t, nil)
-	mustCreate(t, db, NewRun{RunID: "r", ThreadID: "t"})
+	mustCreate(t, db, records.NewRun{RunID: "r", ThreadID: "t"})
 	if err := db.Runs().Delete(rctx, "r"); err != nil {
 		t.Fatal(err)
 	}
@@ -411,58 +412,58 @@ func TestRunDelete(t *testing.T) {
 		t.Fatalf("second delete: %v", err)
 	}
 	// Deleting the active run frees the thread.
-	mustCreate(t, db, NewRun{RunID: "r2", ThreadID: "t"})
+	mustCreate(t, db, records.NewRun{RunID: "r2", ThreadID: "t"})
 }
 
 func TestRunTokenUsage(t *testing.T) {
 	db, _ := openRec(t, nil)
 	r := db.Runs()
-	complete := func(id, model string, status RunStatus, tot RunTotals) {
+	complete := func(id, model string, status records.RunStatus, tot records.RunTotals) {
 		t.Helper()
-		mustCreate(t, db, NewRun{RunID: id, ThreadID: "t", ModelName: model})
+		mustCreate(t, db, records.NewRun{RunID: id, ThreadID: "t", ModelName: model})
 		if err := r.Complete(rctx, id, status, "", tot); err != nil {
 			t.Fatal(err)
 		}
 	}
-	complete("a", "m1", RunSuccess, RunTotals{TotalInputTokens: 10, TotalOutputTokens: 5, TotalTokens: 15, LLMCallCount: 1, LeadAgentTokens: 15,
-		TokenUsageByModel: map[string]ModelTokens{"m1": {10, 5, 15}}})
+	complete("a", "m1", records.RunSuccess, records.RunTotals{TotalInputTokens: 10, TotalOutputTokens: 5, TotalTokens: 15, LLMCallCount: 1, LeadAgentTokens: 15,
+		TokenUsageByModel: map[string]records.ModelTokens{"m1": {Input: 10, Output: 5, Total: 15}}})
 	// Two models in one run: the run counts under each.
-	complete("b", "m1", RunError, RunTotals{TotalInputTokens: 20, TotalOutputTokens: 10, TotalTokens: 30, LLMCallCount: 2, LeadAgentTokens: 20, SubagentTokens: 10,
-		TokenUsageByModel: map[string]ModelTokens{"m1": {12, 6, 18}, "m2": {8, 4, 12}}})
+	complete("b", "m1", records.RunError, records.RunTotals{TotalInputTokens: 20, TotalOutputTokens: 10, TotalTokens: 30, LLMCallCount: 2, LeadAgentTokens: 20, SubagentTokens: 10,
+		TokenUsageByModel: map[string]records.ModelTokens{"m1": {Input: 12, Output: 6, Total: 18}, "m2": {Input: 8, Output: 4, Total: 12}}})
 	// An older row without per-model data falls back to model_name...
-	complete("c", "legacy", RunSuccess, RunTotals{TotalInputTokens: 3, TotalOutputTokens: 2, TotalTokens: 5, LLMCallCount: 1, MiddlewareTokens: 5})
+	complete("c", "legacy", records.RunSuccess, records.RunTotals{TotalInputTokens: 3, TotalOutputTokens: 2, TotalTokens: 5, LLMCallCount: 1, MiddlewareTokens: 5})
 	// ...or to "unknown" without a model name.
-	complete("d", "", RunTimeout, RunTotals{TotalTokens: 1})
+	complete("d", "", records.RunTimeout, records.RunTotals{TotalTokens: 1})
 	// An active run counts only when asked.
-	mustCreate(t, db, NewRun{RunID: "e", ThreadID: "t", ModelName: "m2"})
+	mustCreate(t, db, records.NewRun{RunID: "e", ThreadID: "t", ModelName: "m2"})
 	// Another thread never counts.
-	mustCreate(t, db, NewRun{RunID: "x", ThreadID: "other", ModelName: "m1"})
+	mustCreate(t, db, records.NewRun{RunID: "x", ThreadID: "other", ModelName: "m1"})
 
 	got, err := r.TokenUsage(rctx, "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := TokenUsage{
+	want := records.TokenUsage{
 		Runs: 4, TotalInputTokens: 33, TotalOutputTokens: 17, TotalTokens: 51, LLMCallCount: 4,
-		ByModel: map[string]ModelUsage{
-			"m1":         {ModelTokens{22, 11, 33}, 2},
-			"m2":         {ModelTokens{8, 4, 12}, 1},
-			"legacy":     {ModelTokens{3, 2, 5}, 1},
-			UnknownModel: {ModelTokens{0, 0, 1}, 1},
+		ByModel: map[string]records.ModelUsage{
+			"m1":                 {ModelTokens: records.ModelTokens{Input: 22, Output: 11, Total: 33}, Runs: 2},
+			"m2":                 {ModelTokens: records.ModelTokens{Input: 8, Output: 4, Total: 12}, Runs: 1},
+			"legacy":             {ModelTokens: records.ModelTokens{Input: 3, Output: 2, Total: 5}, Runs: 1},
+			records.UnknownModel: {ModelTokens: records.ModelTokens{Input: 0, Output: 0, Total: 1}, Runs: 1},
 		},
-		ByCaller: CallerTokens{LeadAgent: 35, Subagent: 10, Middleware: 5},
+		ByCaller: records.CallerTokens{LeadAgent: 35, Subagent: 10, Middleware: 5},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("token usage (-want +got):\n%s", diff)
 	}
 	got, _ = r.TokenUsage(rctx, "t", true)
 	want.Runs = 5
-	want.ByModel["m2"] = ModelUsage{ModelTokens{8, 4, 12}, 2}
+	want.ByModel["m2"] = records.ModelUsage{ModelTokens: records.ModelTokens{Input: 8, Output: 4, Total: 12}, Runs: 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("token usage with active (-want +got):\n%s", diff)
 	}
 	got, _ = r.TokenUsage(rctx, "empty", true)
-	if diff := cmp.Diff(TokenUsage{ByModel: map[string]ModelUsage{}}, got); diff != "" {
+	if diff := cmp.Diff(records.TokenUsage{ByModel: map[string]records.ModelUsage{}}, got); diff != "" {
 		t.Fatalf("empty thread (-want +got):\n%s", diff)
 	}
 }
@@ -477,8 +478,8 @@ func TestRunReconcile(t *testing.T) {
 	o.Now = clk.Now
 	o.RunLease = time.Minute
 	a := openTest(t, path, &o)
-	mustCreate(t, a, NewRun{RunID: "owned", ThreadID: "t1", Status: RunRunning})
-	mustCreate(t, a, NewRun{RunID: "owned-pending", ThreadID: "t2"})
+	mustCreate(t, a, records.NewRun{RunID: "owned", ThreadID: "t1", Status: records.RunRunning})
+	mustCreate(t, a, records.NewRun{RunID: "owned-pending", ThreadID: "t2"})
 	// A row written without an owner (by an older build, say) is an orphan.
 	err := a.write(rctx, func(c *conn) error {
 		return c.exec(`INSERT INTO runs(run_id, thread_id, status, created_at, updated_at) VALUES ('legacy', 't3', 'running', 0, 0)`)
@@ -489,17 +490,17 @@ func TestRunReconcile(t *testing.T) {
 
 	// Opening a second handle reconciles: only the unowned run goes.
 	b := openTest(t, path, &o)
-	status := func(id string) (RunStatus, string) {
+	status := func(id string) (records.RunStatus, string) {
 		run, err := b.Runs().Get(rctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return run.Status, run.Error
 	}
-	if s, e := status("legacy"); s != RunError || e != OrphanReason {
+	if s, e := status("legacy"); s != records.RunError || e != records.OrphanReason {
 		t.Fatalf("legacy run: %s %q", s, e)
 	}
-	if s, _ := status("owned"); s != RunRunning {
+	if s, _ := status("owned"); s != records.RunRunning {
 		t.Fatalf("a live handle's run was reconciled at open: %s", s)
 	}
 
@@ -533,19 +534,19 @@ func TestRunReconcile(t *testing.T) {
 	if n, err := b.Runs().Reconcile(rctx); err != nil || n != 2 {
 		t.Fatalf("reconcile after lease expiry: %d %v, want 2", n, err)
 	}
-	if s, e := status("owned-pending"); s != RunError || e != OrphanReason {
+	if s, e := status("owned-pending"); s != records.RunError || e != records.OrphanReason {
 		t.Fatalf("expired run: %s %q", s, e)
 	}
 	// The owner finds out through the transition rule.
 	var te *TransitionError
-	if err := a.Runs().SetStatus(rctx, "owned", RunSuccess, ""); !errors.As(err, &te) {
+	if err := a.Runs().SetStatus(rctx, "owned", records.RunSuccess, ""); !errors.As(err, &te) {
 		t.Fatalf("owner completing a reconciled run: %v", err)
 	}
 
 	// A status change by the owner renews the lease too.
-	mustCreate(t, a, NewRun{RunID: "fresh", ThreadID: "t4"})
+	mustCreate(t, a, records.NewRun{RunID: "fresh", ThreadID: "t4"})
 	clk.Add(50 * time.Second)
-	a.Runs().SetStatus(rctx, "fresh", RunRunning, "")
+	a.Runs().SetStatus(rctx, "fresh", records.RunRunning, "")
 	clk.Add(50 * time.Second)
 	if n, _ := b.Runs().Reconcile(rctx); n != 0 {
 		t.Fatalf("run renewed by SetStatus was reconciled")
@@ -557,12 +558,12 @@ func TestRunReconcile(t *testing.T) {
 	off := o
 	off.ReconcileOnOpen = false
 	c := openTest(t, path, &off)
-	if run, _ := c.Runs().Get(rctx, "fresh"); run.Status != RunRunning {
+	if run, _ := c.Runs().Get(rctx, "fresh"); run.Status != records.RunRunning {
 		t.Fatalf("ReconcileOnOpen=false still reconciled: %s", run.Status)
 	}
 	// With it on (the default), Open reconciles the closed handle's run.
 	d := openTest(t, path, &o)
-	if run, _ := d.Runs().Get(rctx, "fresh"); run.Status != RunError {
+	if run, _ := d.Runs().Get(rctx, "fresh"); run.Status != records.RunError {
 		t.Fatalf("Open did not reconcile an expired run: %s", run.Status)
 	}
 }
@@ -575,7 +576,7 @@ func TestRunLeaseLoop(t *testing.T) {
 	o := DefaultOptions()
 	o.RunLease = time.Second
 	a := openTest(t, path, &o)
-	mustCreate(t, a, NewRun{RunID: "r", ThreadID: "t", Status: RunRunning})
+	mustCreate(t, a, records.NewRun{RunID: "r", ThreadID: "t", Status: records.RunRunning})
 	b := openTest(t, path, &o)
 	deadline := time.Now().Add(1600 * time.Millisecond)
 	for time.Now().Before(deadline) {

@@ -5,37 +5,9 @@ package engine
 import (
 	"context"
 	"fmt"
+
+	"github.com/agentstate/agentstate/engine/records"
 )
-
-// TokenUsage is a thread's token usage summed over its runs.
-type TokenUsage struct {
-	Runs              int64                 `json:"total_runs"`
-	TotalInputTokens  int64                 `json:"total_input_tokens"`
-	TotalOutputTokens int64                 `json:"total_output_tokens"`
-	TotalTokens       int64                 `json:"total_tokens"`
-	LLMCallCount      int64                 `json:"llm_call_count"`
-	ByModel           map[string]ModelUsage `json:"by_model"`
-	ByCaller          CallerTokens          `json:"by_caller"`
-}
-
-// ModelUsage is one model's share of a thread's tokens. Runs counts the
-// runs that used the model; a run that used several models counts under
-// each.
-type ModelUsage struct {
-	ModelTokens
-	Runs int64 `json:"runs"`
-}
-
-// CallerTokens splits tokens by who called the model.
-type CallerTokens struct {
-	LeadAgent  int64 `json:"lead_agent"`
-	Subagent   int64 `json:"subagent"`
-	Middleware int64 `json:"middleware"`
-}
-
-// UnknownModel is the model name under which TokenUsage counts runs that
-// recorded neither per-model usage nor a model name.
-const UnknownModel = "unknown"
 
 const (
 	tokenCols      = `model_name, total_input_tokens, total_output_tokens, total_tokens, llm_call_count, lead_agent_tokens, subagent_tokens, middleware_tokens, token_usage_by_model`
@@ -47,16 +19,16 @@ const (
 // includeActive, of its pending and running runs too). By model, it reads
 // each run's per-model record and falls back to model_name and the run's
 // totals for runs without one (older rows).
-func (r Runs) TokenUsage(ctx context.Context, threadID string, includeActive bool) (TokenUsage, error) {
+func (r Runs) TokenUsage(ctx context.Context, threadID string, includeActive bool) (records.TokenUsage, error) {
 	if err := checkID("thread id", threadID); err != nil {
-		return TokenUsage{}, err
+		return records.TokenUsage{}, err
 	}
 	q := sqlTokensEnded
 	if includeActive {
 		q = sqlTokensAll
 	}
-	u := TokenUsage{ByModel: map[string]ModelUsage{}}
-	byModel := map[string]ModelTokens{}
+	u := records.TokenUsage{ByModel: map[string]records.ModelUsage{}}
+	byModel := map[string]records.ModelTokens{}
 	err := r.db.read(ctx, func(c *conn) error {
 		return c.query(q, []any{threadID}, func(st row) error {
 			u.Runs++
@@ -77,9 +49,9 @@ func (r Runs) TokenUsage(ctx context.Context, threadID string, includeActive boo
 			if len(byModel) == 0 {
 				model := st.Text(0)
 				if model == "" {
-					model = UnknownModel
+					model = records.UnknownModel
 				}
-				byModel[model] = ModelTokens{Input: in, Output: out, Total: total}
+				byModel[model] = records.ModelTokens{Input: in, Output: out, Total: total}
 			}
 			for model, t := range byModel {
 				m := u.ByModel[model]
@@ -93,7 +65,7 @@ func (r Runs) TokenUsage(ctx context.Context, threadID string, includeActive boo
 		})
 	})
 	if err != nil {
-		return TokenUsage{}, err
+		return records.TokenUsage{}, err
 	}
 	return u, nil
 }

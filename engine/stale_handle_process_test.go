@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // TestConvertUnderOpenHandle: a handle open while another process converts
@@ -24,10 +27,10 @@ func TestConvertUnderOpenHandle(t *testing.T) {
 		t.Skip("runs a child process; skipped with -short")
 	}
 	for _, c := range []struct {
-		from Mode
+		from channels.Mode
 		op   string
-		to   Mode
-	}{{ModeDelta, "tofull", ModeFull}, {ModeFull, "todelta", ModeDelta}} {
+		to   channels.Mode
+	}{{channels.ModeDelta, "tofull", channels.ModeFull}, {channels.ModeFull, "todelta", channels.ModeDelta}} {
 		t.Run(string(c.from)+"-to-"+string(c.to), func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "conv.db")
@@ -44,7 +47,7 @@ func TestConvertUnderOpenHandle(t *testing.T) {
 				t.Fatal(err)
 			}
 			var dump bytes.Buffer
-			if _, err := src.Export(rctx, &dump, ExportOptions{}); err != nil {
+			if _, err := src.Export(rctx, &dump, admin.ExportOptions{}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -54,7 +57,7 @@ func TestConvertUnderOpenHandle(t *testing.T) {
 			calls := map[string]error{}
 			_, calls["Commit of a new thread"] = a.Commit(rctx, "new", w.step("new", 1, ""))
 			_, calls["Commit of an old thread"] = a.Commit(rctx, "old", w.step("old", 2, ""))
-			_, calls["Import"] = a.Import(rctx, bytes.NewReader(dump.Bytes()), ImportOptions{})
+			_, calls["Import"] = a.Import(rctx, bytes.NewReader(dump.Bytes()), admin.ImportOptions{})
 			calls["Batch.NewThread"] = a.Batch(rctx, func(b *Batch) error { return b.NewThread("imported") })
 			for call, err := range calls {
 				if !errors.Is(err, ErrModeMismatch) {
@@ -67,7 +70,7 @@ func TestConvertUnderOpenHandle(t *testing.T) {
 			if ro.Options().Mode != c.to {
 				t.Fatalf("file mode %s, want %s", ro.Options().Mode, c.to)
 			}
-			rep, err := ro.Verify(rctx, VerifyOptions{})
+			rep, err := ro.Verify(rctx, admin.VerifyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

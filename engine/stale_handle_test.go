@@ -9,6 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // Handles that outlive a change another process made to their file.
@@ -35,16 +39,16 @@ func TestFileReplacedUnderOpenHandle(t *testing.T) {
 		{"Events.Put", func(db *DB) error { _, err := db.Events().Put(rctx, msg("mine", "r", "late")); return err }},
 		{"Store.Put", func(db *DB) error { return db.Store().Put(rctx, []string{"ns"}, "late", map[string]any{"v": 1}) }},
 		{"Runs.Create", func(db *DB) error {
-			_, err := db.Runs().Create(rctx, NewRun{ThreadID: "late", Status: RunRunning})
+			_, err := db.Runs().Create(rctx, records.NewRun{ThreadID: "late", Status: records.RunRunning})
 			return err
 		}},
 		{"Threads.Create", func(db *DB) error {
-			_, err := db.Threads().Create(rctx, AnyOwner, NewThread{ThreadID: "late"})
+			_, err := db.Threads().Create(rctx, AnyOwner, records.NewThread{ThreadID: "late"})
 			return err
 		}},
-		{"Retain", func(db *DB) error { _, err := db.Retain(rctx, RetainOptions{KeepLatest: 1}); return err }},
+		{"Retain", func(db *DB) error { _, err := db.Retain(rctx, admin.RetainOptions{KeepLatest: 1}); return err }},
 		{"Vacuum", func(db *DB) error { return db.Vacuum(rctx) }},
-		{"CheckpointWAL", func(db *DB) error { return db.CheckpointWAL(rctx) }},
+		{"CheckpointWAL", func(db *DB) error { _, err := db.CheckpointWAL(rctx); return err }},
 	}
 	for _, how := range []string{"deleted", "replaced", "moved away"} {
 		t.Run(how, func(t *testing.T) {
@@ -70,7 +74,7 @@ func TestFileReplacedUnderOpenHandle(t *testing.T) {
 				if _, err := o.Commit(rctx, "theirs", w.step("theirs", 1, "")); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := o.Export(rctx, &other, ExportOptions{}); err != nil {
+				if _, err := o.Export(rctx, &other, admin.ExportOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				o.Close()
@@ -103,7 +107,7 @@ func TestFileReplacedUnderOpenHandle(t *testing.T) {
 				ro := readOnly(t, path)
 				mustVerify(t, ro, "the file moved over the open one")
 				var got bytes.Buffer
-				if _, err := ro.Export(rctx, &got, ExportOptions{}); err != nil {
+				if _, err := ro.Export(rctx, &got, admin.ExportOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(got.Bytes(), other.Bytes()) {
@@ -112,7 +116,7 @@ func TestFileReplacedUnderOpenHandle(t *testing.T) {
 			case "moved away":
 				ro := readOnly(t, filepath.Join(dir, "elsewhere.db"))
 				mustVerify(t, ro, "the file moved away")
-				if evs, err := ro.Events().ListMessages(rctx, "mine", MessageQuery{Limit: 10}); err != nil || len(evs) != 1 {
+				if evs, err := ro.Events().ListMessages(rctx, "mine", records.MessageQuery{Limit: 10}); err != nil || len(evs) != 1 {
 					t.Errorf("the file moved away lost a commit: %d events, %v", len(evs), err)
 				}
 			}
@@ -171,7 +175,7 @@ func TestWALDeletedUnderOpenHandle(t *testing.T) {
 func TestHistoryWhileRetentionRuns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery, o.HistoryCacheBytes = ModeDelta, 3, 0
+	o.Mode, o.SnapshotEvery, o.HistoryCacheBytes = channels.ModeDelta, 3, 0
 	a := openTest(t, path, &o)
 	w := relWork{seed: 6}
 	for n := 1; n <= 150; n++ {
@@ -197,7 +201,7 @@ func TestHistoryWhileRetentionRuns(t *testing.T) {
 		}
 		n++
 		if n == 5 {
-			rep, err := b.Retain(rctx, RetainOptions{KeepLatest: 3})
+			rep, err := b.Retain(rctx, admin.RetainOptions{KeepLatest: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +219,7 @@ func TestHistoryWhileRetentionRuns(t *testing.T) {
 // newest. The first handle must report the removed checkpoints as not
 // found, never serve them from its caches, in either mode.
 func TestCachesAfterRetentionElsewhere(t *testing.T) {
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		path := filepath.Join(t.TempDir(), "c.db")
 		o := DefaultOptions()
 		o.Mode, o.SnapshotEvery = mode, 3
@@ -235,7 +239,7 @@ func TestCachesAfterRetentionElsewhere(t *testing.T) {
 			}
 		}
 		b := openTest(t, path, &o)
-		if _, err := b.Retain(rctx, RetainOptions{KeepLatest: 1}); err != nil {
+		if _, err := b.Retain(rctx, admin.RetainOptions{KeepLatest: 1}); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range cfgs[:len(cfgs)-1] {
@@ -256,7 +260,7 @@ func TestConvertsInOppositeDirections(t *testing.T) {
 	for round := range 4 {
 		path := filepath.Join(t.TempDir(), "c.db")
 		o := DefaultOptions()
-		o.Mode, o.SnapshotEvery = ModeDelta, 3
+		o.Mode, o.SnapshotEvery = channels.ModeDelta, 3
 		a := openTest(t, path, &o)
 		w := relWork{seed: uint64(round)}
 		for _, th := range []string{"x", "y", "z"} {
@@ -267,8 +271,8 @@ func TestConvertsInOppositeDirections(t *testing.T) {
 		a.Close()
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		wg.Go(func() { _, errs[0] = ConvertFile(rctx, testPath(t, path), nil, ModeFull, 3) })
-		wg.Go(func() { _, errs[1] = ConvertFile(rctx, testPath(t, path), nil, ModeDelta, 5) })
+		wg.Go(func() { _, errs[0] = ConvertFile(rctx, testPath(t, path), nil, channels.ModeFull, 3) })
+		wg.Go(func() { _, errs[1] = ConvertFile(rctx, testPath(t, path), nil, channels.ModeDelta, 5) })
 		wg.Wait()
 		for _, err := range errs {
 			if err != nil {

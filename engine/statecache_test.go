@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 )
 
@@ -19,7 +20,7 @@ func TestStateCacheIsBoundedInBytes(t *testing.T) {
 	const budget = 4 << 20
 	path := filepath.Join(t.TempDir(), "s.db")
 	o := DefaultOptions()
-	o.Mode, o.HistoryCacheBytes = ModeDelta, budget
+	o.Mode, o.HistoryCacheBytes = channels.ModeDelta, budget
 	db := openTest(t, path, &o)
 	text := strings.Repeat("x", 2000)
 	for i := range 300 {

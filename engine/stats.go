@@ -3,33 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
 )
-
-// SurfaceStats is the size of one surface: its rows and the bytes of what
-// they hold (keys, values and text; not SQLite's page overhead).
-type SurfaceStats struct {
-	Name  string `json:"name"`
-	Rows  int64  `json:"rows"`
-	Bytes int64  `json:"bytes"`
-}
-
-// ThreadSize is the stored size of one thread across its checkpoints,
-// channel values, writes and events.
-type ThreadSize struct {
-	ThreadID    string `json:"thread_id"`
-	Mode        Mode   `json:"mode,omitempty"` // "" for threads the thread API did not write
-	Checkpoints int64  `json:"checkpoints"`
-	Bytes       int64  `json:"bytes"`
-}
-
-// Stats is Info plus where the bytes are: per surface, the largest threads,
-// and the history cache.
-type Stats struct {
-	Info
-	Surfaces       []SurfaceStats `json:"surfaces"`
-	LargestThreads []ThreadSize   `json:"largest_threads"`
-	HistoryCache   CacheStats     `json:"history_cache"`
-}
 
 // The surfaces Stats reports, in order. SQLite's dbstat table is not
 // compiled into the driver, so sizes are sums of the stored lengths.
@@ -71,18 +48,18 @@ GROUP BY s.thread_id ORDER BY 4 DESC, 1 LIMIT ?`
 
 // Stats reads Info and the size of every surface, and lists the largest
 // threads (at most largest of them; 0 for none). It only reads.
-func (db *DB) Stats(ctx context.Context, largest int) (Stats, error) {
+func (db *DB) Stats(ctx context.Context, largest int) (admin.Stats, error) {
 	if largest < 0 {
-		return Stats{}, fmt.Errorf("%w: negative thread count %d", ErrInvalidArgument, largest)
+		return admin.Stats{}, fmt.Errorf("%w: negative thread count %d", ErrInvalidArgument, largest)
 	}
 	in, err := db.Info(ctx)
 	if err != nil {
-		return Stats{}, err
+		return admin.Stats{}, err
 	}
-	s := Stats{Info: in, Surfaces: []SurfaceStats{}, LargestThreads: []ThreadSize{}}
+	s := admin.Stats{Info: in, Surfaces: []admin.SurfaceStats{}, LargestThreads: []admin.ThreadSize{}}
 	err = db.read(ctx, func(c *conn) error {
 		for _, q := range statsSurfaces {
-			ss := SurfaceStats{Name: q.name}
+			ss := admin.SurfaceStats{Name: q.name}
 			_, err := c.queryRow(q.sql, nil, func(st row) error {
 				ss.Rows, ss.Bytes = st.Int64(0), st.Int64(1)
 				return nil
@@ -96,14 +73,14 @@ func (db *DB) Stats(ctx context.Context, largest int) (Stats, error) {
 			return nil
 		}
 		return c.query(sqlLargestThreads, []any{largest}, func(st row) error {
-			s.LargestThreads = append(s.LargestThreads, ThreadSize{
-				ThreadID: st.Text(0), Mode: Mode(st.Text(1)), Checkpoints: st.Int64(2), Bytes: st.Int64(3),
+			s.LargestThreads = append(s.LargestThreads, admin.ThreadSize{
+				ThreadID: st.Text(0), Mode: channels.Mode(st.Text(1)), Checkpoints: st.Int64(2), Bytes: st.Int64(3),
 			})
 			return nil
 		})
 	})
 	if err != nil {
-		return Stats{}, err
+		return admin.Stats{}, err
 	}
 	s.HistoryCache = db.CacheStats()
 	s.HistoryCache.MaxBytes = db.opts.HistoryCacheBytes

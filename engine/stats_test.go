@@ -4,24 +4,26 @@ import (
 	"context"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 func TestStats(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		path, _ := opsFixture(t, mode)
 		db := openRW(t, path)
 		st, err := db.Stats(ctx, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
-		by := map[string]SurfaceStats{}
+		by := map[string]admin.SurfaceStats{}
 		for _, s := range st.Surfaces {
 			by[s.Name] = s
 		}
 		values := "channel_blobs"
-		if mode == ModeDelta {
+		if mode == channels.ModeDelta {
 			values = "snapshots"
 		}
 		for _, name := range []string{"checkpoints", values, "writes", "store", "runs", "events", "threads"} {
@@ -40,10 +42,10 @@ func TestStats(t *testing.T) {
 
 func TestRetainMeasures(t *testing.T) {
 	ctx := context.Background()
-	path, _ := opsFixture(t, ModeDelta)
+	path, _ := opsFixture(t, channels.ModeDelta)
 	db := openRW(t, path)
 	before := exportOf(t, db, "")
-	dry, err := db.Retain(ctx, RetainOptions{KeepLatest: 2, DropBranches: true, DryRun: true})
+	dry, err := db.Retain(ctx, admin.RetainOptions{KeepLatest: 2, DropBranches: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestRetainMeasures(t *testing.T) {
 		t.Fatal("a dry run changed the file")
 	}
 	var calls int
-	done, err := db.Retain(ctx, RetainOptions{KeepLatest: 2, DropBranches: true, Progress: func(d, total int) { calls++ }})
+	done, err := db.Retain(ctx, admin.RetainOptions{KeepLatest: 2, DropBranches: true, Progress: func(d, total int) { calls++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +66,14 @@ func TestRetainMeasures(t *testing.T) {
 	if rep := verifyPath(t, path); !rep.OK {
 		t.Fatalf("after retention: %v", rep.Problems)
 	}
-	if _, err := db.Retain(ctx, RetainOptions{ThreadID: "nope"}); err == nil {
+	if _, err := db.Retain(ctx, admin.RetainOptions{ThreadID: "nope"}); err == nil {
 		t.Fatal("retention of a missing thread")
 	}
 }
 
 func TestInspectViews(t *testing.T) {
 	ctx := context.Background()
-	path, cps := opsFixture(t, ModeDelta)
+	path, cps := opsFixture(t, channels.ModeDelta)
 	db := openRW(t, path)
 
 	view, err := db.ReadState(ctx, Config{ThreadID: "chat", CheckpointID: cps[3].CheckpointID})
@@ -82,12 +84,12 @@ func TestInspectViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(view.Values[MessagesChannel].([]codec.Message)) != len(st.Values[MessagesChannel].([]codec.Message)) || view.Mode != ModeDelta {
+	if len(view.Values[MessagesChannel].([]codec.Message)) != len(st.Values[MessagesChannel].([]codec.Message)) || view.Mode != channels.ModeDelta {
 		t.Fatalf("ReadState %+v, State %+v", view, st)
 	}
 
-	var log []LogEntry
-	for e, err := range db.CheckpointLog(ctx, "chat", LogOptions{}) {
+	var log []admin.LogEntry
+	for e, err := range db.CheckpointLog(ctx, "chat", admin.LogOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +114,7 @@ func TestInspectViews(t *testing.T) {
 		t.Fatalf("%d snapshots, %d forks in %d entries", snapshots, forks, len(log))
 	}
 	n := 0
-	for _, err := range db.CheckpointLog(ctx, "chat", LogOptions{Before: log[2].CheckpointID, Limit: 3}) {
+	for _, err := range db.CheckpointLog(ctx, "chat", admin.LogOptions{Before: log[2].CheckpointID, Limit: 3}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,15 +124,15 @@ func TestInspectViews(t *testing.T) {
 		t.Fatalf("before+limit gave %d", n)
 	}
 
-	all, err := db.ListThreads(ctx, ThreadListOptions{})
+	all, err := db.ListThreads(ctx, admin.ThreadListOptions{})
 	if err != nil || len(all) != 2 || all[0].ThreadID != "chat" || all[0].Record == nil || all[0].Checkpoints != int64(len(cps)+1) || all[0].Runs != 1 || all[0].Events != 3 {
 		t.Fatalf("all threads: %v %+v", err, all)
 	}
-	bob, err := db.ListThreads(ctx, ThreadListOptions{Owner: "bob"})
+	bob, err := db.ListThreads(ctx, admin.ThreadListOptions{Owner: "bob"})
 	if err != nil || len(bob) != 1 || bob[0].ThreadID != "other" {
 		t.Fatalf("bob's threads: %v %+v", err, bob)
 	}
-	demo, err := db.ListThreads(ctx, ThreadListOptions{Metadata: map[string]any{"topic": "demo"}})
+	demo, err := db.ListThreads(ctx, admin.ThreadListOptions{Metadata: map[string]any{"topic": "demo"}})
 	if err != nil || len(demo) != 1 || demo[0].ThreadID != "chat" {
 		t.Fatalf("topic=demo: %v %+v", err, demo)
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // Store is the long-lived key/value surface of a DB, with LangGraph
@@ -25,126 +25,27 @@ type Store struct{ db *DB }
 // Store returns the key/value surface of db.
 func (db *DB) Store() Store { return Store{db} }
 
-// Item is one stored value with its place and timestamps. ExpiresAt is zero
-// for items that never expire.
-type Item struct {
-	Namespace []string       `json:"namespace"`
-	Key       string         `json:"key"`
-	Value     map[string]any `json:"value"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
-	ExpiresAt time.Time      `json:"expires_at,omitzero"`
-}
-
-// NoExpiry as a TTL makes an item never expire, whatever the default TTL.
-const NoExpiry time.Duration = -1
-
-// TTLRefresh says whether a read pushes back the expiry of what it returns
-// (to now plus the item's TTL). Handles opened read-only never refresh.
-type TTLRefresh int8
-
-const (
-	// RefreshDefault follows Options.StoreRefreshOnRead.
-	RefreshDefault TTLRefresh = iota
-	// RefreshOn refreshes the TTL of every item returned.
-	RefreshOn
-	// RefreshOff leaves expiry times as they are.
-	RefreshOff
-)
-
-// StoreOp is one operation of Store.Batch: a GetOp, PutOp, SearchOp or
-// ListNamespacesOp.
-type StoreOp interface{ storeOp() }
-
-// GetOp reads the item at (Namespace, Key).
-type GetOp struct {
-	Namespace []string
-	Key       string
-	Refresh   TTLRefresh
-}
-
-// PutOp stores Value at (Namespace, Key); a nil Value deletes the item. TTL
-// 0 means Options.StoreDefaultTTL, NoExpiry means never, anything else must
-// be positive.
-type PutOp struct {
-	Namespace []string
-	Key       string
-	Value     map[string]any
-	TTL       time.Duration
-}
-
-// SearchOp lists items under a namespace prefix (whole segments; an empty
-// prefix means every namespace), newest updated first. Filter keys are
-// dotted paths into the value; a filter value is a plain value (equality), an
-// operator map with $eq $ne $gt $gte $lt $lte, or a nested filter map.
-// Limit defaults to 10 and must be at most 1000.
-type SearchOp struct {
-	Prefix  []string
-	Filter  map[string]any
-	Limit   int
-	Offset  int
-	Refresh TTLRefresh
-}
-
-// ListNamespacesOp lists the distinct namespaces holding live items, in
-// segment order. Prefix and Suffix may hold "*" segments matching any one
-// segment; MaxDepth > 0 cuts longer namespaces to that depth (then
-// deduplicates). Limit defaults to 100 and must be at most 1000.
-type ListNamespacesOp struct {
-	Prefix   []string
-	Suffix   []string
-	MaxDepth int
-	Limit    int
-	Offset   int
-}
-
-func (GetOp) storeOp()            {}
-func (PutOp) storeOp()            {}
-func (SearchOp) storeOp()         {}
-func (ListNamespacesOp) storeOp() {}
-
-// StoreResult is the result of one Batch operation: Item for a GetOp (nil
-// when absent), Items for a SearchOp, Namespaces for a ListNamespacesOp, and
-// nothing for a PutOp.
-type StoreResult struct {
-	Item       *Item
-	Items      []Item
-	Namespaces [][]string
-}
-
-// PutOption changes how Store.Put stores an item.
-type PutOption func(*PutOp)
-
-// WithTTL gives the item its own TTL (NoExpiry: never expires).
-func WithTTL(d time.Duration) PutOption { return func(op *PutOp) { op.TTL = d } }
-
-// GetOption changes how Store.Get reads an item.
-type GetOption func(*GetOp)
-
-// WithRefresh overrides Options.StoreRefreshOnRead for one read.
-func WithRefresh(r TTLRefresh) GetOption { return func(op *GetOp) { op.Refresh = r } }
-
 // Get returns the live item at (ns, key), or an error matching ErrNotFound.
 // Unless told otherwise it pushes back the item's expiry.
-func (s Store) Get(ctx context.Context, ns []string, key string, opts ...GetOption) (Item, error) {
-	op := GetOp{Namespace: ns, Key: key}
+func (s Store) Get(ctx context.Context, ns []string, key string, opts ...records.GetOption) (records.Item, error) {
+	op := records.GetOp{Namespace: ns, Key: key}
 	for _, o := range opts {
 		o(&op)
 	}
 	res, err := s.Batch(ctx, op)
 	if err != nil {
-		return Item{}, err
+		return records.Item{}, err
 	}
 	if res[0].Item == nil {
-		return Item{}, fmt.Errorf("%w: store item %s in namespace %s", ErrNotFound, quoteCut(key), quoteCut(strings.Join(ns, ".")))
+		return records.Item{}, fmt.Errorf("%w: store item %s in namespace %s", ErrNotFound, quoteCut(key), quoteCut(strings.Join(ns, ".")))
 	}
 	return *res[0].Item, nil
 }
 
 // Put stores value at (ns, key), replacing any item there but keeping its
 // created_at; a nil value deletes the item.
-func (s Store) Put(ctx context.Context, ns []string, key string, value map[string]any, opts ...PutOption) error {
-	op := PutOp{Namespace: ns, Key: key, Value: value}
+func (s Store) Put(ctx context.Context, ns []string, key string, value map[string]any, opts ...records.PutOption) error {
+	op := records.PutOp{Namespace: ns, Key: key, Value: value}
 	for _, o := range opts {
 		o(&op)
 	}
@@ -155,12 +56,12 @@ func (s Store) Put(ctx context.Context, ns []string, key string, value map[strin
 // Delete removes the item at (ns, key); deleting an absent item is not an
 // error.
 func (s Store) Delete(ctx context.Context, ns []string, key string) error {
-	_, err := s.Batch(ctx, PutOp{Namespace: ns, Key: key})
+	_, err := s.Batch(ctx, records.PutOp{Namespace: ns, Key: key})
 	return err
 }
 
 // Search returns at most op.Limit live items matching op (see SearchOp).
-func (s Store) Search(ctx context.Context, op SearchOp) ([]Item, error) {
+func (s Store) Search(ctx context.Context, op records.SearchOp) ([]records.Item, error) {
 	res, err := s.Batch(ctx, op)
 	if err != nil {
 		return nil, err
@@ -170,7 +71,7 @@ func (s Store) Search(ctx context.Context, op SearchOp) ([]Item, error) {
 
 // ListNamespaces returns at most op.Limit namespaces matching op (see
 // ListNamespacesOp).
-func (s Store) ListNamespaces(ctx context.Context, op ListNamespacesOp) ([][]string, error) {
+func (s Store) ListNamespaces(ctx context.Context, op records.ListNamespacesOp) ([][]string, error) {
 	res, err := s.Batch(ctx, op)
 	if err != nil {
 		return nil, err
@@ -182,7 +83,7 @@ func (s Store) ListNamespaces(ctx context.Context, op ListNamespacesOp) ([][]str
 // is validated first: a bad op fails the batch before anything is written.
 // Batches that write run in one write transaction (later ops see earlier
 // puts); read-only batches read one snapshot, then refresh TTLs in one write.
-func (s Store) Batch(ctx context.Context, ops ...StoreOp) ([]StoreResult, error) {
+func (s Store) Batch(ctx context.Context, ops ...records.StoreOp) ([]records.StoreResult, error) {
 	plan := make([]storePlanned, len(ops))
 	writes := false
 	budget := callBudget{what: "the store batch"}
@@ -198,11 +99,11 @@ func (s Store) Batch(ctx context.Context, ops ...StoreOp) ([]StoreResult, error)
 			return nil, err
 		}
 		plan[i] = p
-		if _, ok := op.(PutOp); ok {
+		if _, ok := op.(records.PutOp); ok {
 			writes = true
 		}
 	}
-	res := make([]StoreResult, len(ops))
+	res := make([]records.StoreResult, len(ops))
 	if writes {
 		err := s.db.write(ctx, func(c *conn) error {
 			now := s.db.nowUS()
@@ -261,7 +162,7 @@ func (s Store) Sweep(ctx context.Context) (int64, error) {
 
 // storePlanned is a validated op, ready to run.
 type storePlanned struct {
-	op      StoreOp
+	op      records.StoreOp
 	ns      string // joined namespace (get, put) or prefix (search)
 	value   []byte // encoded value of a put; nil deletes
 	ttlUS   int64  // 0: no expiry
@@ -273,13 +174,13 @@ type storePlanned struct {
 }
 
 // storeRef is an item a read returned, whose TTL the batch refreshes.
-type storeRef struct{ item *Item }
+type storeRef struct{ item *records.Item }
 
-func (s Store) plan(op StoreOp) (storePlanned, error) {
+func (s Store) plan(op records.StoreOp) (storePlanned, error) {
 	p := storePlanned{op: op}
 	var err error
 	switch o := op.(type) {
-	case GetOp:
+	case records.GetOp:
 		if p.ns, err = joinNamespace(o.Namespace); err != nil {
 			return p, err
 		}
@@ -287,7 +188,7 @@ func (s Store) plan(op StoreOp) (storePlanned, error) {
 			return p, err
 		}
 		p.refresh, err = s.refresh(o.Refresh)
-	case PutOp:
+	case records.PutOp:
 		if p.ns, err = joinNamespace(o.Namespace); err != nil {
 			return p, err
 		}
@@ -301,7 +202,7 @@ func (s Store) plan(op StoreOp) (storePlanned, error) {
 			return p, err
 		}
 		switch {
-		case o.TTL == NoExpiry:
+		case o.TTL == records.NoExpiry:
 		case o.TTL == 0:
 			p.ttlUS = s.db.opts.StoreDefaultTTL.Microseconds()
 		case o.TTL < 0:
@@ -309,7 +210,7 @@ func (s Store) plan(op StoreOp) (storePlanned, error) {
 		default:
 			p.ttlUS = max(o.TTL.Microseconds(), 1)
 		}
-	case SearchOp:
+	case records.SearchOp:
 		if len(o.Prefix) > 0 {
 			if p.ns, err = joinNamespace(o.Prefix); err != nil {
 				return p, err
@@ -325,7 +226,7 @@ func (s Store) plan(op StoreOp) (storePlanned, error) {
 			return p, err
 		}
 		p.refresh, err = s.refresh(o.Refresh)
-	case ListNamespacesOp:
+	case records.ListNamespacesOp:
 		if p.prefix, err = checkPattern("prefix", o.Prefix); err != nil {
 			return p, err
 		}
@@ -347,13 +248,13 @@ func (s Store) plan(op StoreOp) (storePlanned, error) {
 	return p, err
 }
 
-func (s Store) refresh(r TTLRefresh) (bool, error) {
+func (s Store) refresh(r records.TTLRefresh) (bool, error) {
 	switch r {
-	case RefreshDefault:
+	case records.RefreshDefault:
 		return s.db.opts.StoreRefreshOnRead, nil
-	case RefreshOn:
+	case records.RefreshOn:
 		return true, nil
-	case RefreshOff:
+	case records.RefreshOff:
 		return false, nil
 	}
 	return false, fmt.Errorf("%w: TTL refresh mode %d", ErrInvalidArgument, r)
@@ -412,10 +313,10 @@ const (
 
 // run executes one planned op on c, collecting TTL refreshes; on a write
 // connection it also applies them at the end of the batch.
-func (s Store) run(c *conn, p *storePlanned, now int64, res *StoreResult, refresh *[]storeRef) error {
+func (s Store) run(c *conn, p *storePlanned, now int64, res *records.StoreResult, refresh *[]storeRef) error {
 	switch o := p.op.(type) {
-	case GetOp:
-		var it *Item
+	case records.GetOp:
+		var it *records.Item
 		_, err := c.queryRow(sqlStoreGet, []any{p.ns, o.Key, now}, func(st row) error {
 			item, err := scanItem(st)
 			it = &item
@@ -428,7 +329,7 @@ func (s Store) run(c *conn, p *storePlanned, now int64, res *StoreResult, refres
 			*refresh = append(*refresh, storeRef{it})
 		}
 		res.Item = it
-	case PutOp:
+	case records.PutOp:
 		if p.value == nil {
 			return c.exec(sqlStoreDelete, p.ns, o.Key)
 		}
@@ -437,7 +338,7 @@ func (s Store) run(c *conn, p *storePlanned, now int64, res *StoreResult, refres
 			ttl, exp = p.ttlUS, now+p.ttlUS
 		}
 		return c.exec(sqlStorePut, p.ns, o.Key, p.value, now, ttl, exp)
-	case SearchOp:
+	case records.SearchOp:
 		items, err := s.search(c, p, o.Offset, now)
 		if err != nil {
 			return err
@@ -448,7 +349,7 @@ func (s Store) run(c *conn, p *storePlanned, now int64, res *StoreResult, refres
 			}
 		}
 		res.Items = items
-	case ListNamespacesOp:
+	case records.ListNamespacesOp:
 		ns, err := listNamespaces(c, p, o, now)
 		if err != nil {
 			return err
@@ -468,7 +369,7 @@ func (s Store) run(c *conn, p *storePlanned, now int64, res *StoreResult, refres
 // only as the benchmark's baseline and the tests' oracle.
 var storeSearchInSQL = true
 
-func (s Store) search(c *conn, p *storePlanned, offset int, now int64) ([]Item, error) {
+func (s Store) search(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, error) {
 	shape := 0 // every namespace
 	args := []any{now, "", "", "", nil, p.limit, offset}
 	if p.ns != "" {
@@ -495,7 +396,7 @@ func (s Store) search(c *conn, p *storePlanned, offset int, now int64) ([]Item, 
 		{sqlStoreSearchAllFiltered, sqlStoreSearchOneFiltered, sqlStoreSearchNSFiltered},
 	}[b2i(filtered)][shape]
 	type found struct {
-		it             Item
+		it             records.Item
 		updated, rowid int64
 	}
 	rows := make([]found, 0, min(p.limit, 64))
@@ -523,7 +424,7 @@ func (s Store) search(c *conn, p *storePlanned, offset int, now int64) ([]Item, 
 		rows = rows[min(offset, len(rows)):]
 		rows = rows[:min(p.limit, len(rows))]
 	}
-	items := make([]Item, len(rows))
+	items := make([]records.Item, len(rows))
 	for i, r := range rows {
 		items[i] = r.it
 	}
@@ -538,8 +439,8 @@ func b2i(b bool) int {
 }
 
 // scanItem reads a row of storeCols.
-func scanItem(st row) (Item, error) {
-	it := Item{
+func scanItem(st row) (records.Item, error) {
+	it := records.Item{
 		Namespace: strings.Split(st.Text(0), "."),
 		Key:       st.Text(1),
 		CreatedAt: fromUS(st.Int64(3)),
@@ -647,7 +548,7 @@ func checkStoreKey(key string) error {
 // listNamespaces reads the distinct live namespaces, narrowed in SQL to the
 // literal segments before the prefix's first wildcard, then matched, cut
 // and paged in Go.
-func listNamespaces(c *conn, p *storePlanned, o ListNamespacesOp, now int64) ([][]string, error) {
+func listNamespaces(c *conn, p *storePlanned, o records.ListNamespacesOp, now int64) ([][]string, error) {
 	var lit []string
 	for _, seg := range p.prefix {
 		if seg == "*" {

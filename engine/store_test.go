@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -24,7 +25,7 @@ func TestStorePutGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Item{Namespace: ns, Key: "k1", Value: map[string]any{"text": "likes tea", "n": int64(1), "tags": []any{"a", "b"}}, CreatedAt: t0, UpdatedAt: t0}
+	want := records.Item{Namespace: ns, Key: "k1", Value: map[string]any{"text": "likes tea", "n": int64(1), "tags": []any{"a", "b"}}, CreatedAt: t0, UpdatedAt: t0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("get (-want +got):\n%s", diff)
 	}
@@ -35,7 +36,7 @@ func TestStorePutGetDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ = s.Get(rctx, ns, "k1")
-	want = Item{Namespace: ns, Key: "k1", Value: map[string]any{"text": "likes coffee"}, CreatedAt: t0, UpdatedAt: t0.Add(time.Minute)}
+	want = records.Item{Namespace: ns, Key: "k1", Value: map[string]any{"text": "likes coffee"}, CreatedAt: t0, UpdatedAt: t0.Add(time.Minute)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after update (-want +got):\n%s", diff)
 	}
@@ -64,7 +65,7 @@ func TestStorePutGetDelete(t *testing.T) {
 	}
 }
 
-func keys(items []Item) []string {
+func keys(items []records.Item) []string {
 	out := []string{}
 	for _, it := range items {
 		out = append(out, strings.Join(it.Namespace, ".")+"/"+it.Key)
@@ -91,28 +92,28 @@ func TestStoreSearch(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		op   SearchOp
+		op   records.SearchOp
 		want []string
 	}{
-		{"whole segments", SearchOp{Prefix: []string{"a", "b"}}, []string{"a.b.c/3", "a.b/2", "a.b/1"}},
-		{"one namespace", SearchOp{Prefix: []string{"a", "b", "c"}}, []string{"a.b.c/3"}},
-		{"parent", SearchOp{Prefix: []string{"a"}}, []string{"a.bc/4", "a.b.c/3", "a.b/2", "a.b/1"}},
-		{"everything", SearchOp{}, []string{"x/6", "a-b/5", "a.bc/4", "a.b.c/3", "a.b/2", "a.b/1"}},
-		{"limit offset", SearchOp{Limit: 2, Offset: 1}, []string{"a-b/5", "a.bc/4"}},
-		{"offset past end", SearchOp{Prefix: []string{"a", "b"}, Offset: 5}, []string{}},
-		{"plain equality", SearchOp{Filter: map[string]any{"kind": "todo"}}, []string{"a.b/2"}},
-		{"$eq int vs float", SearchOp{Filter: map[string]any{"score": map[string]any{"$eq": 20.0}}}, []string{"a.b/2"}},
-		{"$ne includes missing", SearchOp{Filter: map[string]any{"meta.lang": map[string]any{"$ne": "en"}}}, []string{"x/6", "a-b/5", "a.bc/4", "a.b.c/3", "a.b/2"}},
-		{"$gt", SearchOp{Filter: map[string]any{"score": map[string]any{"$gt": 30}}}, []string{"x/6", "a-b/5", "a.bc/4"}},
-		{"$gte $lt range", SearchOp{Filter: map[string]any{"score": map[string]any{"$gte": 20, "$lt": 50}}}, []string{"a.bc/4", "a.b.c/3", "a.b/2"}},
-		{"$lte float", SearchOp{Filter: map[string]any{"score": map[string]any{"$lte": 10.5}}}, []string{"a.b/1"}},
-		{"$gt string", SearchOp{Filter: map[string]any{"kind": map[string]any{"$gt": "nots"}}}, []string{"a.b/2"}},
-		{"dotted nested", SearchOp{Filter: map[string]any{"meta.lang": "fr"}}, []string{"a.b/2"}},
-		{"nested map", SearchOp{Filter: map[string]any{"meta": map[string]any{"rank": map[string]any{"$gt": 2}}}}, []string{"a.b/1"}},
-		{"empty nested map needs a map", SearchOp{Filter: map[string]any{"meta": map[string]any{}}}, []string{"a.b/2", "a.b/1"}},
-		{"number vs string never equal", SearchOp{Filter: map[string]any{"score": "10"}}, []string{}},
-		{"filter and prefix and limit", SearchOp{Prefix: []string{"a"}, Filter: map[string]any{"kind": "note"}, Limit: 2}, []string{"a.bc/4", "a.b.c/3"}},
-		{"filter and offset", SearchOp{Filter: map[string]any{"kind": "note"}, Offset: 3}, []string{"a.b.c/3", "a.b/1"}},
+		{"whole segments", records.SearchOp{Prefix: []string{"a", "b"}}, []string{"a.b.c/3", "a.b/2", "a.b/1"}},
+		{"one namespace", records.SearchOp{Prefix: []string{"a", "b", "c"}}, []string{"a.b.c/3"}},
+		{"parent", records.SearchOp{Prefix: []string{"a"}}, []string{"a.bc/4", "a.b.c/3", "a.b/2", "a.b/1"}},
+		{"everything", records.SearchOp{}, []string{"x/6", "a-b/5", "a.bc/4", "a.b.c/3", "a.b/2", "a.b/1"}},
+		{"limit offset", records.SearchOp{Limit: 2, Offset: 1}, []string{"a-b/5", "a.bc/4"}},
+		{"offset past end", records.SearchOp{Prefix: []string{"a", "b"}, Offset: 5}, []string{}},
+		{"plain equality", records.SearchOp{Filter: map[string]any{"kind": "todo"}}, []string{"a.b/2"}},
+		{"$eq int vs float", records.SearchOp{Filter: map[string]any{"score": map[string]any{"$eq": 20.0}}}, []string{"a.b/2"}},
+		{"$ne includes missing", records.SearchOp{Filter: map[string]any{"meta.lang": map[string]any{"$ne": "en"}}}, []string{"x/6", "a-b/5", "a.bc/4", "a.b.c/3", "a.b/2"}},
+		{"$gt", records.SearchOp{Filter: map[string]any{"score": map[string]any{"$gt": 30}}}, []string{"x/6", "a-b/5", "a.bc/4"}},
+		{"$gte $lt range", records.SearchOp{Filter: map[string]any{"score": map[string]any{"$gte": 20, "$lt": 50}}}, []string{"a.bc/4", "a.b.c/3", "a.b/2"}},
+		{"$lte float", records.SearchOp{Filter: map[string]any{"score": map[string]any{"$lte": 10.5}}}, []string{"a.b/1"}},
+		{"$gt string", records.SearchOp{Filter: map[string]any{"kind": map[string]any{"$gt": "nots"}}}, []string{"a.b/2"}},
+		{"dotted nested", records.SearchOp{Filter: map[string]any{"meta.lang": "fr"}}, []string{"a.b/2"}},
+		{"nested map", records.SearchOp{Filter: map[string]any{"meta": map[string]any{"rank": map[string]any{"$gt": 2}}}}, []string{"a.b/1"}},
+		{"empty nested map needs a map", records.SearchOp{Filter: map[string]any{"meta": map[string]any{}}}, []string{"a.b/2", "a.b/1"}},
+		{"number vs string never equal", records.SearchOp{Filter: map[string]any{"score": "10"}}, []string{}},
+		{"filter and prefix and limit", records.SearchOp{Prefix: []string{"a"}, Filter: map[string]any{"kind": "note"}, Limit: 2}, []string{"a.bc/4", "a.b.c/3"}},
+		{"filter and offset", records.SearchOp{Filter: map[string]any{"kind": "note"}, Offset: 3}, []string{"a.b.c/3", "a.b/1"}},
 	} {
 		got, err := s.Search(rctx, tc.op)
 		if err != nil {
@@ -140,7 +141,7 @@ func TestStoreSearchFilterPlacement(t *testing.T) {
 		s.Put(rctx, ns, fmt.Sprint(i), map[string]any{"n": r.IntN(50), "f": r.Float64() * 50, "s": fmt.Sprint(r.IntN(9)), "m": map[string]any{"k": r.IntN(3)}})
 	}
 	defer func(old bool) { storeSearchInSQL = old }(storeSearchInSQL)
-	for _, op := range []SearchOp{
+	for _, op := range []records.SearchOp{
 		{Prefix: []string{"p"}, Filter: map[string]any{"n": map[string]any{"$gte": 10, "$lt": 30}}, Limit: 17, Offset: 3},
 		{Prefix: []string{"p", "1"}, Filter: map[string]any{"f": map[string]any{"$gt": 25}}, Limit: 50},
 		{Filter: map[string]any{"s": map[string]any{"$ne": "3"}, "m.k": 1}, Limit: 1000},
@@ -174,7 +175,7 @@ func TestStoreListNamespaces(t *testing.T) {
 		}
 	}
 	// An expired namespace is not listed.
-	s.Put(rctx, []string{"a", "gone"}, "k", map[string]any{}, WithTTL(time.Second))
+	s.Put(rctx, []string{"a", "gone"}, "k", map[string]any{}, records.WithTTL(time.Second))
 	clk.Add(2 * time.Second)
 	split := func(list ...string) [][]string {
 		out := [][]string{}
@@ -185,20 +186,20 @@ func TestStoreListNamespaces(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		op   ListNamespacesOp
+		op   records.ListNamespacesOp
 		want [][]string
 	}{
-		{"all", ListNamespacesOp{}, split("a.b.c", "a.b.c.e", "a.b.d", "a.x", "a.x.c", "b.b.c", "c")},
-		{"prefix", ListNamespacesOp{Prefix: []string{"a", "b"}}, split("a.b.c", "a.b.c.e", "a.b.d")},
-		{"prefix wildcard", ListNamespacesOp{Prefix: []string{"*", "b"}}, split("a.b.c", "a.b.c.e", "a.b.d", "b.b.c")},
-		{"suffix", ListNamespacesOp{Suffix: []string{"c"}}, split("a.b.c", "a.x.c", "b.b.c", "c")},
-		{"suffix wildcard", ListNamespacesOp{Suffix: []string{"b", "*"}}, split("a.b.c", "a.b.d", "b.b.c")},
-		{"prefix and suffix", ListNamespacesOp{Prefix: []string{"a"}, Suffix: []string{"c"}}, split("a.b.c", "a.x.c")},
-		{"max depth", ListNamespacesOp{MaxDepth: 2}, split("a.b", "a.x", "b.b", "c")},
-		{"max depth with prefix", ListNamespacesOp{Prefix: []string{"a", "b"}, MaxDepth: 3}, split("a.b.c", "a.b.d")},
-		{"limit offset", ListNamespacesOp{Limit: 2, Offset: 1}, split("a.b.c.e", "a.b.d")},
-		{"offset past end", ListNamespacesOp{Offset: 100}, split()},
-		{"no match", ListNamespacesOp{Prefix: []string{"zzz"}}, split()},
+		{"all", records.ListNamespacesOp{}, split("a.b.c", "a.b.c.e", "a.b.d", "a.x", "a.x.c", "b.b.c", "c")},
+		{"prefix", records.ListNamespacesOp{Prefix: []string{"a", "b"}}, split("a.b.c", "a.b.c.e", "a.b.d")},
+		{"prefix wildcard", records.ListNamespacesOp{Prefix: []string{"*", "b"}}, split("a.b.c", "a.b.c.e", "a.b.d", "b.b.c")},
+		{"suffix", records.ListNamespacesOp{Suffix: []string{"c"}}, split("a.b.c", "a.x.c", "b.b.c", "c")},
+		{"suffix wildcard", records.ListNamespacesOp{Suffix: []string{"b", "*"}}, split("a.b.c", "a.b.d", "b.b.c")},
+		{"prefix and suffix", records.ListNamespacesOp{Prefix: []string{"a"}, Suffix: []string{"c"}}, split("a.b.c", "a.x.c")},
+		{"max depth", records.ListNamespacesOp{MaxDepth: 2}, split("a.b", "a.x", "b.b", "c")},
+		{"max depth with prefix", records.ListNamespacesOp{Prefix: []string{"a", "b"}, MaxDepth: 3}, split("a.b.c", "a.b.d")},
+		{"limit offset", records.ListNamespacesOp{Limit: 2, Offset: 1}, split("a.b.c.e", "a.b.d")},
+		{"offset past end", records.ListNamespacesOp{Offset: 100}, split()},
+		{"no match", records.ListNamespacesOp{Prefix: []string{"zzz"}}, split()},
 	} {
 		got, err := s.ListNamespaces(rctx, tc.op)
 		if err != nil {
@@ -216,24 +217,24 @@ func TestStoreBatch(t *testing.T) {
 	s := db.Store()
 	ns := []string{"batch"}
 	res, err := s.Batch(rctx,
-		PutOp{Namespace: ns, Key: "a", Value: map[string]any{"v": 1}},
-		GetOp{Namespace: ns, Key: "a"},
-		PutOp{Namespace: ns, Key: "b", Value: map[string]any{"v": 2}},
-		SearchOp{Prefix: ns},
-		PutOp{Namespace: ns, Key: "a"},
-		GetOp{Namespace: ns, Key: "a"},
-		ListNamespacesOp{},
+		records.PutOp{Namespace: ns, Key: "a", Value: map[string]any{"v": 1}},
+		records.GetOp{Namespace: ns, Key: "a"},
+		records.PutOp{Namespace: ns, Key: "b", Value: map[string]any{"v": 2}},
+		records.SearchOp{Prefix: ns},
+		records.PutOp{Namespace: ns, Key: "a"},
+		records.GetOp{Namespace: ns, Key: "a"},
+		records.ListNamespacesOp{},
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := clk.Now()
-	item := func(k string, v int64) Item {
-		return Item{Namespace: ns, Key: k, Value: map[string]any{"v": v}, CreatedAt: now, UpdatedAt: now}
+	item := func(k string, v int64) records.Item {
+		return records.Item{Namespace: ns, Key: k, Value: map[string]any{"v": v}, CreatedAt: now, UpdatedAt: now}
 	}
 	a := item("a", 1)
-	want := []StoreResult{
-		{}, {Item: &a}, {}, {Items: []Item{item("b", 2), item("a", 1)}}, {}, {}, {Namespaces: [][]string{ns}},
+	want := []records.StoreResult{
+		{}, {Item: &a}, {}, {Items: []records.Item{item("b", 2), item("a", 1)}}, {}, {}, {Namespaces: [][]string{ns}},
 	}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Fatalf("batch results (-want +got):\n%s", diff)
@@ -242,8 +243,8 @@ func TestStoreBatch(t *testing.T) {
 	// One bad op refuses the whole batch before anything is written.
 	before := dumpRecords(t, db)
 	_, err = s.Batch(rctx,
-		PutOp{Namespace: ns, Key: "c", Value: map[string]any{"v": 3}},
-		SearchOp{Filter: map[string]any{"x') OR '1'='1": 1}},
+		records.PutOp{Namespace: ns, Key: "c", Value: map[string]any{"v": 3}},
+		records.SearchOp{Filter: map[string]any{"x') OR '1'='1": 1}},
 	)
 	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "op 1") {
 		t.Fatalf("bad batch: %v, want ErrInvalidArgument naming op 1", err)
@@ -261,25 +262,25 @@ func TestStoreBatch(t *testing.T) {
 // runs as one batch or one call at a time.
 func TestStoreBatchMatchesOneByOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 9))
-	var ops []StoreOp
+	var ops []records.StoreOp
 	nss := [][]string{{"a"}, {"a", "b"}, {"c"}}
 	for range 200 {
 		ns := nss[r.IntN(len(nss))]
 		key := fmt.Sprint(r.IntN(8))
 		switch r.IntN(5) {
 		case 0, 1:
-			ops = append(ops, PutOp{Namespace: ns, Key: key, Value: map[string]any{"n": r.IntN(10)}})
+			ops = append(ops, records.PutOp{Namespace: ns, Key: key, Value: map[string]any{"n": r.IntN(10)}})
 		case 2:
-			ops = append(ops, PutOp{Namespace: ns, Key: key})
+			ops = append(ops, records.PutOp{Namespace: ns, Key: key})
 		case 3:
-			ops = append(ops, GetOp{Namespace: ns, Key: key})
+			ops = append(ops, records.GetOp{Namespace: ns, Key: key})
 		case 4:
-			ops = append(ops, SearchOp{Prefix: ns[:1], Filter: map[string]any{"n": map[string]any{"$gte": r.IntN(10)}}, Limit: 5})
+			ops = append(ops, records.SearchOp{Prefix: ns[:1], Filter: map[string]any{"n": map[string]any{"$gte": r.IntN(10)}}, Limit: 5})
 		}
 	}
-	run := func(batch bool) ([]StoreResult, []Item) {
+	run := func(batch bool) ([]records.StoreResult, []records.Item) {
 		db, _ := openRec(t, nil)
-		var res []StoreResult
+		var res []records.StoreResult
 		if batch {
 			var err error
 			if res, err = db.Store().Batch(rctx, ops...); err != nil {
@@ -294,7 +295,7 @@ func TestStoreBatchMatchesOneByOne(t *testing.T) {
 				res = append(res, one[0])
 			}
 		}
-		all, err := db.Store().Search(rctx, SearchOp{Limit: 1000})
+		all, err := db.Store().Search(rctx, records.SearchOp{Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,11 +319,11 @@ func TestStoreTTL(t *testing.T) {
 	s := db.Store()
 	ns := []string{"ttl"}
 	t0 := clk.Now()
-	s.Put(rctx, ns, "minute", map[string]any{"v": 1}, WithTTL(time.Minute))
+	s.Put(rctx, ns, "minute", map[string]any{"v": 1}, records.WithTTL(time.Minute))
 	s.Put(rctx, ns, "default", map[string]any{"v": 2})
-	s.Put(rctx, ns, "forever", map[string]any{"v": 3}, WithTTL(NoExpiry))
+	s.Put(rctx, ns, "forever", map[string]any{"v": 3}, records.WithTTL(records.NoExpiry))
 
-	it, _ := s.Get(rctx, ns, "default", WithRefresh(RefreshOff))
+	it, _ := s.Get(rctx, ns, "default", records.WithRefresh(records.RefreshOff))
 	if !it.ExpiresAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("default TTL: expires %v, want %v", it.ExpiresAt, t0.Add(time.Hour))
 	}
@@ -342,7 +343,7 @@ func TestStoreTTL(t *testing.T) {
 	}
 	clk.Add(59 * time.Second)
 	// A read that asks not to refresh leaves the expiry alone...
-	it, err = s.Get(rctx, ns, "minute", WithRefresh(RefreshOff))
+	it, err = s.Get(rctx, ns, "minute", records.WithRefresh(records.RefreshOff))
 	if err != nil {
 		t.Fatalf("item expired although refreshed 59s ago: %v", err)
 	}
@@ -351,7 +352,7 @@ func TestStoreTTL(t *testing.T) {
 	if _, err := s.Get(rctx, ns, "minute"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("expired item returned by Get: %v", err)
 	}
-	items, _ := s.Search(rctx, SearchOp{Prefix: ns})
+	items, _ := s.Search(rctx, records.SearchOp{Prefix: ns})
 	if diff := cmp.Diff([]string{"ttl/forever", "ttl/default"}, keys(items)); diff != "" {
 		t.Fatalf("search after expiry (-want +got):\n%s", diff)
 	}
@@ -359,7 +360,7 @@ func TestStoreTTL(t *testing.T) {
 	if want := clk.Now().Add(time.Hour); !items[1].ExpiresAt.Equal(want) {
 		t.Fatalf("search did not refresh: %v, want %v", items[1].ExpiresAt, want)
 	}
-	it, _ = s.Get(rctx, ns, "default", WithRefresh(RefreshOff))
+	it, _ = s.Get(rctx, ns, "default", records.WithRefresh(records.RefreshOff))
 	if want := clk.Now().Add(time.Hour); !it.ExpiresAt.Equal(want) {
 		t.Fatalf("stored expiry after search %v, want %v", it.ExpiresAt, want)
 	}
@@ -375,17 +376,17 @@ func TestStoreTTL(t *testing.T) {
 		t.Fatalf("%d rows after sweep, want 2", n)
 	}
 	// Putting over an expired, unswept item makes a new item.
-	s.Put(rctx, ns, "short", map[string]any{}, WithTTL(time.Second))
+	s.Put(rctx, ns, "short", map[string]any{}, records.WithTTL(time.Second))
 	clk.Add(time.Hour)
 	s.Put(rctx, ns, "short", map[string]any{})
 	it, _ = s.Get(rctx, ns, "short")
 	if !it.CreatedAt.Equal(clk.Now()) {
 		t.Fatalf("re-put of an expired item kept created_at %v", it.CreatedAt)
 	}
-	if _, err := s.Get(rctx, ns, "x", WithRefresh(TTLRefresh(9))); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := s.Get(rctx, ns, "x", records.WithRefresh(records.TTLRefresh(9))); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("bad refresh mode: %v", err)
 	}
-	if err := s.Put(rctx, ns, "x", map[string]any{}, WithTTL(-2*time.Second)); !errors.Is(err, ErrInvalidArgument) {
+	if err := s.Put(rctx, ns, "x", map[string]any{}, records.WithTTL(-2*time.Second)); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("negative TTL: %v", err)
 	}
 }
@@ -394,13 +395,13 @@ func TestStoreRefreshOnReadOption(t *testing.T) {
 	db, clk := openRec(t, func(o *Options) { o.StoreRefreshOnRead = false })
 	s := db.Store()
 	ns := []string{"r"}
-	s.Put(rctx, ns, "k", map[string]any{}, WithTTL(time.Minute))
+	s.Put(rctx, ns, "k", map[string]any{}, records.WithTTL(time.Minute))
 	t0 := clk.Now()
 	clk.Add(30 * time.Second)
 	if it, _ := s.Get(rctx, ns, "k"); !it.ExpiresAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("refreshed although the option is off: %v", it.ExpiresAt)
 	}
-	if it, _ := s.Get(rctx, ns, "k", WithRefresh(RefreshOn)); !it.ExpiresAt.Equal(clk.Now().Add(time.Minute)) {
+	if it, _ := s.Get(rctx, ns, "k", records.WithRefresh(records.RefreshOn)); !it.ExpiresAt.Equal(clk.Now().Add(time.Minute)) {
 		t.Fatalf("RefreshOn did not refresh: %v", it.ExpiresAt)
 	}
 }
@@ -416,7 +417,7 @@ func countRowsRec(t testing.TB, db *DB, table string) int64 {
 
 func TestStoreBackgroundSweeper(t *testing.T) {
 	db, clk := openRec(t, func(o *Options) { o.StoreSweepInterval = 10 * time.Millisecond })
-	db.Store().Put(rctx, []string{"s"}, "k", map[string]any{}, WithTTL(time.Second))
+	db.Store().Put(rctx, []string{"s"}, "k", map[string]any{}, records.WithTTL(time.Second))
 	db.Store().Put(rctx, []string{"s"}, "keep", map[string]any{})
 	clk.Add(time.Minute)
 	deadline := time.Now().Add(10 * time.Second)
@@ -454,14 +455,17 @@ func TestStoreRejectsHostileInput(t *testing.T) {
 	}
 	for _, h := range hostile {
 		for name, call := range map[string]func() error{
-			"put":       func() error { return s.Put(rctx, []string{"ok", h}, "k", map[string]any{"v": 1}) },
-			"get":       func() error { _, err := s.Get(rctx, []string{h}, "k"); return err },
-			"delete":    func() error { return s.Delete(rctx, []string{"ok", h}, "k") },
-			"search":    func() error { _, err := s.Search(rctx, SearchOp{Prefix: []string{h}}); return err },
-			"list":      func() error { _, err := s.ListNamespaces(rctx, ListNamespacesOp{Suffix: []string{h}}); return err },
-			"filterkey": func() error { _, err := s.Search(rctx, SearchOp{Filter: map[string]any{h: 1}}); return err },
+			"put":    func() error { return s.Put(rctx, []string{"ok", h}, "k", map[string]any{"v": 1}) },
+			"get":    func() error { _, err := s.Get(rctx, []string{h}, "k"); return err },
+			"delete": func() error { return s.Delete(rctx, []string{"ok", h}, "k") },
+			"search": func() error { _, err := s.Search(rctx, records.SearchOp{Prefix: []string{h}}); return err },
+			"list": func() error {
+				_, err := s.ListNamespaces(rctx, records.ListNamespacesOp{Suffix: []string{h}})
+				return err
+			},
+			"filterkey": func() error { _, err := s.Search(rctx, records.SearchOp{Filter: map[string]any{h: 1}}); return err },
 			"nestedkey": func() error {
-				_, err := s.Search(rctx, SearchOp{Filter: map[string]any{"a": map[string]any{h: 1}}})
+				_, err := s.Search(rctx, records.SearchOp{Filter: map[string]any{"a": map[string]any{h: 1}}})
 				return err
 			},
 		} {
@@ -485,20 +489,20 @@ func TestStoreRejectsHostileInput(t *testing.T) {
 		{"empty key", func() error { return s.Put(rctx, []string{"ok"}, "", map[string]any{}) }},
 		{"control char key", func() error { return s.Put(rctx, []string{"ok"}, "a\x01", map[string]any{}) }},
 		{"unknown operator", func() error {
-			_, err := s.Search(rctx, SearchOp{Filter: map[string]any{"a": map[string]any{"$where": "1"}}})
+			_, err := s.Search(rctx, records.SearchOp{Filter: map[string]any{"a": map[string]any{"$where": "1"}}})
 			return err
 		}},
 		{"operator and field mixed", func() error {
-			_, err := s.Search(rctx, SearchOp{Filter: map[string]any{"a": map[string]any{"$gt": 1, "b": 2}}})
+			_, err := s.Search(rctx, records.SearchOp{Filter: map[string]any{"a": map[string]any{"$gt": 1, "b": 2}}})
 			return err
 		}},
 		{"$gt on a list", func() error {
-			_, err := s.Search(rctx, SearchOp{Filter: map[string]any{"a": map[string]any{"$gt": []any{1}}}})
+			_, err := s.Search(rctx, records.SearchOp{Filter: map[string]any{"a": map[string]any{"$gt": []any{1}}}})
 			return err
 		}},
-		{"limit too big", func() error { _, err := s.Search(rctx, SearchOp{Limit: 1001}); return err }},
-		{"negative offset", func() error { _, err := s.Search(rctx, SearchOp{Offset: -1}); return err }},
-		{"negative max depth", func() error { _, err := s.ListNamespaces(rctx, ListNamespacesOp{MaxDepth: -1}); return err }},
+		{"limit too big", func() error { _, err := s.Search(rctx, records.SearchOp{Limit: 1001}); return err }},
+		{"negative offset", func() error { _, err := s.Search(rctx, records.SearchOp{Offset: -1}); return err }},
+		{"negative max depth", func() error { _, err := s.ListNamespaces(rctx, records.ListNamespacesOp{MaxDepth: -1}); return err }},
 		{"value that cannot be stored", func() error {
 			return s.Put(rctx, []string{"ok"}, "k", map[string]any{"f": func() {}})
 		}},

@@ -432,8 +432,8 @@ func (db *DB) compress(v any) ([]byte, error) {
 	return db.compressor.MarshalMax(v, MaxListBytes)
 }
 
-func compressionFor(mode Mode) int {
-	if mode == ModeFull {
+func compressionFor(mode channels.Mode) int {
+	if mode == channels.ModeFull {
 		return codec.Fast
 	}
 	return codec.Small

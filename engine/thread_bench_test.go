@@ -7,13 +7,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 )
 
 // BenchmarkCommit is one step of a chat thread that already holds 800
 // messages, per mode.
 func BenchmarkCommit(b *testing.B) {
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		b.Run(string(mode), func(b *testing.B) {
 			o := DefaultOptions()
 			o.Mode = mode
@@ -48,7 +49,7 @@ func BenchmarkHeadState(b *testing.B) {
 		for _, cache := range []int64{64 << 20, 0} {
 			b.Run(fmt.Sprintf("messages=%d/cache=%v", n, cache > 0), func(b *testing.B) {
 				o := DefaultOptions()
-				o.Mode, o.HistoryCacheBytes = ModeDelta, cache
+				o.Mode, o.HistoryCacheBytes = channels.ModeDelta, cache
 				db, err := Open(bg, testPath(b, filepath.Join(b.TempDir(), "h.db")), &o)
 				if err != nil {
 					b.Fatal(err)
@@ -79,7 +80,7 @@ func BenchmarkColdStateConcurrent(b *testing.B) {
 	for _, flight := range []bool{true, false} {
 		b.Run(fmt.Sprintf("readers=4/flight=%v", flight), func(b *testing.B) {
 			o := DefaultOptions()
-			o.Mode = ModeDelta
+			o.Mode = channels.ModeDelta
 			db, err := Open(bg, filepath.Join(b.TempDir(), "h.db"), &o)
 			if err != nil {
 				b.Fatal(err)

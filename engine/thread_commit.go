@@ -147,7 +147,7 @@ func (db *DB) Commit(ctx context.Context, thread string, step Step) (Config, err
 			return err
 		}
 		done = append(done, *child)
-		if db.opts.AutoRetain && db.opts.Mode == ModeDelta && len(child.tuple.Checkpoint.ChannelValues) > 0 {
+		if db.opts.AutoRetain && db.opts.Mode == channels.ModeDelta && len(child.tuple.Checkpoint.ChannelValues) > 0 {
 			// A new snapshot may make older ones redundant.
 			_, err := db.thinSnapshots(c, thread, "")
 			return err
@@ -295,7 +295,7 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 		}
 		_, hadVersion := parent.Checkpoint.ChannelVersions[name]
 		store := len(ws) > 0
-		if db.opts.Mode == ModeDelta {
+		if db.opts.Mode == channels.ModeDelta {
 			overwrite := slices.ContainsFunc(ws, func(w channels.TaskWrite) bool { return ch.IsOverwrite(w.Value) })
 			var next channels.Counter
 			store, next = cadence.Next(counters[name], len(ws) > 0, overwrite, !hadVersion)
@@ -325,7 +325,7 @@ func (db *DB) commitChild(c *conn, parent Tuple, source, runID string, extra Met
 	if runID != "" {
 		md["run_id"] = runID
 	}
-	if db.opts.Mode == ModeDelta {
+	if db.opts.Mode == channels.ModeDelta {
 		md = channels.SetCounters(md, counters)
 	}
 	return db.putChild(c, parent.Config, cp, md, nv, values, copyState)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -119,7 +120,7 @@ func genOps(rng *rand.Rand, n int) []op {
 
 // runOps applies ops to a fresh file in the given mode and returns, per op,
 // the checkpoint it made (or the empty config) and whether it failed.
-func runOps(t *testing.T, ops []op, mode Mode, k int) (path string, cfgs []Config, failed []bool) {
+func runOps(t *testing.T, ops []op, mode channels.Mode, k int) (path string, cfgs []Config, failed []bool) {
 	o := DefaultOptions()
 	o.Mode, o.SnapshotEvery, o.Schema = mode, k, oracleSchema()
 	path = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.db", mode, k))
@@ -144,7 +145,7 @@ func runOps(t *testing.T, ops []op, mode Mode, k int) (path string, cfgs []Confi
 		case "compact":
 			cfg, err = db.Compact(bg, Config{ThreadID: thread}, MessagesChannel, []codec.Message{{ID: "summary", Type: codec.System, Content: "so far"}})
 		case "retain":
-			_, err = db.Retain(bg, RetainOptions{ThreadID: thread})
+			_, err = db.Retain(bg, admin.RetainOptions{ThreadID: thread})
 		}
 		cfgs = append(cfgs, cfg)
 		failed = append(failed, err != nil)
@@ -172,10 +173,10 @@ func TestDeltaEqualsFull(t *testing.T) {
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
 		ops := genOps(rng, 70)
-		fullPath, fullCfgs, fullFailed := runOps(t, ops, ModeFull, 10)
+		fullPath, fullCfgs, fullFailed := runOps(t, ops, channels.ModeFull, 10)
 		want := readStates(t, fullPath, fullCfgs)
 		for _, k := range []int{1, 3, 10} {
-			path, cfgs, failed := runOps(t, ops, ModeDelta, k)
+			path, cfgs, failed := runOps(t, ops, channels.ModeDelta, k)
 			if diff := cmp.Diff(fullFailed, failed); diff != "" {
 				t.Fatalf("seed %d round %d K=%d: ops failing differ (-full +delta):\n%s", seed, round, k, diff)
 			}
@@ -192,7 +193,7 @@ func TestDeltaEqualsFull(t *testing.T) {
 // readStates opens path without caches and reads the state of every config.
 func readStates(t *testing.T, path string, cfgs []Config) []map[string]any {
 	o := DefaultOptions()
-	o.Mode, o.HistoryCacheBytes, o.Schema = ModeAuto, 0, oracleSchema()
+	o.Mode, o.HistoryCacheBytes, o.Schema = channels.ModeAuto, 0, oracleSchema()
 	db := openTest(t, path, &o)
 	var out []map[string]any
 	for _, c := range cfgs {

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"time"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // Threads is the thread-list surface of a DB (contract §4, DeerFlow's
@@ -55,55 +55,9 @@ func (o Owner) check() error {
 	return checkID("owner", o.id)
 }
 
-// ThreadStatus is a thread's state in the thread list.
-type ThreadStatus string
-
-// Thread statuses.
-const (
-	ThreadIdle        ThreadStatus = "idle"
-	ThreadBusy        ThreadStatus = "busy"
-	ThreadInterrupted ThreadStatus = "interrupted"
-	ThreadError       ThreadStatus = "error"
-)
-
-// Thread is one thread's list metadata. UserID is its owner ("" for
-// threads created with AnyOwner).
-type Thread struct {
-	ThreadID    string         `json:"thread_id"`
-	AssistantID string         `json:"assistant_id"`
-	UserID      string         `json:"user_id"`
-	DisplayName string         `json:"display_name"`
-	Status      ThreadStatus   `json:"status"`
-	Metadata    map[string]any `json:"metadata"`
-	CreatedAt   time.Time      `json:"created_at"`
-	UpdatedAt   time.Time      `json:"updated_at"`
-}
-
-// NewThread describes a thread to create. An empty ThreadID gets a fresh
-// random one; Status defaults to idle. Metadata "pinned": true lists the
-// thread before the others in Search.
-type NewThread struct {
-	ThreadID    string
-	AssistantID string
-	DisplayName string
-	Status      ThreadStatus
-	Metadata    map[string]any
-}
-
-// ThreadQuery selects threads for Search: metadata fields equal to the
-// given values (type-exact: 1, 1.0, "1" and true all differ; keys are
-// letters, digits, _ and -, dotted for nested fields), a status, and a page.
-// Limit defaults to 100, at most 1000.
-type ThreadQuery struct {
-	Metadata map[string]any
-	Status   ThreadStatus
-	Limit    int
-	Offset   int
-}
-
-func checkThreadStatus(s ThreadStatus) error {
+func checkThreadStatus(s records.ThreadStatus) error {
 	switch s {
-	case ThreadIdle, ThreadBusy, ThreadInterrupted, ThreadError:
+	case records.ThreadIdle, records.ThreadBusy, records.ThreadInterrupted, records.ThreadError:
 		return nil
 	}
 	return fmt.Errorf("%w: thread status %s (want idle, busy, interrupted or error)", ErrInvalidArgument, quoteCut(s))
@@ -144,35 +98,35 @@ func isPinned(md map[string]any) bool { return md["pinned"] == true }
 
 // Create inserts a thread owned by owner. A thread id already in use (by
 // anyone) fails with ErrConflict.
-func (t Threads) Create(ctx context.Context, owner Owner, nt NewThread) (Thread, error) {
+func (t Threads) Create(ctx context.Context, owner Owner, nt records.NewThread) (records.Thread, error) {
 	if err := owner.check(); err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
 	if nt.ThreadID == "" {
 		nt.ThreadID = newRecordID()
 	}
 	if nt.Status == "" {
-		nt.Status = ThreadIdle
+		nt.Status = records.ThreadIdle
 	}
 	if err := checkID("thread id", nt.ThreadID); err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
 	if err := checkText("assistant id", nt.AssistantID, maxIDBytes); err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
 	if err := checkText("display name", nt.DisplayName, maxTextLong); err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
 	if err := checkThreadStatus(nt.Status); err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
 	md, err := encodeMap("thread metadata", nt.Metadata)
 	if err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
 	stored, err := decodeMap("thread metadata", md) // what a Get will return
 	if err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
 	var now int64
 	err = t.db.write(ctx, func(c *conn) error {
@@ -188,9 +142,9 @@ func (t Threads) Create(ctx context.Context, owner Owner, nt NewThread) (Thread,
 		return nil
 	})
 	if err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
-	return Thread{
+	return records.Thread{
 		ThreadID: nt.ThreadID, AssistantID: nt.AssistantID, UserID: owner.id, DisplayName: nt.DisplayName,
 		Status: nt.Status, Metadata: stored, CreatedAt: fromUS(now), UpdatedAt: fromUS(now),
 	}, nil
@@ -198,11 +152,11 @@ func (t Threads) Create(ctx context.Context, owner Owner, nt NewThread) (Thread,
 
 // Get returns the thread, or ErrNotFound if it does not exist or belongs to
 // another owner.
-func (t Threads) Get(ctx context.Context, owner Owner, threadID string) (Thread, error) {
+func (t Threads) Get(ctx context.Context, owner Owner, threadID string) (records.Thread, error) {
 	if err := t.check(owner, threadID); err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
-	var th Thread
+	var th records.Thread
 	var found bool
 	err := t.db.read(ctx, func(c *conn) (err error) {
 		found, err = c.queryRow(sqlThreadGet, ownerArgs(owner, threadID), func(st row) error {
@@ -212,10 +166,10 @@ func (t Threads) Get(ctx context.Context, owner Owner, threadID string) (Thread,
 		return err
 	})
 	if err != nil {
-		return Thread{}, err
+		return records.Thread{}, err
 	}
 	if !found {
-		return Thread{}, notFoundThread(owner, threadID)
+		return records.Thread{}, notFoundThread(owner, threadID)
 	}
 	return th, nil
 }
@@ -231,13 +185,13 @@ func notFoundThread(owner Owner, threadID string) error {
 	return fmt.Errorf("%w: thread %s for %v", ErrNotFound, quoteCut(threadID), owner)
 }
 
-func scanThread(st row) (Thread, error) {
-	th := Thread{
+func scanThread(st row) (records.Thread, error) {
+	th := records.Thread{
 		ThreadID:    st.Text(0),
 		AssistantID: st.Text(1),
 		UserID:      st.Text(2),
 		DisplayName: st.Text(3),
-		Status:      ThreadStatus(st.Text(4)),
+		Status:      records.ThreadStatus(st.Text(4)),
 		CreatedAt:   fromUS(st.Int64(6)),
 		UpdatedAt:   fromUS(st.Int64(7)),
 	}
@@ -248,7 +202,7 @@ func scanThread(st row) (Thread, error) {
 
 // Search returns at most q.Limit of the owner's threads matching q: pinned
 // threads first, then the most recently updated.
-func (t Threads) Search(ctx context.Context, owner Owner, q ThreadQuery) ([]Thread, error) {
+func (t Threads) Search(ctx context.Context, owner Owner, q records.ThreadQuery) ([]records.Thread, error) {
 	if err := owner.check(); err != nil {
 		return nil, err
 	}
@@ -282,7 +236,7 @@ func (t Threads) Search(ctx context.Context, owner Owner, q ThreadQuery) ([]Thre
 		{sqlThreadSearchAny, sqlThreadSearchAnyFiltered},
 		{sqlThreadSearchOwner, sqlThreadSearchOwnerFiltered},
 	}[b2i(!owner.any)][b2i(filter != nil)]
-	out := make([]Thread, 0, min(limit, 64))
+	out := make([]records.Thread, 0, min(limit, 64))
 	err = t.db.read(ctx, func(c *conn) error {
 		return c.query(sql, []any{status, owned, fb, limit, q.Offset}, func(st row) error {
 			th, err := scanThread(st)
@@ -312,7 +266,7 @@ func (t Threads) SetDisplayName(ctx context.Context, owner Owner, threadID, name
 }
 
 // SetStatus sets the thread's status: idle, busy, interrupted or error.
-func (t Threads) SetStatus(ctx context.Context, owner Owner, threadID string, status ThreadStatus) error {
+func (t Threads) SetStatus(ctx context.Context, owner Owner, threadID string, status records.ThreadStatus) error {
 	if err := t.check(owner, threadID); err != nil {
 		return err
 	}

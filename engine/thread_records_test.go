@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
 
-func threadIDs(ts []Thread) []string {
+func threadIDs(ts []records.Thread) []string {
 	out := []string{}
 	for _, th := range ts {
 		out = append(out, th.ThreadID)
@@ -23,19 +24,19 @@ func TestThreadCreateGetUpdate(t *testing.T) {
 	th := db.Threads()
 	alice := User("alice")
 	t0 := clk.Now()
-	got, err := th.Create(rctx, alice, NewThread{ThreadID: "t1", AssistantID: "lead", DisplayName: "first", Metadata: map[string]any{"team": "x"}})
+	got, err := th.Create(rctx, alice, records.NewThread{ThreadID: "t1", AssistantID: "lead", DisplayName: "first", Metadata: map[string]any{"team": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Thread{ThreadID: "t1", AssistantID: "lead", UserID: "alice", DisplayName: "first", Status: ThreadIdle,
+	want := records.Thread{ThreadID: "t1", AssistantID: "lead", UserID: "alice", DisplayName: "first", Status: records.ThreadIdle,
 		Metadata: map[string]any{"team": "x"}, CreatedAt: t0, UpdatedAt: t0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("create (-want +got):\n%s", diff)
 	}
-	if _, err := th.Create(rctx, User("bob"), NewThread{ThreadID: "t1"}); !errors.Is(err, ErrConflict) {
+	if _, err := th.Create(rctx, User("bob"), records.NewThread{ThreadID: "t1"}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("duplicate id: %v", err)
 	}
-	gen, err := th.Create(rctx, alice, NewThread{})
+	gen, err := th.Create(rctx, alice, records.NewThread{})
 	if err != nil || len(gen.ThreadID) != 36 {
 		t.Fatalf("generated id %q: %v", gen.ThreadID, err)
 	}
@@ -45,7 +46,7 @@ func TestThreadCreateGetUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Add(time.Second)
-	if err := th.SetStatus(rctx, alice, "t1", ThreadBusy); err != nil {
+	if err := th.SetStatus(rctx, alice, "t1", records.ThreadBusy); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(time.Second)
@@ -53,7 +54,7 @@ func TestThreadCreateGetUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ = th.Get(rctx, alice, "t1")
-	want.DisplayName, want.Status, want.UpdatedAt = "renamed", ThreadBusy, t0.Add(2*time.Second)
+	want.DisplayName, want.Status, want.UpdatedAt = "renamed", records.ThreadBusy, t0.Add(2*time.Second)
 	want.Metadata = map[string]any{"team": "x", "pinned": true, "n": int64(1)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after updates without touch (-want +got):\n%s", diff)
@@ -87,7 +88,7 @@ func TestThreadSearch(t *testing.T) {
 	mk := func(owner Owner, id string, md map[string]any) {
 		t.Helper()
 		clk.Add(time.Second)
-		if _, err := th.Create(rctx, owner, NewThread{ThreadID: id, Metadata: md}); err != nil {
+		if _, err := th.Create(rctx, owner, records.NewThread{ThreadID: id, Metadata: md}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,30 +99,30 @@ func TestThreadSearch(t *testing.T) {
 	mk(bob, "b1", map[string]any{"n": 1, "kind": "chat"})
 	mk(AnyOwner, "x1", nil)
 	clk.Add(time.Second)
-	th.SetStatus(rctx, alice, "a1", ThreadError)
+	th.SetStatus(rctx, alice, "a1", records.ThreadError)
 	// a1 was just updated: it is now the newest of alice's unpinned threads.
 
 	for _, tc := range []struct {
 		name  string
 		owner Owner
-		q     ThreadQuery
+		q     records.ThreadQuery
 		want  []string
 	}{
-		{"owner, pinned first then newest", alice, ThreadQuery{}, []string{"a3", "a1", "a4", "a2"}},
-		{"other owner", bob, ThreadQuery{}, []string{"b1"}},
-		{"any owner", AnyOwner, ThreadQuery{}, []string{"a3", "a1", "x1", "b1", "a4", "a2"}},
-		{"int is not float, string or bool", alice, ThreadQuery{Metadata: map[string]any{"n": 1}}, []string{"a1"}},
-		{"float", alice, ThreadQuery{Metadata: map[string]any{"n": 1.0}}, []string{"a2"}},
-		{"string", alice, ThreadQuery{Metadata: map[string]any{"n": "1"}}, []string{"a3"}},
-		{"bool", alice, ThreadQuery{Metadata: map[string]any{"n": true}}, []string{"a4"}},
-		{"two keys", AnyOwner, ThreadQuery{Metadata: map[string]any{"n": 1, "kind": "chat"}}, []string{"a1", "b1"}},
-		{"nested key", alice, ThreadQuery{Metadata: map[string]any{"nested.deep": "yes"}}, []string{"a2"}},
-		{"list value", alice, ThreadQuery{Metadata: map[string]any{"tags": []any{"x"}}}, []string{"a1"}},
-		{"missing key", alice, ThreadQuery{Metadata: map[string]any{"nope": nil}}, []string{}},
-		{"status", alice, ThreadQuery{Status: ThreadError}, []string{"a1"}},
-		{"status idle", alice, ThreadQuery{Status: ThreadIdle}, []string{"a3", "a4", "a2"}},
-		{"limit offset", alice, ThreadQuery{Limit: 2, Offset: 1}, []string{"a1", "a4"}},
-		{"filter with offset", AnyOwner, ThreadQuery{Metadata: map[string]any{"kind": "chat"}, Offset: 1, Limit: 1}, []string{"b1"}},
+		{"owner, pinned first then newest", alice, records.ThreadQuery{}, []string{"a3", "a1", "a4", "a2"}},
+		{"other owner", bob, records.ThreadQuery{}, []string{"b1"}},
+		{"any owner", AnyOwner, records.ThreadQuery{}, []string{"a3", "a1", "x1", "b1", "a4", "a2"}},
+		{"int is not float, string or bool", alice, records.ThreadQuery{Metadata: map[string]any{"n": 1}}, []string{"a1"}},
+		{"float", alice, records.ThreadQuery{Metadata: map[string]any{"n": 1.0}}, []string{"a2"}},
+		{"string", alice, records.ThreadQuery{Metadata: map[string]any{"n": "1"}}, []string{"a3"}},
+		{"bool", alice, records.ThreadQuery{Metadata: map[string]any{"n": true}}, []string{"a4"}},
+		{"two keys", AnyOwner, records.ThreadQuery{Metadata: map[string]any{"n": 1, "kind": "chat"}}, []string{"a1", "b1"}},
+		{"nested key", alice, records.ThreadQuery{Metadata: map[string]any{"nested.deep": "yes"}}, []string{"a2"}},
+		{"list value", alice, records.ThreadQuery{Metadata: map[string]any{"tags": []any{"x"}}}, []string{"a1"}},
+		{"missing key", alice, records.ThreadQuery{Metadata: map[string]any{"nope": nil}}, []string{}},
+		{"status", alice, records.ThreadQuery{Status: records.ThreadError}, []string{"a1"}},
+		{"status idle", alice, records.ThreadQuery{Status: records.ThreadIdle}, []string{"a3", "a4", "a2"}},
+		{"limit offset", alice, records.ThreadQuery{Limit: 2, Offset: 1}, []string{"a1", "a4"}},
+		{"filter with offset", AnyOwner, records.ThreadQuery{Metadata: map[string]any{"kind": "chat"}, Offset: 1, Limit: 1}, []string{"b1"}},
 	} {
 		got, err := th.Search(rctx, tc.owner, tc.q)
 		if err != nil {
@@ -139,14 +140,14 @@ func TestThreadOwnerIsolation(t *testing.T) {
 	db, _ := openRec(t, nil)
 	th := db.Threads()
 	alice, bob := User("alice"), User("bob")
-	th.Create(rctx, alice, NewThread{ThreadID: "secret", DisplayName: "alice's", Metadata: map[string]any{"k": "v"}})
-	th.Create(rctx, AnyOwner, NewThread{ThreadID: "unowned"})
+	th.Create(rctx, alice, records.NewThread{ThreadID: "secret", DisplayName: "alice's", Metadata: map[string]any{"k": "v"}})
+	th.Create(rctx, AnyOwner, records.NewThread{ThreadID: "unowned"})
 	before := dumpRecords(t, db)
 	for _, id := range []string{"secret", "unowned"} {
 		for name, call := range map[string]func() error{
 			"get":     func() error { _, err := th.Get(rctx, bob, id); return err },
 			"name":    func() error { return th.SetDisplayName(rctx, bob, id, "pwned") },
-			"status":  func() error { return th.SetStatus(rctx, bob, id, ThreadError) },
+			"status":  func() error { return th.SetStatus(rctx, bob, id, records.ThreadError) },
 			"merge":   func() error { return th.MergeMetadata(rctx, bob, id, map[string]any{"k": "x"}, true) },
 			"delete":  func() error { return th.Delete(rctx, bob, id) },
 			"missing": func() error { _, err := th.Get(rctx, bob, "does-not-exist"); return err },
@@ -157,7 +158,7 @@ func TestThreadOwnerIsolation(t *testing.T) {
 			}
 		}
 	}
-	for _, q := range []ThreadQuery{{}, {Metadata: map[string]any{"k": "v"}}, {Status: ThreadIdle}} {
+	for _, q := range []records.ThreadQuery{{}, {Metadata: map[string]any{"k": "v"}}, {Status: records.ThreadIdle}} {
 		if got, _ := th.Search(rctx, bob, q); len(got) != 0 {
 			t.Errorf("bob's search %+v sees %v", q, threadIDs(got))
 		}
@@ -179,7 +180,7 @@ func TestThreadOwnerIsolation(t *testing.T) {
 	if _, err := th.Get(rctx, Owner{}, "secret"); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("zero owner: %v", err)
 	}
-	if _, err := th.Search(rctx, User(""), ThreadQuery{}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := th.Search(rctx, User(""), records.ThreadQuery{}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("empty user: %v", err)
 	}
 }
@@ -187,17 +188,17 @@ func TestThreadOwnerIsolation(t *testing.T) {
 func TestThreadRejectsHostileFilters(t *testing.T) {
 	db, _ := openRec(t, nil)
 	th := db.Threads()
-	th.Create(rctx, User("u"), NewThread{ThreadID: "t", Metadata: map[string]any{"a": 1}})
+	th.Create(rctx, User("u"), records.NewThread{ThreadID: "t", Metadata: map[string]any{"a": 1}})
 	before := dumpRecords(t, db)
 	for _, key := range []string{
 		"x') OR '1'='1", `a"]'); DROP TABLE x; --`, "$.a", "a..b", ".a", "a.", "", "a b", "a\x00", strings.Repeat("k", 300),
 	} {
-		_, err := th.Search(rctx, AnyOwner, ThreadQuery{Metadata: map[string]any{key: 1}})
+		_, err := th.Search(rctx, AnyOwner, records.ThreadQuery{Metadata: map[string]any{key: 1}})
 		if !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("filter key %q: %v, want ErrInvalidArgument", key, err)
 		}
 	}
-	for name, q := range map[string]ThreadQuery{
+	for name, q := range map[string]records.ThreadQuery{
 		"status":       {Status: "'; DROP TABLE threads; --"},
 		"limit":        {Limit: -1},
 		"offset":       {Offset: -1},
@@ -213,9 +214,9 @@ func TestThreadRejectsHostileFilters(t *testing.T) {
 	// Many threads, one match deep in the list: the filter runs in SQL and
 	// still finds it past the first pages.
 	for i := range 300 {
-		th.Create(rctx, User("u"), NewThread{ThreadID: fmt.Sprint("bulk", i), Metadata: map[string]any{"i": i}})
+		th.Create(rctx, User("u"), records.NewThread{ThreadID: fmt.Sprint("bulk", i), Metadata: map[string]any{"i": i}})
 	}
-	got, err := th.Search(rctx, User("u"), ThreadQuery{Metadata: map[string]any{"i": 3}})
+	got, err := th.Search(rctx, User("u"), records.ThreadQuery{Metadata: map[string]any{"i": 3}})
 	if err != nil || len(got) != 1 || got[0].ThreadID != "bulk3" {
 		t.Fatalf("deep match: %v %v", threadIDs(got), err)
 	}

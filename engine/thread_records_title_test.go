@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 func TestSyncTitle(t *testing.T) {
@@ -13,7 +14,7 @@ func TestSyncTitle(t *testing.T) {
 	db := openTest(t, Memory, &o)
 	alice := User("alice")
 	for _, th := range []string{"api", "langgraph", "untitled"} {
-		if _, err := db.Threads().Create(bg, alice, NewThread{ThreadID: th, DisplayName: "New chat"}); err != nil {
+		if _, err := db.Threads().Create(bg, alice, records.NewThread{ThreadID: th, DisplayName: "New chat"}); err != nil {
 			t.Fatal(err)
 		}
 	}

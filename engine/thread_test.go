@@ -42,7 +42,7 @@ func messagesAt(t testing.TB, db *DB, cfg Config) []codec.Message {
 }
 
 func TestThreadAPIBasics(t *testing.T) {
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := DefaultOptions()
 			o.Mode, o.SnapshotEvery = mode, 3
@@ -117,13 +117,13 @@ func must[T any](t testing.TB) func(T, error) T {
 // after an Overwrite; in full mode at every update.
 func TestSnapshotCadence(t *testing.T) {
 	for _, tc := range []struct {
-		mode Mode
+		mode channels.Mode
 		k    int
 		want []bool // stored, per commit
 	}{
-		{ModeFull, 3, []bool{true, true, true, true, true, true, true, true}},
-		{ModeDelta, 3, []bool{true, false, false, true, false, true, false, false}},
-		{ModeDelta, 1, []bool{true, true, true, true, true, true, true, true}},
+		{channels.ModeFull, 3, []bool{true, true, true, true, true, true, true, true}},
+		{channels.ModeDelta, 3, []bool{true, false, false, true, false, true, false, false}},
+		{channels.ModeDelta, 1, []bool{true, true, true, true, true, true, true, true}},
 	} {
 		o := DefaultOptions()
 		o.Mode, o.SnapshotEvery = tc.mode, tc.k
@@ -169,7 +169,7 @@ func TestStepsCount(t *testing.T) {
 // every reader gets the state a lone reader gets.
 func TestColdStateShared(t *testing.T) {
 	o := DefaultOptions()
-	o.Mode = ModeDelta
+	o.Mode = channels.ModeDelta
 	db, err := Open(bg, testPath(t, filepath.Join(t.TempDir(), "s.db")), &o)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // growingList feeds n versions of a message list the way LangGraph's
@@ -77,7 +78,7 @@ func putVersion(tb testing.TB, db *DB, thread string, i int, value []byte) Confi
 
 func fileBytes(tb testing.TB, db *DB) int64 {
 	tb.Helper()
-	if err := db.CheckpointWAL(bg); err != nil {
+	if _, err := db.CheckpointWAL(bg); err != nil {
 		tb.Fatal(err)
 	}
 	fi, err := os.Stat(db.Path())
@@ -156,7 +157,7 @@ func BenchmarkPutGrowingList(b *testing.B) {
 						}
 						elapsed += time.Since(start)
 						if p.retain {
-							if _, err := db.Retain(bg, RetainOptions{}); err != nil {
+							if _, err := db.Retain(bg, admin.RetainOptions{}); err != nil {
 								b.Fatal(err)
 							}
 						}

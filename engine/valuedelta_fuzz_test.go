@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 var fuzzDeltaDB fuzzDB
@@ -87,13 +88,13 @@ func FuzzStoredDeltas(f *testing.F) {
 		if tup, err := h.GetTuple(ctx, cfg); err != nil || !bytes.Equal(tup.Checkpoint.ChannelValues["messages"].Data, next) {
 			t.Fatalf("the put value reads back %v", err)
 		}
-		_, err = h.Export(ctx, io.Discard, ExportOptions{ThreadID: th})
+		_, err = h.Export(ctx, io.Discard, admin.ExportOptions{ThreadID: th})
 		check("Export", err)
-		_, err = h.Retain(ctx, RetainOptions{ThreadID: th})
+		_, err = h.Retain(ctx, admin.RetainOptions{ThreadID: th})
 		check("Retain", err)
-		_, err = h.Prune(ctx, []string{th}, PruneKeepLatest)
+		_, err = h.Prune(ctx, []string{th}, admin.PruneKeepLatest)
 		check("Prune", err)
-		rep, err := h.Verify(ctx, VerifyOptions{ThreadID: th})
+		rep, err := h.Verify(ctx, admin.VerifyOptions{ThreadID: th})
 		if err != nil {
 			t.Fatalf("Verify of a planted chain: %v", err)
 		}

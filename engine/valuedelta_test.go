@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -304,18 +306,18 @@ func runValueRound(t *testing.T, rng *rand.Rand, round int, label string) {
 			}
 			m.sync(t, db)
 		case op < 94: // prune
-			if _, err := db.Prune(bg, []string{threads[rng.IntN(3)]}, PruneKeepLatest); err != nil {
+			if _, err := db.Prune(bg, []string{threads[rng.IntN(3)]}, admin.PruneKeepLatest); err != nil {
 				t.Fatalf("%s step %d: prune: %v", label, step, err)
 			}
 			m.sync(t, db)
 		case op < 97: // delete a run's checkpoints
-			err := db.DeleteForRuns(bg, []string{runs[rng.IntN(len(runs))]})
+			err := db.DeleteForRuns(bg, []string{runs[rng.IntN(len(runs))]}, admin.DeleteRunsOptions{})
 			if err != nil && !errors.Is(err, ErrConflict) {
 				t.Fatalf("%s step %d: delete for runs: %v", label, step, err)
 			}
 			m.sync(t, db)
 		default: // retention
-			ro := RetainOptions{ThreadID: threads[rng.IntN(3)]}
+			ro := admin.RetainOptions{ThreadID: threads[rng.IntN(3)]}
 			if rng.IntN(2) == 0 {
 				ro.KeepLatest = 5 + rng.IntN(20)
 			}
@@ -326,7 +328,7 @@ func runValueRound(t *testing.T, rng *rand.Rand, round int, label string) {
 			m.sync(t, db)
 		}
 	}
-	if _, err := db.Retain(bg, RetainOptions{}); err != nil {
+	if _, err := db.Retain(bg, admin.RetainOptions{}); err != nil {
 		t.Fatalf("%s: retain: %v", label, err)
 	}
 	m.sync(t, db)
@@ -347,7 +349,7 @@ func runValueRound(t *testing.T, rng *rand.Rand, round int, label string) {
 			}
 		}
 	}
-	rep, err := fresh.Verify(bg, VerifyOptions{})
+	rep, err := fresh.Verify(bg, admin.VerifyOptions{})
 	if err != nil || !rep.OK {
 		t.Fatalf("%s: verify: %v %v", label, err, rep.Problems)
 	}
@@ -627,7 +629,7 @@ func TestValueDeltasCacheSeesRewrites(t *testing.T) {
 			t.Fatal("the head reads back different bytes")
 		}
 	}
-	if rep, err := b.Verify(bg, VerifyOptions{}); err != nil || !rep.OK {
+	if rep, err := b.Verify(bg, admin.VerifyOptions{}); err != nil || !rep.OK {
 		t.Fatalf("verify: %v %v", err, rep.Problems)
 	}
 }
@@ -686,7 +688,7 @@ func TestValueDeltasExportImport(t *testing.T) {
 		}
 	}
 	dst := filepath.Join(t.TempDir(), "copy.db")
-	if _, err := ImportFile(bg, testPath(t, dst), bytes.NewReader(first), nil, ImportOptions{}); err != nil {
+	if _, err := ImportFile(bg, testPath(t, dst), bytes.NewReader(first), nil, admin.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	copied := openRW(t, dst)
@@ -720,7 +722,7 @@ func TestValueDeltasExportImport(t *testing.T) {
 		t.Fatal("no row to drop")
 	}
 	bad := filepath.Join(t.TempDir(), "bad.db")
-	_, err := ImportFile(bg, testPath(t, bad), strings.NewReader(strings.Join(cut, "\n")+"\n"), nil, ImportOptions{})
+	_, err := ImportFile(bg, testPath(t, bad), strings.NewReader(strings.Join(cut, "\n")+"\n"), nil, admin.ImportOptions{})
 	if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "dangling base") || strings.Contains(err.Error(), "loops") {
 		t.Fatalf("import of a dump with a dangling delta: %v", err)
 	}
@@ -761,7 +763,7 @@ func TestImportOldDumps(t *testing.T) {
 				}
 			}
 			dst := filepath.Join(t.TempDir(), "old.db")
-			rep, err := ImportFile(bg, testPath(t, dst), bytes.NewReader(dump), nil, ImportOptions{})
+			rep, err := ImportFile(bg, testPath(t, dst), bytes.NewReader(dump), nil, admin.ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -836,7 +838,7 @@ func TestValueDeltasDamage(t *testing.T) {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("GetTuple of a damaged chain: %v", err)
 			}
-			rep, err := db.Verify(bg, VerifyOptions{})
+			rep, err := db.Verify(bg, admin.VerifyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -895,7 +897,7 @@ func TestRetainThinsValueChains(t *testing.T) {
 	})
 	db := openRW(t, path)
 	before := storedRows(t, db, "t", "messages")
-	rep, err := db.Retain(bg, RetainOptions{})
+	rep, err := db.Retain(bg, admin.RetainOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -936,7 +938,7 @@ func TestRetainThinsValueChains(t *testing.T) {
 		t.Fatal(v.Problems)
 	}
 	// Once thinned, a second run finds nothing more to do.
-	if rep, err := db.Retain(bg, RetainOptions{}); err != nil || rep.ValuesThinned != 0 {
+	if rep, err := db.Retain(bg, admin.RetainOptions{}); err != nil || rep.ValuesThinned != 0 {
 		t.Fatalf("second retain: %+v %v", rep, err)
 	}
 }
@@ -947,7 +949,7 @@ func TestRetainThinsValueChains(t *testing.T) {
 func TestConvertCarriesValueChains(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mix.db")
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery = ModeDelta, 3
+	o.Mode, o.SnapshotEvery = channels.ModeDelta, 3
 	db := openTest(t, path, &o)
 	g := newGrowingList(10, 30, false)
 	want := map[Config][]byte{}
@@ -977,18 +979,18 @@ func TestConvertCarriesValueChains(t *testing.T) {
 				t.Fatalf("%s: %v reads back different bytes", when, cfg)
 			}
 		}
-		rep, err := h.Verify(bg, VerifyOptions{})
+		rep, err := h.Verify(bg, admin.VerifyOptions{})
 		if err != nil || !rep.OK {
 			t.Fatalf("%s: verify: %v %v", when, err, rep.Problems)
 		}
 	}
 	check(db, "written")
-	if _, err := db.Retain(bg, RetainOptions{}); err != nil {
+	if _, err := db.Retain(bg, admin.RetainOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	check(db, "retained")
 	db.Close()
-	if _, err := ConvertFile(bg, testPath(t, path), nil, ModeFull, 1); err != nil {
+	if _, err := ConvertFile(bg, testPath(t, path), nil, channels.ModeFull, 1); err != nil {
 		t.Fatal(err)
 	}
 	full := openRW(t, path)
@@ -997,7 +999,7 @@ func TestConvertCarriesValueChains(t *testing.T) {
 		t.Fatalf("after conversion %d values are deltas (%v)", d, err)
 	}
 	full.Close()
-	if _, err := ConvertFile(bg, testPath(t, path), nil, ModeDelta, 4); err != nil {
+	if _, err := ConvertFile(bg, testPath(t, path), nil, channels.ModeDelta, 4); err != nil {
 		t.Fatal(err)
 	}
 	check(openRW(t, path), "converted back to delta")

@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // The rule these tests hold the engine to: every value a public call
@@ -123,37 +125,37 @@ func valueSurfaces() []valueSurface {
 			return db.PutWrites(ctx, Config{ThreadID: id, CheckpointID: "0001"}, []Write{{Channel: "ch", Value: msgpackBlob(v)}}, "task", "")
 		}, func(ctx context.Context, db *DB, id string) error { return lgPut(ctx, db, id, nil, nil) }},
 		{"event content", 0, func(ctx context.Context, db *DB, id string, v any) error {
-			_, err := db.Events().Put(ctx, Event{ThreadID: id, RunID: "r", EventType: "llm.ai.response", Category: CategoryMessage, Content: v})
+			_, err := db.Events().Put(ctx, records.Event{ThreadID: id, RunID: "r", EventType: "llm.ai.response", Category: records.CategoryMessage, Content: v})
 			return err
 		}, nil},
 		{"event metadata", 1, func(ctx context.Context, db *DB, id string, v any) error {
-			_, err := db.Events().Put(ctx, Event{ThreadID: id, RunID: "r", EventType: "llm.ai.response", Category: CategoryMessage,
+			_, err := db.Events().Put(ctx, records.Event{ThreadID: id, RunID: "r", EventType: "llm.ai.response", Category: records.CategoryMessage,
 				Content: "ok", Metadata: map[string]any{"x": v}})
 			return err
 		}, nil},
 		{"trace event content", 0, func(ctx context.Context, db *DB, id string, v any) error {
-			_, err := db.Events().Put(ctx, Event{ThreadID: id, RunID: "r", EventType: "tool.call", Category: CategoryTrace, Content: v})
+			_, err := db.Events().Put(ctx, records.Event{ThreadID: id, RunID: "r", EventType: "tool.call", Category: records.CategoryTrace, Content: v})
 			return err
 		}, nil},
 		{"store value", 1, func(ctx context.Context, db *DB, id string, v any) error {
 			return db.Store().Put(ctx, []string{"ns", id}, "k", map[string]any{"x": v})
 		}, nil},
 		{"thread metadata", 1, func(ctx context.Context, db *DB, id string, v any) error {
-			_, err := db.Threads().Create(ctx, User("u"), NewThread{ThreadID: id, Metadata: map[string]any{"x": v}})
+			_, err := db.Threads().Create(ctx, User("u"), records.NewThread{ThreadID: id, Metadata: map[string]any{"x": v}})
 			return err
 		}, nil},
 		{"thread metadata merge", 1, func(ctx context.Context, db *DB, id string, v any) error {
 			return db.Threads().MergeMetadata(ctx, User("u"), id, map[string]any{"x": v}, true)
 		}, func(ctx context.Context, db *DB, id string) error {
-			_, err := db.Threads().Create(ctx, User("u"), NewThread{ThreadID: id})
+			_, err := db.Threads().Create(ctx, User("u"), records.NewThread{ThreadID: id})
 			return err
 		}},
 		{"run metadata", 1, func(ctx context.Context, db *DB, id string, v any) error {
-			_, err := db.Runs().Create(ctx, NewRun{ThreadID: id, Metadata: map[string]any{"x": v}})
+			_, err := db.Runs().Create(ctx, records.NewRun{ThreadID: id, Metadata: map[string]any{"x": v}})
 			return err
 		}, nil},
 		{"run kwargs", 1, func(ctx context.Context, db *DB, id string, v any) error {
-			_, err := db.Runs().Create(ctx, NewRun{ThreadID: id, Kwargs: map[string]any{"x": v}})
+			_, err := db.Runs().Create(ctx, records.NewRun{ThreadID: id, Kwargs: map[string]any{"x": v}})
 			return err
 		}, nil},
 	}
@@ -170,7 +172,7 @@ func readsBack(t *testing.T, db *DB) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	threads, err := db.ListThreads(ctx, ThreadListOptions{Limit: 1000})
+	threads, err := db.ListThreads(ctx, admin.ThreadListOptions{Limit: 1000})
 	fail("ListThreads", err)
 	for _, th := range threads {
 		id := th.ThreadID
@@ -182,7 +184,7 @@ func readsBack(t *testing.T, db *DB) {
 				_, err = db.ReadState(ctx, tu.Config)
 				fail("ReadState "+id, err)
 			}
-			for e, err := range db.CheckpointLog(ctx, id, LogOptions{}) {
+			for e, err := range db.CheckpointLog(ctx, id, admin.LogOptions{}) {
 				fail("CheckpointLog "+id, err)
 				_ = e
 			}
@@ -196,9 +198,9 @@ func readsBack(t *testing.T, db *DB) {
 				fail("DeltaChannelHistory "+id, err)
 			}
 		}
-		_, err := db.Events().ListMessages(ctx, id, MessageQuery{Limit: 100})
+		_, err := db.Events().ListMessages(ctx, id, records.MessageQuery{Limit: 100})
 		fail("ListMessages "+id, err)
-		_, err = db.Events().ListRunEvents(ctx, id, "r", RunEventQuery{Limit: 100})
+		_, err = db.Events().ListRunEvents(ctx, id, "r", records.RunEventQuery{Limit: 100})
 		fail("ListRunEvents "+id, err)
 		_, err = db.ThreadEvents(ctx, id, 0, 100)
 		fail("ThreadEvents "+id, err)
@@ -208,37 +210,37 @@ func readsBack(t *testing.T, db *DB) {
 		_, err = db.Runs().TokenUsage(ctx, id, true)
 		fail("TokenUsage "+id, err)
 	}
-	items, err := db.Store().Search(ctx, SearchOp{Limit: 1000})
+	items, err := db.Store().Search(ctx, records.SearchOp{Limit: 1000})
 	fail("Store.Search", err)
 	for _, it := range items {
 		_, err := db.Store().Get(ctx, it.Namespace, it.Key)
 		fail("Store.Get", err)
 	}
-	_, err = db.Store().Search(ctx, SearchOp{Prefix: []string{"ns"}, Filter: map[string]any{"x": "leaf"}, Limit: 1000})
+	_, err = db.Store().Search(ctx, records.SearchOp{Prefix: []string{"ns"}, Filter: map[string]any{"x": "leaf"}, Limit: 1000})
 	fail("Store.Search filtered", err)
-	_, err = db.Threads().Search(ctx, AnyOwner, ThreadQuery{Limit: 1000})
+	_, err = db.Threads().Search(ctx, AnyOwner, records.ThreadQuery{Limit: 1000})
 	fail("Threads.Search", err)
-	_, err = db.Threads().Search(ctx, AnyOwner, ThreadQuery{Limit: 1000, Metadata: map[string]any{"x": "leaf"}})
+	_, err = db.Threads().Search(ctx, AnyOwner, records.ThreadQuery{Limit: 1000, Metadata: map[string]any{"x": "leaf"}})
 	fail("Threads.Search filtered", err)
-	rep, err := db.Verify(ctx, VerifyOptions{})
+	rep, err := db.Verify(ctx, admin.VerifyOptions{})
 	fail("Verify", err)
 	if !rep.OK {
 		t.Fatalf("Verify: %v", rep.Problems)
 	}
 	var first bytes.Buffer
-	_, err = db.Export(ctx, &first, ExportOptions{})
+	_, err = db.Export(ctx, &first, admin.ExportOptions{})
 	fail("Export", err)
 	dst := testPath(t, filepath.Join(t.TempDir(), "imported.db"))
 	o := DefaultOptions()
 	o.Schema = db.opts.Schema
-	_, err = ImportFile(ctx, dst, bytes.NewReader(first.Bytes()), &o, ImportOptions{})
+	_, err = ImportFile(ctx, dst, bytes.NewReader(first.Bytes()), &o, admin.ImportOptions{})
 	fail("Import", err)
-	o.Mode = ModeAuto
+	o.Mode = channels.ModeAuto
 	copied, err := Open(ctx, dst, &o)
 	fail("Open the import", err)
 	defer copied.Close()
 	var second bytes.Buffer
-	_, err = copied.Export(ctx, &second, ExportOptions{})
+	_, err = copied.Export(ctx, &second, admin.ExportOptions{})
 	fail("Export of the import", err)
 	if !bytes.Equal(first.Bytes(), second.Bytes()) {
 		t.Fatalf("export -> import -> export differs")
@@ -257,14 +259,14 @@ func bigUnderRace(t *testing.T) {
 
 // valueModes are the modes the value tests run in: one under the race
 // detector (see bigUnderRace).
-func valueModes() []Mode {
+func valueModes() []channels.Mode {
 	if raceEnabled {
-		return []Mode{ModeDelta}
+		return []channels.Mode{channels.ModeDelta}
 	}
-	return []Mode{ModeFull, ModeDelta}
+	return []channels.Mode{channels.ModeFull, channels.ModeDelta}
 }
 
-func valuesDB(t *testing.T, mode Mode) *DB {
+func valuesDB(t *testing.T, mode channels.Mode) *DB {
 	t.Helper()
 	o := DefaultOptions()
 	o.Mode, o.SnapshotEvery = mode, 3
@@ -411,7 +413,7 @@ func TestLargeValuesAreStoredOnlyIfReadable(t *testing.T) {
 			}
 			readsBack(t, small)
 
-			if mode == ModeDelta || raceEnabled {
+			if mode == channels.ModeDelta || raceEnabled {
 				return // a delta list's growth: TestDeltaListGrowsToItsLimit; and see bigUnderRace
 			}
 			// One surface of each kind at its limit, then every reader:
@@ -470,7 +472,7 @@ func TestDeltaListGrowsToItsLimit(t *testing.T) {
 	bigUnderRace(t)
 	ctx := context.Background()
 	const step = 12 << 20
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := DefaultOptions()
 			o.Mode, o.SnapshotEvery = mode, 3
@@ -496,7 +498,7 @@ func TestDeltaListGrowsToItsLimit(t *testing.T) {
 			// (the 6th, 72 MiB), delta mode the first snapshot after it
 			// (steps 1, 4, 7, ...: the 7th).
 			refused := MaxListBytes/step + 1
-			if mode == ModeDelta {
+			if mode == channels.ModeDelta {
 				refused = (refused+1)/3*3 + 1
 			}
 			want := refused - 1
@@ -505,7 +507,7 @@ func TestDeltaListGrowsToItsLimit(t *testing.T) {
 			}
 			before := fingerprint(t, db)
 			again := []ChannelWrite{{Channel: MessagesChannel, Value: codec.Message{Type: codec.Human, Content: text}}}
-			if mode == ModeDelta {
+			if mode == channels.ModeDelta {
 				// Past the limit already: any step that snapshots is refused.
 				again[0].Value = codec.Message{Type: codec.Human, Content: "small"}
 			}
@@ -516,20 +518,20 @@ func TestDeltaListGrowsToItsLimit(t *testing.T) {
 				t.Fatal("a refused step changed the file")
 			}
 			cold := DefaultOptions()
-			cold.Mode, cold.HistoryCacheBytes = ModeAuto, 0
+			cold.Mode, cold.HistoryCacheBytes = channels.ModeAuto, 0
 			r := openTest(t, db.Path(), &cold)
 			st, err := r.State(ctx, Config{ThreadID: "t"})
 			if err != nil || len(st.Values[MessagesChannel].([]codec.Message)) != n {
 				t.Fatalf("cold read of the head: %v", err)
 			}
-			if rep, err := r.Verify(ctx, VerifyOptions{}); err != nil || !rep.OK {
+			if rep, err := r.Verify(ctx, admin.VerifyOptions{}); err != nil || !rep.OK {
 				t.Fatalf("verify: %v %v", err, rep.Problems)
 			}
-			if mode == ModeDelta {
+			if mode == channels.ModeDelta {
 				// Full mode would store each of the steps since the last
 				// snapshot whole: the conversion is refused, and changes
 				// nothing.
-				if _, err := db.ConvertThread(ctx, "t", ModeFull); !errors.Is(err, ErrTooLarge) {
+				if _, err := db.ConvertThread(ctx, "t", channels.ModeFull); !errors.Is(err, ErrTooLarge) {
 					t.Fatalf("convert to full: %v", err)
 				}
 				if fingerprint(t, db) != before {
@@ -558,7 +560,7 @@ func TestManyLargeWritesAtOneCheckpoint(t *testing.T) {
 	bigUnderRace(t)
 	ctx := context.Background()
 	big := bigString(MaxValueBytes - 4<<10)
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := valuesDB(t, mode)
 			// The thread API: three tasks of one step, each a 16 MiB message.
@@ -578,12 +580,12 @@ func TestManyLargeWritesAtOneCheckpoint(t *testing.T) {
 			if err != nil || len(st.Values[MessagesChannel].([]codec.Message)) != 3 {
 				t.Fatalf("cold state: %v", err)
 			}
-			if rep, err := cold.Verify(ctx, VerifyOptions{}); err != nil || !rep.OK {
+			if rep, err := cold.Verify(ctx, admin.VerifyOptions{}); err != nil || !rep.OK {
 				t.Fatalf("verify: %v %v", err, rep.Problems)
 			}
 		})
 	}
-	db := valuesDB(t, ModeFull)
+	db := valuesDB(t, channels.ModeFull)
 	// LangGraph's protocol: six pending writes of 16 MiB.
 	lg := Config{ThreadID: "rec-big"}
 	cp := Checkpoint{V: 4, ID: "0001", TS: "2026-01-01T00:00:00Z", ChannelValues: map[string]codec.Blob{},
@@ -617,7 +619,7 @@ func TestManyLargeWritesAtOneCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	items, err := db.Store().Search(ctx, SearchOp{Prefix: []string{"big"}, Limit: 10})
+	items, err := db.Store().Search(ctx, records.SearchOp{Prefix: []string{"big"}, Limit: 10})
 	if err != nil || len(items) != 4 {
 		t.Fatalf("search of 64 MiB of items: %d, %v", len(items), err)
 	}
@@ -635,14 +637,14 @@ func TestManyLargeWritesAtOneCheckpoint(t *testing.T) {
 func TestDriverPanicsBecomeErrors(t *testing.T) {
 	sqliteOnly(t, "ncruces/go-sqlite3 panics when SQLite's heap runs out")
 	ctx := context.Background()
-	db := valuesDB(t, ModeFull)
+	db := valuesDB(t, channels.ModeFull)
 	huge := func(c *conn) error { return c.exec(fmt.Sprintf("SELECT randomblob(%d)", hugeBlobBytes)) }
 	for name, call := range map[string]func() error{
 		"write": func() error { return db.write(ctx, huge) },
 		"read":  func() error { return db.read(ctx, huge) },
 		"write in a step": func() error {
 			return db.write(ctx, func(c *conn) error {
-				if err := c.exec(sqlSetThreadMod, "half", ModeFull, 1); err != nil {
+				if err := c.exec(sqlSetThreadMod, "half", channels.ModeFull, 1); err != nil {
 					return err
 				}
 				return huge(c)
@@ -690,12 +692,12 @@ func TestDriverPanicsBecomeErrors(t *testing.T) {
 func TestOneCallWritesAtMostMaxCallBytes(t *testing.T) {
 	bigUnderRace(t)
 	ctx := context.Background()
-	db := valuesDB(t, ModeFull)
+	db := valuesDB(t, channels.ModeFull)
 	big := bigString(MaxValueBytes - 4<<10)
-	batch := func(ns string, n int) []StoreOp {
-		var ops []StoreOp
+	batch := func(ns string, n int) []records.StoreOp {
+		var ops []records.StoreOp
 		for i := range n {
-			ops = append(ops, PutOp{Namespace: []string{ns}, Key: fmt.Sprint(i), Value: map[string]any{"v": big}})
+			ops = append(ops, records.PutOp{Namespace: []string{ns}, Key: fmt.Sprint(i), Value: map[string]any{"v": big}})
 		}
 		return ops
 	}
@@ -703,9 +705,9 @@ func TestOneCallWritesAtMostMaxCallBytes(t *testing.T) {
 	if _, err := db.Store().Batch(ctx, batch("over", MaxCallBytes/MaxValueBytes+1)...); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "MaxCallBytes") {
 		t.Fatalf("a batch past MaxCallBytes: %v", err)
 	}
-	var evs []Event
+	var evs []records.Event
 	for range MaxCallBytes/MaxValueBytes + 1 {
-		evs = append(evs, Event{ThreadID: "rec-ev", RunID: "r", EventType: "e", Category: CategoryMessage, Content: big})
+		evs = append(evs, records.Event{ThreadID: "rec-ev", RunID: "r", EventType: "e", Category: records.CategoryMessage, Content: big})
 	}
 	if _, err := db.Events().PutBatch(ctx, evs); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("an event batch past MaxCallBytes: %v", err)
@@ -719,12 +721,12 @@ func TestOneCallWritesAtMostMaxCallBytes(t *testing.T) {
 		}
 	}
 	var dump bytes.Buffer
-	if _, err := db.Export(ctx, &dump, ExportOptions{}); err != nil {
+	if _, err := db.Export(ctx, &dump, admin.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "copy.db")
 	dst := openTest(t, path, nil)
-	_, err := dst.Import(ctx, bytes.NewReader(dump.Bytes()), ImportOptions{})
+	_, err := dst.Import(ctx, bytes.NewReader(dump.Bytes()), admin.ImportOptions{})
 	// The server holds no pages in the client's heap: on PostgreSQL the
 	// import, which has no MaxCallBytes, goes through like the host SQLite's.
 	if importHoldsAll || onPG() {

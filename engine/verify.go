@@ -9,85 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 )
-
-// VerifyOptions select what Verify checks.
-type VerifyOptions struct {
-	// ThreadID limits the checks of checkpoints and records to one thread;
-	// the SQLite integrity check and the schema checks always cover the
-	// whole file.
-	ThreadID string
-	// MaxProblems caps the problems reported (the rest are counted in
-	// Truncated). Default 1000; must be >= 0.
-	MaxProblems int
-	// Progress, if not nil, is called after each thread with the number of
-	// threads checked and the total.
-	Progress func(done, total int)
-}
-
-// Problem is one thing wrong in a file. String gives it as one line that
-// names where it is.
-type Problem struct {
-	// Kind is one of: integrity, schema, mode, checkpoint, parent, write,
-	// blob, replay, run, event, thread, store.
-	Kind         string `json:"kind"`
-	ThreadID     string `json:"thread_id,omitempty"`
-	CheckpointNS string `json:"checkpoint_ns,omitempty"`
-	CheckpointID string `json:"checkpoint_id,omitempty"`
-	Message      string `json:"message"`
-}
-
-func (p Problem) String() string {
-	var b strings.Builder
-	b.WriteString(p.Kind)
-	b.WriteString(": ")
-	if p.ThreadID != "" {
-		fmt.Fprintf(&b, "thread %q ", p.ThreadID)
-	}
-	if p.CheckpointNS != "" {
-		fmt.Fprintf(&b, "namespace %q ", p.CheckpointNS)
-	}
-	if p.CheckpointID != "" {
-		fmt.Fprintf(&b, "checkpoint %q ", p.CheckpointID)
-	}
-	if b.Len() > len(p.Kind)+2 {
-		s := strings.TrimSuffix(b.String(), " ")
-		b.Reset()
-		b.WriteString(s)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Message)
-	return b.String()
-}
-
-// VerifyReport is what Verify found and how much it checked.
-type VerifyReport struct {
-	Path     string    `json:"path"`
-	OK       bool      `json:"ok"`
-	Problems []Problem `json:"problems"`
-	// Truncated counts problems found past MaxProblems and not listed.
-	Truncated int `json:"truncated"`
-
-	Threads     int `json:"threads"`
-	Checkpoints int `json:"checkpoints"`
-	Writes      int `json:"writes"`
-	Blobs       int `json:"blobs"`
-	// Replayed counts checkpoints of thread-API threads whose state was
-	// rebuilt from their parent and writes; SnapshotsChecked the stored
-	// values compared with that rebuild; DeltaReads the checkpoints read
-	// back through the delta history walk and compared, DeltaReadsSkipped
-	// those replayed but not read back that way (past the 16th checkpoint
-	// after a stored value, only every power of two and the heads are).
-	Replayed          int `json:"replayed"`
-	SnapshotsChecked  int `json:"snapshots_checked"`
-	DeltaReads        int `json:"delta_reads"`
-	DeltaReadsSkipped int `json:"delta_reads_skipped"`
-	Runs              int `json:"runs"`
-	Events            int `json:"events"`
-	ThreadRecords     int `json:"thread_records"`
-	StoreItems        int `json:"store_items"`
-}
 
 // Verify checks a file without changing it: SQLite's integrity check, the
 // schema version, the tables and indexes against those this build creates,
@@ -101,16 +27,16 @@ type VerifyReport struct {
 // one active run per thread), events (seq positive, counter not behind),
 // threads and store items decode. Problems are returned in the report;
 // the error is for failures to read at all (a closed DB, a cancelled ctx).
-func (db *DB) Verify(ctx context.Context, o VerifyOptions) (VerifyReport, error) {
+func (db *DB) Verify(ctx context.Context, o admin.VerifyOptions) (admin.VerifyReport, error) {
 	if o.MaxProblems < 0 {
-		return VerifyReport{}, fmt.Errorf("%w: MaxProblems %d is negative", ErrInvalidArgument, o.MaxProblems)
+		return admin.VerifyReport{}, fmt.Errorf("%w: MaxProblems %d is negative", ErrInvalidArgument, o.MaxProblems)
 	}
 	if o.MaxProblems == 0 {
 		o.MaxProblems = 1000
 	}
-	v := &verifier{db: db, o: o, seed: maphash.MakeSeed(), rep: VerifyReport{Path: db.path, Problems: []Problem{}}}
+	v := &verifier{db: db, o: o, seed: maphash.MakeSeed(), rep: admin.VerifyReport{Path: db.path, Problems: []admin.Problem{}}}
 	if err := v.run(ctx); err != nil {
-		return VerifyReport{}, err
+		return admin.VerifyReport{}, err
 	}
 	v.rep.OK = len(v.rep.Problems) == 0 && v.rep.Truncated == 0
 	return v.rep, nil
@@ -118,9 +44,9 @@ func (db *DB) Verify(ctx context.Context, o VerifyOptions) (VerifyReport, error)
 
 type verifier struct {
 	db  *DB
-	o   VerifyOptions
+	o   admin.VerifyOptions
 	c   *conn
-	rep VerifyReport
+	rep admin.VerifyReport
 	// fixed: c is a connection inside a transaction of the caller (an
 	// import verifying what it wrote), not one phase opens on its own.
 	fixed bool
@@ -153,7 +79,7 @@ type seedKey struct {
 	size    int
 }
 
-func (v *verifier) add(p Problem) {
+func (v *verifier) add(p admin.Problem) {
 	if len(v.rep.Problems) >= v.o.MaxProblems {
 		v.rep.Truncated++
 		return
@@ -162,7 +88,7 @@ func (v *verifier) add(p Problem) {
 }
 
 func (v *verifier) addf(kind, thread, ns, id, format string, args ...any) {
-	v.add(Problem{Kind: kind, ThreadID: thread, CheckpointNS: ns, CheckpointID: id, Message: fmt.Sprintf(format, args...)})
+	v.add(admin.Problem{Kind: kind, ThreadID: thread, CheckpointNS: ns, CheckpointID: id, Message: fmt.Sprintf(format, args...)})
 }
 
 // failed records an error that stopped a check; a context error stops
@@ -306,20 +232,20 @@ func (v *verifier) schema() error {
 		v.addf("mode", "", "", "", "%v", err)
 	case !found:
 		v.addf("mode", "", "", "", "the file records no channel mode")
-	case mode == ModeDelta && every < 1:
+	case mode == channels.ModeDelta && every < 1:
 		v.addf("mode", "", "", "", "the file records K=%d, must be >= 1", every)
 	}
 	return v.c.query(`SELECT thread_id, mode, every FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
-		th, m, k := st.Text(0), Mode(st.Text(1)), int(st.Int64(2))
+		th, m, k := st.Text(0), channels.Mode(st.Text(1)), int(st.Int64(2))
 		if v.o.ThreadID != "" && th != v.o.ThreadID {
 			return nil
 		}
 		switch {
-		case m != ModeFull && m != ModeDelta:
+		case m != channels.ModeFull && m != channels.ModeDelta:
 			v.addf("mode", th, "", "", "thread mode %q is neither full nor delta", m)
-		case m == ModeDelta && k < 1:
+		case m == channels.ModeDelta && k < 1:
 			v.addf("mode", th, "", "", "delta thread with K=%d, must be >= 1", k)
-		case found && mode == ModeFull && m == ModeDelta:
+		case found && mode == channels.ModeFull && m == channels.ModeDelta:
 			v.addf("mode", th, "", "", "delta thread in a full-mode file: a full handle cannot read it (agentstate convert FILE --thread %s --mode full)", th)
 		}
 		return nil
@@ -393,14 +319,14 @@ func (v *verifier) threads(ctx context.Context) ([]string, error) {
 	return slices.Sorted(maps.Keys(seen)), nil
 }
 
-var runStatuses = map[RunStatus]bool{RunPending: true, RunRunning: true, RunSuccess: true, RunError: true, RunTimeout: true, RunInterrupted: true}
+var runStatuses = map[records.RunStatus]bool{records.RunPending: true, records.RunRunning: true, records.RunSuccess: true, records.RunError: true, records.RunTimeout: true, records.RunInterrupted: true}
 
 func (v *verifier) runs() error {
 	active := map[string]string{}
 	q := `SELECT run_id, thread_id, status, metadata, kwargs, token_usage_by_model, created_at, updated_at FROM runs WHERE ?1 = '' OR thread_id = ?1 ORDER BY run_id`
 	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.Runs++
-		id, th, status := st.Text(0), st.Text(1), RunStatus(st.Text(2))
+		id, th, status := st.Text(0), st.Text(1), records.RunStatus(st.Text(2))
 		msg := func(format string, args ...any) {
 			v.addf("run", th, "", "", "run %q: "+format, append([]any{id}, args...)...)
 		}
@@ -474,14 +400,14 @@ func (v *verifier) events() error {
 	return err
 }
 
-var threadStatuses = map[ThreadStatus]bool{ThreadIdle: true, ThreadBusy: true, ThreadInterrupted: true, ThreadError: true}
+var threadStatuses = map[records.ThreadStatus]bool{records.ThreadIdle: true, records.ThreadBusy: true, records.ThreadInterrupted: true, records.ThreadError: true}
 
 func (v *verifier) threadRecords() error {
 	q := `SELECT thread_id, status, metadata, pinned FROM threads WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id`
 	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.ThreadRecords++
 		th := st.Text(0)
-		if s := ThreadStatus(st.Text(1)); !threadStatuses[s] {
+		if s := records.ThreadStatus(st.Text(1)); !threadStatuses[s] {
 			v.addf("thread", th, "", "", "unknown status %q", s)
 		}
 		var md map[string]any

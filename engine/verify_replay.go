@@ -20,7 +20,7 @@ import (
 // state and the writes it consumed (the oracle of contract §2.4), compares that
 // with the stored value where there is one, and with what the delta walk
 // reads where there is none.
-func (v *verifier) replay(th string, mode Mode, order []*vcp, cps map[nsKey]*vcp, writes []*vwrite) error {
+func (v *verifier) replay(th string, mode channels.Mode, order []*vcp, cps map[nsKey]*vcp, writes []*vwrite) error {
 	r := &replayer{v: v, th: th, mode: mode, cps: cps,
 		sealed: map[sealKey][]*vwrite{},
 		names:  slices.Sorted(maps.Keys(v.db.opts.Schema)),
@@ -55,7 +55,7 @@ type sealKey struct{ ns, cp, child, channel string }
 type replayer struct {
 	v      *verifier
 	th     string
-	mode   Mode
+	mode   channels.Mode
 	cps    map[nsKey]*vcp
 	sealed map[sealKey][]*vwrite
 	names  []string // the schema's channels, sorted
@@ -150,7 +150,7 @@ func (r *replayer) channel(cp *vcp, name string, prev *replayState, parentSteps 
 		if !has {
 			return false, nil
 		}
-		if r.mode == ModeFull && cp.hasParent && (parentVersion(r.cps, cp, name) != ver) {
+		if r.mode == channels.ModeFull && cp.hasParent && (parentVersion(r.cps, cp, name) != ver) {
 			v.addf("replay", th, cp.ns, cp.id, "channel %q: a full-mode checkpoint that changed the channel (version %q) stores no value for it", name, ver)
 		}
 		n := parentSteps + 1

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -17,7 +20,7 @@ import (
 // with a fork and a compaction, a thread record, a run with tokens, events
 // and a store item. It returns the path and the chat thread's checkpoints
 // in commit order.
-func opsFixture(t *testing.T, mode Mode) (string, []Config) {
+func opsFixture(t *testing.T, mode channels.Mode) (string, []Config) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ops.db")
@@ -59,30 +62,30 @@ func opsFixture(t *testing.T, mode Mode) (string, []Config) {
 	cps = append(cps, c)
 	commit("chat", "", codec.Message{ID: "hz", Type: codec.Human, Content: "after the summary"})
 
-	if _, err := db.Threads().Create(ctx, User("alice"), NewThread{ThreadID: "chat", DisplayName: "Chat", Metadata: map[string]any{"topic": "demo", "pinned": true}}); err != nil {
+	if _, err := db.Threads().Create(ctx, User("alice"), records.NewThread{ThreadID: "chat", DisplayName: "Chat", Metadata: map[string]any{"topic": "demo", "pinned": true}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Threads().Create(ctx, User("bob"), NewThread{ThreadID: "other", DisplayName: "Other", Status: ThreadBusy, Metadata: map[string]any{"topic": "x"}}); err != nil {
+	if _, err := db.Threads().Create(ctx, User("bob"), records.NewThread{ThreadID: "other", DisplayName: "Other", Status: records.ThreadBusy, Metadata: map[string]any{"topic": "x"}}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := db.Runs().Create(ctx, NewRun{ThreadID: "chat", ModelName: "m1", Status: RunRunning, Metadata: map[string]any{"ratio": 1.0, "n": 1}})
+	run, err := db.Runs().Create(ctx, records.NewRun{ThreadID: "chat", ModelName: "m1", Status: records.RunRunning, Metadata: map[string]any{"ratio": 1.0, "n": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.Events().PutBatch(ctx, []Event{
-		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.human.input", Category: CategoryMessage, Content: "hello"},
+	_, err = db.Events().PutBatch(ctx, []records.Event{
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.human.input", Category: records.CategoryMessage, Content: "hello"},
 		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "trace.tool", Category: "trace", Content: map[string]any{"tool": "x", "ms": 1.5}},
-		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.ai.response", Category: CategoryMessage, Content: "hi", Metadata: map[string]any{"b": []byte{1, 2}}},
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.ai.response", Category: records.CategoryMessage, Content: "hi", Metadata: map[string]any{"b": []byte{1, 2}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Runs().Complete(ctx, run.Run.RunID, RunSuccess, "", RunTotals{TotalInputTokens: 10, TotalOutputTokens: 5, TotalTokens: 15,
-		LLMCallCount: 2, LeadAgentTokens: 12, SubagentTokens: 3, TokenUsageByModel: map[string]ModelTokens{"m1": {Input: 10, Output: 5, Total: 15}}})
+	err = db.Runs().Complete(ctx, run.Run.RunID, records.RunSuccess, "", records.RunTotals{TotalInputTokens: 10, TotalOutputTokens: 5, TotalTokens: 15,
+		LLMCallCount: 2, LeadAgentTokens: 12, SubagentTokens: 3, TokenUsageByModel: map[string]records.ModelTokens{"m1": {Input: 10, Output: 5, Total: 15}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Store().Put(ctx, []string{"users", "alice"}, "prefs", map[string]any{"lang": "fr", "n": 2, "f": 2.0}, WithTTL(time.Hour)); err != nil {
+	if err := db.Store().Put(ctx, []string{"users", "alice"}, "prefs", map[string]any{"lang": "fr", "n": 2, "f": 2.0}, records.WithTTL(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	return path, cps
@@ -91,7 +94,7 @@ func opsFixture(t *testing.T, mode Mode) (string, []Config) {
 func openRW(t *testing.T, path string) *DB {
 	t.Helper()
 	o := DefaultOptions()
-	o.Mode = ModeAuto
+	o.Mode = channels.ModeAuto
 	db, err := Open(context.Background(), testPath(t, path), &o)
 	if err != nil {
 		t.Fatal(err)
@@ -100,16 +103,16 @@ func openRW(t *testing.T, path string) *DB {
 	return db
 }
 
-func verifyPath(t *testing.T, path string) VerifyReport {
+func verifyPath(t *testing.T, path string) admin.VerifyReport {
 	t.Helper()
 	o := DefaultOptions()
-	o.Mode, o.ReadOnly = ModeAuto, true
+	o.Mode, o.ReadOnly = channels.ModeAuto, true
 	db, err := Open(context.Background(), testPath(t, path), &o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rep, err := db.Verify(context.Background(), VerifyOptions{})
+	rep, err := db.Verify(context.Background(), admin.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +120,7 @@ func verifyPath(t *testing.T, path string) VerifyReport {
 }
 
 func TestVerifyCleanFiles(t *testing.T) {
-	for _, mode := range []Mode{ModeFull, ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			path, cps := opsFixture(t, mode)
 			rep := verifyPath(t, path)
@@ -127,7 +130,7 @@ func TestVerifyCleanFiles(t *testing.T) {
 			if rep.Checkpoints != len(cps)+1 || rep.Replayed != rep.Checkpoints || rep.Runs != 1 || rep.Events != 3 || rep.ThreadRecords != 2 || rep.StoreItems != 1 {
 				t.Fatalf("counts: %+v", rep)
 			}
-			if mode == ModeDelta && (rep.DeltaReads == 0 || rep.SnapshotsChecked == 0) {
+			if mode == channels.ModeDelta && (rep.DeltaReads == 0 || rep.SnapshotsChecked == 0) {
 				t.Fatalf("delta file: no delta reads or snapshots checked: %+v", rep)
 			}
 		})
@@ -168,7 +171,7 @@ func tamperSource(t *testing.T, path, q string) {
 	}
 }
 
-func wantProblem(t *testing.T, rep VerifyReport, kind, text string) {
+func wantProblem(t *testing.T, rep admin.VerifyReport, kind, text string) {
 	t.Helper()
 	if rep.OK {
 		t.Fatalf("no problem found, want %s %q", kind, text)
@@ -183,49 +186,49 @@ func wantProblem(t *testing.T, rep VerifyReport, kind, text string) {
 
 func TestVerifyFindsDamage(t *testing.T) {
 	t.Run("deleted parent", func(t *testing.T) {
-		path, cps := opsFixture(t, ModeDelta)
+		path, cps := opsFixture(t, channels.ModeDelta)
 		tamper(t, path, `DELETE FROM checkpoints WHERE thread_id = 'chat' AND checkpoint_id = ?`, cps[4].CheckpointID)
 		wantProblem(t, verifyPath(t, path), "parent", "does not exist")
 	})
 	t.Run("orphan write", func(t *testing.T) {
-		path, _ := opsFixture(t, ModeFull)
+		path, _ := opsFixture(t, channels.ModeFull)
 		tamper(t, path, `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data) VALUES ('chat', '', 'nope', 't', 0, 'x', 'json', x'7b7d')`)
 		wantProblem(t, verifyPath(t, path), "write", "orphan write")
 	})
 	t.Run("seal of a non-child", func(t *testing.T) {
-		path, cps := opsFixture(t, ModeDelta)
+		path, cps := opsFixture(t, channels.ModeDelta)
 		tamper(t, path, `UPDATE writes SET consumed_by = ? WHERE thread_id = 'chat' AND checkpoint_id = ?`, cps[6].CheckpointID, cps[1].CheckpointID)
 		wantProblem(t, verifyPath(t, path), "write", "not a child")
 	})
 	t.Run("snapshot that lies", func(t *testing.T) {
-		path, _ := opsFixture(t, ModeDelta)
+		path, _ := opsFixture(t, channels.ModeDelta)
 		lie, _ := codec.Marshal([]codec.Message{{ID: "x", Type: codec.Human, Content: "not what happened"}})
 		tamper(t, path, `UPDATE blobs SET data = ? WHERE checkpoint_id = (SELECT max(checkpoint_id) FROM blobs)`, lie)
 		rep := verifyPath(t, path)
 		wantProblem(t, rep, "replay", "differs from its parent's state")
 	})
 	t.Run("garbage value", func(t *testing.T) {
-		path, _ := opsFixture(t, ModeFull)
+		path, _ := opsFixture(t, channels.ModeFull)
 		tamper(t, path, `UPDATE blobs SET data = x'01c1' WHERE checkpoint_id = (SELECT min(checkpoint_id) FROM blobs)`)
 		wantProblem(t, verifyPath(t, path), "blob", "does not decode")
 	})
 	t.Run("garbage write", func(t *testing.T) {
-		path, cps := opsFixture(t, ModeDelta)
+		path, cps := opsFixture(t, channels.ModeDelta)
 		tamper(t, path, `UPDATE writes SET data = x'01dd' WHERE thread_id = 'chat' AND checkpoint_id = ?`, cps[5].CheckpointID)
 		wantProblem(t, verifyPath(t, path), "write", "does not decode")
 	})
 	t.Run("orphan value", func(t *testing.T) {
-		path, _ := opsFixture(t, ModeFull)
+		path, _ := opsFixture(t, channels.ModeFull)
 		tamper(t, path, `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data) VALUES ('chat', '', 'messages', 'zz', 'gone', 'json', x'5b5d')`)
 		wantProblem(t, verifyPath(t, path), "blob", "orphan value")
 	})
 	t.Run("event counter behind", func(t *testing.T) {
-		path, _ := opsFixture(t, ModeFull)
+		path, _ := opsFixture(t, channels.ModeFull)
 		tamper(t, path, `UPDATE event_seqs SET last_seq = 1 WHERE thread_id = 'chat'`)
 		wantProblem(t, verifyPath(t, path), "event", "beyond the thread's seq counter")
 	})
 	t.Run("run status", func(t *testing.T) {
-		path, _ := opsFixture(t, ModeFull)
+		path, _ := opsFixture(t, channels.ModeFull)
 		tamper(t, path, `UPDATE runs SET status = 'exploded'`)
 		wantProblem(t, verifyPath(t, path), "run", "unknown status")
 	})
@@ -233,7 +236,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 		nativeFilesOnly(t, "raw edits of a WAL file through a second connection of the test host")
 		// What a flipped byte in sqlite_master's SQL does: the file is
 		// sound to SQLite, but our statements name a column it lacks.
-		path, _ := opsFixture(t, ModeFull)
+		path, _ := opsFixture(t, channels.ModeFull)
 		if onPG() { // a column renamed by hand
 			tamperSource(t, path, `ALTER TABLE store_items RENAME COLUMN ttl_us TO ttl_zz`)
 		} else {
@@ -248,31 +251,31 @@ func TestVerifyFindsDamage(t *testing.T) {
 	})
 	t.Run("index added by hand", func(t *testing.T) {
 		nativeFilesOnly(t, "raw edits of a WAL file through a second connection of the test host")
-		path, _ := opsFixture(t, ModeFull)
+		path, _ := opsFixture(t, channels.ModeFull)
 		tamperSource(t, path, `CREATE INDEX mine ON runs(model_name)`)
 		wantProblem(t, verifyPath(t, path), "schema", `index "mine" was not created by agentstate`)
 	})
 	t.Run("thread pin", func(t *testing.T) {
-		path, _ := opsFixture(t, ModeFull)
+		path, _ := opsFixture(t, channels.ModeFull)
 		tamper(t, path, `UPDATE threads SET pinned = 0 WHERE thread_id = 'chat'`)
 		wantProblem(t, verifyPath(t, path), "thread", "pinned")
 	})
 }
 
 func TestVerifyThreadOptionAndCap(t *testing.T) {
-	path, _ := opsFixture(t, ModeFull)
+	path, _ := opsFixture(t, channels.ModeFull)
 	for i := range 5 {
 		tamper(t, path, `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data) VALUES ('chat', '', 'nope', 't', ?, 'x', 'json', x'7b7d')`, i)
 	}
 	db := openRW(t, path)
-	rep, err := db.Verify(context.Background(), VerifyOptions{MaxProblems: 2})
+	rep, err := db.Verify(context.Background(), admin.VerifyOptions{MaxProblems: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Problems) != 2 || rep.Truncated != 3 || rep.OK {
 		t.Fatalf("cap: %d listed, %d truncated", len(rep.Problems), rep.Truncated)
 	}
-	rep, err = db.Verify(context.Background(), VerifyOptions{ThreadID: "other"})
+	rep, err = db.Verify(context.Background(), admin.VerifyOptions{ThreadID: "other"})
 	if err != nil || !rep.OK {
 		t.Fatalf("thread other: %v %v", err, rep.Problems)
 	}
@@ -295,10 +298,10 @@ func TestVerifyEndsOnARecursiveView(t *testing.T) {
 		"schema_history": `CREATE VIEW schema_history(version) AS ` + forever + ` SELECT x FROM r`,
 	} {
 		t.Run(table, func(t *testing.T) {
-			path, _ := opsFixture(t, ModeFull)
+			path, _ := opsFixture(t, channels.ModeFull)
 			tamperSource(t, path, `DROP TABLE `+table+`; `+view)
 			o := DefaultOptions()
-			o.Mode, o.ReadOnly = ModeAuto, true
+			o.Mode, o.ReadOnly = channels.ModeAuto, true
 			db, err := Open(bg, testPath(t, path), &o)
 			if err != nil {
 				t.Fatal(err)
@@ -306,7 +309,7 @@ func TestVerifyEndsOnARecursiveView(t *testing.T) {
 			defer db.Close()
 			ctx, cancel := context.WithTimeout(bg, 60*time.Second)
 			defer cancel()
-			rep, err := db.Verify(ctx, VerifyOptions{})
+			rep, err := db.Verify(ctx, admin.VerifyOptions{})
 			if err != nil {
 				t.Fatalf("verify: %v", err)
 			}
@@ -344,7 +347,7 @@ func TestVerifyReadPathCostIsLinear(t *testing.T) {
 		t.Error("a head is not read back")
 	}
 	o := DefaultOptions()
-	o.Mode, o.SnapshotEvery, o.AutoRetain = ModeDelta, 10, true
+	o.Mode, o.SnapshotEvery, o.AutoRetain = channels.ModeDelta, 10, true
 	db := openTest(t, filepath.Join(t.TempDir(), "long.db"), &o)
 	for i := range 400 {
 		_, err := db.Commit(bg, "long", Step{Tasks: []TaskWrites{{TaskID: "n", Writes: []ChannelWrite{{Channel: MessagesChannel,
@@ -353,7 +356,7 @@ func TestVerifyReadPathCostIsLinear(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := db.Verify(bg, VerifyOptions{})
+	rep, err := db.Verify(bg, admin.VerifyOptions{})
 	if err != nil || !rep.OK {
 		t.Fatalf("verify: %v %+v", err, rep.Problems)
 	}

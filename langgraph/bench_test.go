@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -46,7 +48,7 @@ func BenchmarkImportPython(b *testing.B) {
 	b.Run("protocol", func(b *testing.B) {
 		benchImport(b, src, "", Options{})
 	})
-	for _, mode := range []engine.Mode{engine.ModeDelta, engine.ModeFull} {
+	for _, mode := range []channels.Mode{channels.ModeDelta, channels.ModeFull} {
 		b.Run("messages-"+string(mode), func(b *testing.B) {
 			benchImport(b, src, mode, Options{Into: IntoMessages})
 		})
@@ -56,7 +58,7 @@ func BenchmarkImportPython(b *testing.B) {
 // benchImport imports src with o into a fresh database of mode (""
 // leaves the default) b.N times, timing only the imports, and reports
 // checkpoints per second of wall time and of CPU time.
-func benchImport(b *testing.B, src string, mode engine.Mode, o Options) {
+func benchImport(b *testing.B, src string, mode channels.Mode, o Options) {
 	ctx := context.Background()
 	n := 0
 	var cpu int64
@@ -99,7 +101,7 @@ func TestLangGraphPythonBenchFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	db := openDst(t, engine.ModeDelta, 10)
+	db := openDst(t, channels.ModeDelta, 10)
 	rep, err := Import(ctx, db, path, Options{Into: IntoMessages})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +109,7 @@ func TestLangGraphPythonBenchFile(t *testing.T) {
 	if rep.Threads != 2 || rep.Checkpoints != 80 || rep.Writes != 140 || rep.Dropped["ToolMessage.artifact"] != 10 {
 		t.Fatalf("report %+v", rep)
 	}
-	if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
+	if vr, err := db.Verify(ctx, admin.VerifyOptions{}); err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
 	if n, diffs, err := Compare(ctx, db, path, Options{Into: IntoMessages}); err != nil || n != 80 || len(diffs) > 0 {

@@ -69,7 +69,7 @@ func isInternal(ch string) bool {
 func checkExpected(t *testing.T, db *engine.DB, exp expectedFile) {
 	t.Helper()
 	ctx := context.Background()
-	delta := db.Options().Mode == engine.ModeDelta
+	delta := db.Options().Mode == channels.ModeDelta
 	n, failures := 0, 0
 	fail := func(format string, args ...any) {
 		failures++

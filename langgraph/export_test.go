@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
 )
 
@@ -42,7 +43,7 @@ func TestExportLangGraph(t *testing.T) {
 			if err != nil || n != want || len(diffs) > 0 {
 				t.Fatalf("the exported file against the imported one: %d of %d, %v, %v", n, want, err, diffs)
 			}
-			again := openDst(t, engine.ModeDelta, 10)
+			again := openDst(t, channels.ModeDelta, 10)
 			if _, err := Import(ctx, again, out, Options{}); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +53,7 @@ func TestExportLangGraph(t *testing.T) {
 		})
 	}
 	t.Run("a thread of the thread API", func(t *testing.T) {
-		db := openDst(t, engine.ModeDelta, 10)
+		db := openDst(t, channels.ModeDelta, 10)
 		if _, err := Import(ctx, db, copyFile(t, jsFixture), Options{Into: IntoMessages}); err != nil {
 			t.Fatal(err)
 		}

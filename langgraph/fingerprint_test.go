@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // fingerprint is a digest of everything the destination holds (its
@@ -15,7 +16,7 @@ import (
 func fingerprint(t *testing.T, db *engine.DB) string {
 	t.Helper()
 	var b bytes.Buffer
-	if _, err := db.Export(context.Background(), &b, engine.ExportOptions{}); err != nil {
+	if _, err := db.Export(context.Background(), &b, admin.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(b.Bytes())

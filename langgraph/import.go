@@ -92,7 +92,7 @@ func Import(ctx context.Context, db *engine.DB, src string, o Options) (Report, 
 	}
 	defer s.close()
 	effort := codec.Small
-	if dbo.Mode == engine.ModeFull {
+	if dbo.Mode == channels.ModeFull {
 		effort = codec.Fast
 	}
 	comp, err := codec.NewCompressor(effort, dbo.HistoryCacheBytes/8)
@@ -219,7 +219,7 @@ func sourceError(ctx context.Context, s source, err error) error {
 	return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.name(), err)
 }
 
-func newReport(s source, mode engine.Mode) Report {
+func newReport(s source, mode channels.Mode) Report {
 	return Report{Source: s.name(), Saver: s.saver(), Mode: string(mode), DeltaChannels: map[string]int{},
 		Dropped: map[string]int{}, Blobs: map[string]int{}, Skipped: []Problem{}, Orphans: []Orphan{}}
 }

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/google/go-cmp/cmp"
 	"github.com/ncruces/go-sqlite3"
 )
@@ -117,7 +119,7 @@ func TestImportLangGraphJSDeltaChannel(t *testing.T) {
 		"c5": {"x"},         // c4's Overwrite
 		"c6": {"h1", "ai1"}, // the fork reads c2's snapshot
 	}
-	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 2)
 			rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
@@ -127,7 +129,7 @@ func TestImportLangGraphJSDeltaChannel(t *testing.T) {
 			if rep.Checkpoints != 7 || rep.Writes != 5 || rep.DeltaChannels["messages"] != 1 {
 				t.Fatalf("report %+v", rep)
 			}
-			if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
+			if vr, err := db.Verify(ctx, admin.VerifyOptions{}); err != nil || !vr.OK {
 				t.Fatalf("verify: %v %v", err, vr.Problems)
 			}
 			for id, ids := range want {

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // jsFixture is a file written by the real LangGraph.js SqliteSaver
@@ -21,7 +23,7 @@ var jsFixture = filepath.Join("..", "testdata", "langgraph", "langgraph-js.sqlit
 func TestImportLangGraphJS(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, jsFixture)
-	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
 			rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
@@ -34,14 +36,14 @@ func TestImportLangGraphJS(t *testing.T) {
 			if rep.Overwrites == 0 || rep.IDsFilled == 0 {
 				t.Fatalf("the fixture has an updateState fork and id-less messages: %+v", rep)
 			}
-			if mode == engine.ModeDelta && rep.Snapshots >= rep.Checkpoints/2 {
+			if mode == channels.ModeDelta && rep.Snapshots >= rep.Checkpoints/2 {
 				t.Fatalf("delta import stored %d message lists for %d checkpoints", rep.Snapshots, rep.Checkpoints)
 			}
-			vr, err := db.Verify(ctx, engine.VerifyOptions{})
+			vr, err := db.Verify(ctx, admin.VerifyOptions{})
 			if err != nil || !vr.OK {
 				t.Fatalf("import does not verify: %v %v", err, vr.Problems)
 			}
-			if mode == engine.ModeDelta && vr.DeltaReads == 0 {
+			if mode == channels.ModeDelta && vr.DeltaReads == 0 {
 				t.Fatal("no checkpoint was read through the delta walk")
 			}
 			checked, diffs, err := Compare(ctx, db, src, Options{Into: IntoMessages})
@@ -60,7 +62,7 @@ func TestImportLangGraphJS(t *testing.T) {
 			if _, err := db.Commit(ctx, "chat", engine.Step{Tasks: []engine.TaskWrites{{TaskID: "n", Writes: []engine.ChannelWrite{{Channel: engine.MessagesChannel, Value: codec.Message{Type: codec.Human, Content: "more"}}}}}}); err != nil {
 				t.Fatal(err)
 			}
-			if vr, _ := db.Verify(ctx, engine.VerifyOptions{}); !vr.OK {
+			if vr, _ := db.Verify(ctx, admin.VerifyOptions{}); !vr.OK {
 				t.Fatalf("after a commit: %v", vr.Problems)
 			}
 			// The subgraph namespace reads too.

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -58,7 +60,7 @@ func expectedJSMessages(v any) ([]codec.Message, error) {
 func checkJSStates(t *testing.T, db *engine.DB, exp jsStates) int {
 	t.Helper()
 	ctx := context.Background()
-	delta := db.Options().Mode == engine.ModeDelta
+	delta := db.Options().Mode == channels.ModeDelta
 	n, failures := 0, 0
 	fail := func(format string, args ...any) {
 		failures++
@@ -122,7 +124,7 @@ func TestImportLangGraphJSStates(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, jsFixture)
 	exp := loadJSStates(t, jsStatesFile)
-	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
 			rep, err := Import(ctx, db, src, Options{Into: IntoMessages})
@@ -132,7 +134,7 @@ func TestImportLangGraphJSStates(t *testing.T) {
 			if rep.DeltaChannels["messages"] != 1 {
 				t.Fatalf("the fixture's thread delta has a DeltaChannel: %+v", rep)
 			}
-			if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
+			if vr, err := db.Verify(ctx, admin.VerifyOptions{}); err != nil || !vr.OK {
 				t.Fatalf("verify: %v %v", err, vr.Problems)
 			}
 			if n := checkJSStates(t, db, exp); n != rep.Checkpoints {

@@ -77,7 +77,7 @@ func planThread(t *thread, dbo engine.Options, comp *codec.Compressor, orphansAs
 
 type planner struct {
 	thread  string
-	mode    engine.Mode
+	mode    channels.Mode
 	cadence channels.Cadence
 	msg     []string // message channels of the Schema, sorted
 	comp    *codec.Compressor
@@ -221,7 +221,7 @@ func (pl *planner) checkpoint(np *nsPlan, cp *checkpoint) error {
 	d := c.d
 	c.out.ChannelVersions = d.versions
 	md := maps.Clone(cp.metadata)
-	if pl.mode == engine.ModeDelta {
+	if pl.mode == channels.ModeDelta {
 		cs := map[string]channels.Counter{}
 		for _, ch := range pl.msg {
 			cs[ch] = d.counters[ch]
@@ -304,7 +304,7 @@ func (pl *planner) messageChannel(np *nsPlan, c *cpPlan, ch string, sealing []*w
 	d.versions[ch] = ver
 	c.newVersions[ch] = ver
 	store := true
-	if pl.mode == engine.ModeDelta {
+	if pl.mode == channels.ModeDelta {
 		var next channels.Counter
 		store, next = pl.cadence.Next(counter, true, overwrite, parent == nil || !parentHas)
 		d.counters[ch] = next

@@ -13,7 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/internal/testpg"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -72,7 +74,7 @@ func TestImportLangGraphPostgres(t *testing.T) {
 	ctx := context.Background()
 	src := pgDatabase(t, filepath.Join(pyDir, "langgraph-py-postgres.sql"))
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-postgres.json"))
-	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
 			rep, err := Import(ctx, db, src, pyOptions)
@@ -82,7 +84,7 @@ func TestImportLangGraphPostgres(t *testing.T) {
 			if rep.Saver != "postgres" || rep.Threads != 8 || rep.Checkpoints != exp.Checkpoints {
 				t.Fatalf("report %+v", rep)
 			}
-			vr, err := db.Verify(ctx, engine.VerifyOptions{})
+			vr, err := db.Verify(ctx, admin.VerifyOptions{})
 			if err != nil || !vr.OK {
 				t.Fatalf("verify: %v %v", err, vr.Problems)
 			}
@@ -102,7 +104,7 @@ func TestImportProtocolPostgres(t *testing.T) {
 	ctx := context.Background()
 	src := pgDatabase(t, filepath.Join(pyDir, "langgraph-py-postgres.sql"))
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-postgres.json"))
-	db := openDst(t, engine.ModeDelta, 10)
+	db := openDst(t, channels.ModeDelta, 10)
 	rep, err := Import(ctx, db, src, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +112,7 @@ func TestImportProtocolPostgres(t *testing.T) {
 	if rep.Saver != "postgres" || rep.Into != string(IntoProtocol) || rep.Threads != 8 || rep.Checkpoints != exp.Checkpoints {
 		t.Fatalf("report %+v", rep)
 	}
-	if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
+	if vr, err := db.Verify(ctx, admin.VerifyOptions{}); err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
 	n, diffs, err := Compare(ctx, db, src, Options{})

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/google/go-cmp/cmp"
 	"github.com/ncruces/go-sqlite3"
 )
@@ -79,7 +81,7 @@ func importProtocolFixture(t *testing.T, fixture string, o Options) *engine.DB {
 	}
 	t.Cleanup(func() { os.Chmod(dir, 0o755) })
 	wantCPs, wantWrites := sourceCounts(t, src)
-	db := openDst(t, engine.ModeDelta, 10)
+	db := openDst(t, channels.ModeDelta, 10)
 	rep, err := Import(ctx, db, src, o)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func importProtocolFixture(t *testing.T, fixture string, o Options) *engine.DB {
 	if rep.Into != string(IntoProtocol) || rep.Checkpoints != wantCPs || rep.Writes != wantWrites || len(rep.Skipped) != 0 || rep.Renumbered != 0 {
 		t.Fatalf("report %+v; the source has %d checkpoints and %d writes", rep, wantCPs, wantWrites)
 	}
-	vr, err := db.Verify(ctx, engine.VerifyOptions{})
+	vr, err := db.Verify(ctx, admin.VerifyOptions{})
 	if err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
@@ -244,7 +246,7 @@ func TestImportProtocolSourceWAL(t *testing.T) {
 	if fi, err := os.Stat(src + "-wal"); err != nil || fi.Size() == 0 {
 		t.Fatalf("no WAL: %v", err)
 	}
-	db := openDst(t, engine.ModeDelta, 10)
+	db := openDst(t, channels.ModeDelta, 10)
 	if _, err := Import(ctx, db, src, Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +366,7 @@ func TestImportProtocolCompat(t *testing.T) {
 		})
 	}
 	t.Run("encrypted without the key", func(t *testing.T) {
-		db := openDst(t, engine.ModeDelta, 10)
+		db := openDst(t, channels.ModeDelta, 10)
 		_, err := Import(ctx, db, copyFile(t, filepath.Join(pyDir, "langgraph-py-encrypted.sqlite")), Options{})
 		var ue *UnsupportedError
 		if !errors.As(err, &ue) || len(ue.Problems) != 1 || !strings.Contains(ue.Problems[0].Reason, "set "+EncryptionKeyEnv) {
@@ -455,14 +457,14 @@ func TestImportProtocolUnreadable(t *testing.T) {
 		}
 	}
 	c.Close()
-	db := openDst(t, engine.ModeDelta, 10)
+	db := openDst(t, channels.ModeDelta, 10)
 	_, err = Import(ctx, db, src, Options{})
 	var ue *UnsupportedError
 	if !errors.As(err, &ue) || len(ue.Problems) != 2 || ue.Importable != 6 ||
 		ue.Problems[0].ThreadID != "chat" || !strings.Contains(ue.Problems[0].Reason, `"pickle"`) || ue.Problems[1].ThreadID != "fork" {
 		t.Fatalf("%v", err)
 	}
-	if ts, _ := db.ListThreads(ctx, engine.ThreadListOptions{}); len(ts) != 0 {
+	if ts, _ := db.ListThreads(ctx, admin.ThreadListOptions{}); len(ts) != 0 {
 		t.Fatalf("a refused import wrote %d threads", len(ts))
 	}
 	rep, err := Import(ctx, db, src, Options{SkipUnsupported: true})

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 var pyDir = filepath.Join("..", "testdata", "langgraph", "python")
@@ -26,7 +28,7 @@ func copyFile(t testing.TB, path string) string {
 	return p
 }
 
-func openDst(t testing.TB, mode engine.Mode, every int) *engine.DB {
+func openDst(t testing.TB, mode channels.Mode, every int) *engine.DB {
 	t.Helper()
 	o := engine.DefaultOptions()
 	o.Mode, o.SnapshotEvery = mode, every
@@ -44,7 +46,7 @@ func TestImportLangGraphPythonSqlite(t *testing.T) {
 	ctx := context.Background()
 	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
 	exp := loadExpected(t, filepath.Join(pyDir, "expected-py-sqlite.json"))
-	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			db := openDst(t, mode, 3)
 			rep, err := Import(ctx, db, src, pyOptions)
@@ -52,7 +54,7 @@ func TestImportLangGraphPythonSqlite(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%+v", rep)
-			vr, err := db.Verify(ctx, engine.VerifyOptions{})
+			vr, err := db.Verify(ctx, admin.VerifyOptions{})
 			if err != nil || !vr.OK {
 				t.Fatalf("verify: %v %v", err, vr.Problems)
 			}

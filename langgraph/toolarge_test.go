@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
 	"github.com/ncruces/go-sqlite3"
 )
@@ -80,7 +81,7 @@ func TestImportRefusesHugeRows(t *testing.T) {
 			}
 			if c.col != "checkpoint_id" {
 				var ue *UnsupportedError
-				if _, err := Import(ctx, openDst(t, engine.ModeDelta, 3), src, Options{}); !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "t" || ue.Problems[0].CheckpointID != "c1" {
+				if _, err := Import(ctx, openDst(t, channels.ModeDelta, 3), src, Options{}); !errors.As(err, &ue) || len(ue.Problems) != 1 || ue.Problems[0].ThreadID != "t" || ue.Problems[0].CheckpointID != "c1" {
 					t.Fatalf("import: %v, want the thread unsupported", err)
 				}
 				return

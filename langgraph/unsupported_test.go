@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -56,7 +58,7 @@ func editBlob(t *testing.T, path, table, column, where string, fn func([]byte) [
 // import has something to leave alone.
 func seededDst(t *testing.T) (*engine.DB, string) {
 	t.Helper()
-	db := openDst(t, engine.ModeDelta, 3)
+	db := openDst(t, channels.ModeDelta, 3)
 	if _, err := db.Commit(context.Background(), "mine", engine.Step{Tasks: []engine.TaskWrites{{TaskID: "t", Writes: []engine.ChannelWrite{
 		{Channel: engine.MessagesChannel, Value: codec.Message{ID: "m1", Type: codec.Human, Content: "keep me"}}}}}}); err != nil {
 		t.Fatal(err)
@@ -205,7 +207,7 @@ func TestLangGraphSkipUnsupported(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	var threads []string
-	ts, err := db.ListThreads(ctx, engine.ThreadListOptions{})
+	ts, err := db.ListThreads(ctx, admin.ThreadListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +218,7 @@ func TestLangGraphSkipUnsupported(t *testing.T) {
 	if want := []string{"fanout", "fanout-pending", "fork", "mine", "sub", "types"}; !slices.Equal(threads, want) {
 		t.Fatalf("threads %v, want %v", threads, want)
 	}
-	vr, err := db.Verify(ctx, engine.VerifyOptions{})
+	vr, err := db.Verify(ctx, admin.VerifyOptions{})
 	if err != nil || !vr.OK {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
@@ -227,7 +229,7 @@ func TestLangGraphSkipUnsupported(t *testing.T) {
 }
 
 func TestLangGraphOptions(t *testing.T) {
-	db := openDst(t, engine.ModeFull, 3)
+	db := openDst(t, channels.ModeFull, 3)
 	for _, o := range []Options{
 		{DeltaReducers: map[string]Reducer{"notes": "sum"}},
 		{DeltaReducers: map[string]Reducer{engine.MessagesChannel: Concat}},
@@ -251,7 +253,7 @@ func TestLangGraphOrphanWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	db := openDst(t, engine.ModeFull, 3)
+	db := openDst(t, channels.ModeFull, 3)
 	rep, err := Import(context.Background(), db, src, Options{Into: IntoMessages})
 	if err != nil || rep.OrphanWrites != 2 || rep.Writes != 93 {
 		t.Fatalf("import: %v %+v", err, rep)
@@ -311,7 +313,7 @@ func TestLangGraphParents(t *testing.T) {
 				t.Fatal("a refused import changed the destination")
 			}
 
-			db = openDst(t, engine.ModeDelta, 3)
+			db = openDst(t, channels.ModeDelta, 3)
 			o := Options{Into: into, SkipUnsupported: true, OrphansAsRoots: true}
 			rep, err := Import(ctx, db, src, o)
 			if err != nil {
@@ -321,7 +323,7 @@ func TestLangGraphParents(t *testing.T) {
 			if rep.ParentsMissing != 1 || !slices.Equal(rep.Orphans, want) || len(rep.Skipped) != 1 || rep.Skipped[0].ThreadID != "chat" || !strings.Contains(rep.Skipped[0].Reason, "does not sort after its parent") {
 				t.Fatalf("report %+v", rep)
 			}
-			if vr, err := db.Verify(ctx, engine.VerifyOptions{}); err != nil || !vr.OK {
+			if vr, err := db.Verify(ctx, admin.VerifyOptions{}); err != nil || !vr.OK {
 				t.Fatalf("verify: %v %v", err, vr.Problems)
 			}
 			if _, diffs, err := Compare(ctx, db, src, o); err != nil || len(diffs) > 0 {

@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // modeAdvice says what a channel mode mismatch means in the CLI's terms,
@@ -30,7 +32,7 @@ func modeAdvice(mm *engine.ModeMismatchError) string {
 			mm.Thread, mm.Path, have, want, convertCommand(path, mm.Thread, mm.WantMode, 0))
 	case "convert":
 		return fmt.Sprintf("channel mode mismatch: %s is in %s, which cannot hold a delta thread; convert the whole file instead: %s",
-			mm.Path, have, convertCommand(path, "", engine.ModeDelta, mm.WantEvery))
+			mm.Path, have, convertCommand(path, "", channels.ModeDelta, mm.WantEvery))
 	}
 	if mm.Race {
 		return fmt.Sprintf("channel mode mismatch: %s was just created in %s by another process, not in %s; run the command again", mm.Path, have, want)
@@ -39,20 +41,20 @@ func modeAdvice(mm *engine.ModeMismatchError) string {
 		mm.Path, have, want, convertCommand(path, "", mm.WantMode, mm.WantEvery))
 }
 
-func convertCommand(quotedPath, thread string, mode engine.Mode, every int) string {
+func convertCommand(quotedPath, thread string, mode channels.Mode, every int) string {
 	cmd := "agentstate convert " + quotedPath
 	if thread != "" {
 		cmd += " --thread " + shellQuote(thread)
 	}
 	cmd += " --mode " + string(mode)
-	if mode == engine.ModeDelta && every > 0 {
+	if mode == channels.ModeDelta && every > 0 {
 		cmd += fmt.Sprintf(" --every %d", every)
 	}
 	return cmd
 }
 
-func describeMode(mode engine.Mode, every int) string {
-	if mode == engine.ModeDelta {
+func describeMode(mode channels.Mode, every int) string {
+	if mode == channels.ModeDelta {
 		return fmt.Sprintf("delta mode with K=%d", every)
 	}
 	return string(mode) + " mode"
@@ -79,7 +81,7 @@ func requireThread(ctx context.Context, db *engine.DB, path, thread string) erro
 	} else if !errors.Is(err, engine.ErrNotFound) {
 		return inFile(path, err)
 	}
-	for _, err := range db.CheckpointLog(ctx, thread, engine.LogOptions{Limit: 1}) {
+	for _, err := range db.CheckpointLog(ctx, thread, admin.LogOptions{Limit: 1}) {
 		return inFile(path, err)
 	}
 	for _, err := range db.Runs().List(ctx, thread) {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
 	"github.com/agentstate/agentstate/internal/pgurl"
@@ -51,12 +52,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (ret
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	var modes []engine.Mode
-	switch m := engine.Mode(*mode); m {
-	case engine.ModeFull, engine.ModeDelta:
-		modes = []engine.Mode{m}
+	var modes []channels.Mode
+	switch m := channels.Mode(*mode); m {
+	case channels.ModeFull, channels.ModeDelta:
+		modes = []channels.Mode{m}
 	case "both":
-		modes = []engine.Mode{engine.ModeFull, engine.ModeDelta}
+		modes = []channels.Mode{channels.ModeFull, channels.ModeDelta}
 	default:
 		return fs.usageErr("--mode %q is not full, delta or both", *mode)
 	}
@@ -134,7 +135,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (ret
 	return plotFile.Close()
 }
 
-func benchOne(ctx context.Context, path string, mode engine.Mode, every, turns int, retain, sampleSizes bool, prog *progress) (benchResult, error) {
+func benchOne(ctx context.Context, path string, mode channels.Mode, every, turns int, retain, sampleSizes bool, prog *progress) (benchResult, error) {
 	opts := engine.DefaultOptions()
 	opts.Mode, opts.SnapshotEvery, opts.AutoRetain = mode, every, retain
 	db, err := engine.Open(ctx, path, &opts)
@@ -143,7 +144,7 @@ func benchOne(ctx context.Context, path string, mode engine.Mode, every, turns i
 	}
 	defer db.Close()
 	r := benchResult{Mode: string(mode), Turns: turns, Messages: 2 * turns}
-	if mode == engine.ModeDelta {
+	if mode == channels.ModeDelta {
 		r.Every = &every
 	}
 	sampleEvery := max(1, turns/50)
@@ -177,7 +178,7 @@ func benchOne(ctx context.Context, path string, mode engine.Mode, every, turns i
 		}
 	}
 	r.HeadReadMsWarm = ms(time.Since(start)) / warmReads
-	if err := db.CheckpointWAL(ctx); err != nil {
+	if _, err := db.CheckpointWAL(ctx); err != nil {
 		return r, err
 	}
 	if pgurl.Is(path) {
@@ -194,7 +195,7 @@ func benchOne(ctx context.Context, path string, mode engine.Mode, every, turns i
 		r.FileBytes = fi.Size()
 	}
 	// Cold: a new handle with empty caches.
-	opts.Mode = engine.ModeAuto
+	opts.Mode = channels.ModeAuto
 	cold, err := engine.Open(ctx, path, &opts)
 	if err != nil {
 		return r, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
 	"github.com/agentstate/agentstate/internal/testbomb"
 )
@@ -17,7 +18,7 @@ import (
 // imported at 6 GB RSS; one inflating to 63 MiB of nils would decode to a
 // gigabyte. Each is refused, naming the limit, and leaves no file.
 func TestImportRefusesABomb(t *testing.T) {
-	path, _ := fixture(t, engine.ModeFull)
+	path, _ := fixture(t, channels.ModeFull)
 	for limit, n := range map[string]int{"MaxListBytes": 2 * engine.MaxListBytes, "MaxCost": engine.MaxListBytes - 1<<20} {
 		t.Run(limit, func(t *testing.T) { importBomb(t, path, n, limit) })
 	}
@@ -63,7 +64,7 @@ func importBomb(t *testing.T, path string, n int, limit string) {
 // naming the file and the limit (state exited 2 with its usage before, the
 // refusal being an ErrTooLarge, which matches ErrInvalidArgument).
 func TestReadRefusesABomb(t *testing.T) {
-	path, _ := fixture(t, engine.ModeFull)
+	path, _ := fixture(t, channels.ModeFull)
 	rawExec(t, path, `UPDATE blobs SET data = ? WHERE thread_id = 'chat' AND channel = 'messages'`, testbomb.Envelope(engine.MaxListBytes-1<<20))
 	r := agentstate(t, nil, "state", path, "chat")
 	want(t, r, 1)

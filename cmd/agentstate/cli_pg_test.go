@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/internal/testpg"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -43,7 +43,7 @@ func pgSchema(t *testing.T) string {
 // read-only command, verify, retain and vacuum work on the URL.
 func TestPostgreSQLURLs(t *testing.T) {
 	url := pgSchema(t)
-	path, cps := fixture(t, engine.ModeDelta)
+	path, cps := fixture(t, channels.ModeDelta)
 	e1 := agentstate(t, nil, "export", path)
 	want(t, e1, 0)
 	r := agentstate(t, []byte(e1.stdout), "import", url)

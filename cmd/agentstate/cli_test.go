@@ -16,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/agentstate/agentstate/internal/testmedia"
 	"github.com/agentstate/agentstate/langgraph"
 	"github.com/ncruces/go-sqlite3"
@@ -115,7 +118,7 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 // thread-API conversation with a fork, a hidden image message and a
 // compaction; thread records for alice and bob; a finished run with tokens;
 // events; a store item. It returns the path and the chat checkpoints.
-func fixture(t *testing.T, mode engine.Mode) (string, []engine.Config) {
+func fixture(t *testing.T, mode channels.Mode) (string, []engine.Config) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "agent.db")
@@ -154,27 +157,27 @@ func fixture(t *testing.T, mode engine.Mode) (string, []engine.Config) {
 	cps = append(cps, c)
 	commit("", codec.Message{ID: "last", Type: codec.Human, Content: "after the summary"})
 
-	if _, err := db.Threads().Create(ctx, engine.User("alice"), engine.NewThread{ThreadID: "chat", DisplayName: "Trip plan", Metadata: map[string]any{"topic": "travel", "pinned": true}}); err != nil {
+	if _, err := db.Threads().Create(ctx, engine.User("alice"), records.NewThread{ThreadID: "chat", DisplayName: "Trip plan", Metadata: map[string]any{"topic": "travel", "pinned": true}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Threads().Create(ctx, engine.User("bob"), engine.NewThread{ThreadID: "other", DisplayName: "Other", Status: engine.ThreadBusy, Metadata: map[string]any{"topic": "misc"}}); err != nil {
+	if _, err := db.Threads().Create(ctx, engine.User("bob"), records.NewThread{ThreadID: "other", DisplayName: "Other", Status: records.ThreadBusy, Metadata: map[string]any{"topic": "misc"}}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := db.Runs().Create(ctx, engine.NewRun{RunID: "run-1", ThreadID: "chat", ModelName: "model-a", Status: engine.RunRunning})
+	run, err := db.Runs().Create(ctx, records.NewRun{RunID: "run-1", ThreadID: "chat", ModelName: "model-a", Status: records.RunRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.Events().PutBatch(ctx, []engine.Event{
-		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.human.input", Category: engine.CategoryMessage, Content: "question 0"},
+	_, err = db.Events().PutBatch(ctx, []records.Event{
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.human.input", Category: records.CategoryMessage, Content: "question 0"},
 		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "tool.call", Category: "trace", Content: map[string]any{"tool": "search"}},
-		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.ai.response", Category: engine.CategoryMessage, Content: "answer 0"},
+		{ThreadID: "chat", RunID: run.Run.RunID, EventType: "llm.ai.response", Category: records.CategoryMessage, Content: "answer 0"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Runs().Complete(ctx, run.Run.RunID, engine.RunSuccess, "", engine.RunTotals{TotalInputTokens: 30, TotalOutputTokens: 12, TotalTokens: 42,
+	err = db.Runs().Complete(ctx, run.Run.RunID, records.RunSuccess, "", records.RunTotals{TotalInputTokens: 30, TotalOutputTokens: 12, TotalTokens: 42,
 		LLMCallCount: 3, LeadAgentTokens: 40, MiddlewareTokens: 2,
-		TokenUsageByModel: map[string]engine.ModelTokens{"model-a": {Input: 20, Output: 10, Total: 30}, "model-b": {Input: 10, Output: 2, Total: 12}}})
+		TokenUsageByModel: map[string]records.ModelTokens{"model-a": {Input: 20, Output: 10, Total: 30}, "model-b": {Input: 10, Output: 2, Total: 12}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +253,7 @@ func TestDocsDocumentEveryCommand(t *testing.T) {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
-	path, _ := fixture(t, engine.ModeFull)
+	path, _ := fixture(t, channels.ModeFull)
 	for _, args := range [][]string{
 		{"info"},
 		{"info", path, "extra"},
@@ -291,7 +294,7 @@ func TestMissingFileIsNamed(t *testing.T) {
 }
 
 func TestInfo(t *testing.T) {
-	path, _ := fixture(t, engine.ModeDelta)
+	path, _ := fixture(t, channels.ModeDelta)
 	r := agentstate(t, nil, "info", path)
 	want(t, r, 0)
 	contains(t, r.stdout, "schema version", "delta (K=3)", "snapshots", "largest threads", "chat", "history cache")
@@ -302,17 +305,17 @@ func TestInfo(t *testing.T) {
 	}
 	j := agentstate(t, nil, "info", "--json", path)
 	want(t, j, 0)
-	var st engine.Stats
+	var st admin.Stats
 	if err := json.Unmarshal([]byte(j.stdout), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Mode != engine.ModeDelta || st.SnapshotEvery != 3 || len(st.Surfaces) != 8 || st.LargestThreads[0].ThreadID != "chat" {
+	if st.Mode != channels.ModeDelta || st.SnapshotEvery != 3 || len(st.Surfaces) != 8 || st.LargestThreads[0].ThreadID != "chat" {
 		t.Fatalf("info --json: %+v", st)
 	}
 }
 
 func TestThreads(t *testing.T) {
-	path, _ := fixture(t, engine.ModeFull)
+	path, _ := fixture(t, channels.ModeFull)
 	r := agentstate(t, nil, "threads", path)
 	want(t, r, 0)
 	contains(t, r.stdout, "chat", "other", "alice", "bob", "Trip plan")
@@ -337,7 +340,7 @@ func TestThreads(t *testing.T) {
 }
 
 func TestState(t *testing.T) {
-	path, cps := fixture(t, engine.ModeDelta)
+	path, cps := fixture(t, channels.ModeDelta)
 	r := agentstate(t, nil, "state", path, "chat", "--json")
 	want(t, r, 0)
 	var view struct {
@@ -372,7 +375,7 @@ func TestState(t *testing.T) {
 }
 
 func TestHistory(t *testing.T) {
-	path, cps := fixture(t, engine.ModeDelta)
+	path, cps := fixture(t, channels.ModeDelta)
 	r := agentstate(t, nil, "history", path, "chat")
 	want(t, r, 0)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
@@ -392,7 +395,7 @@ func TestHistory(t *testing.T) {
 }
 
 func TestRunsEventsTokens(t *testing.T) {
-	path, _ := fixture(t, engine.ModeFull)
+	path, _ := fixture(t, channels.ModeFull)
 	r := agentstate(t, nil, "runs", path, "chat")
 	want(t, r, 0)
 	contains(t, r.stdout, "run-1", "success", "model-a", "42")
@@ -422,14 +425,14 @@ func TestRunsEventsTokens(t *testing.T) {
 	want(t, r, 0)
 	contains(t, r.stdout, "42 tokens", "model-a", "model-b", "lead agent", "40", "middleware")
 	j = agentstate(t, nil, "tokens", path, "chat", "--json")
-	var u engine.TokenUsage
+	var u records.TokenUsage
 	if err := json.Unmarshal([]byte(j.stdout), &u); err != nil || u.TotalTokens != 42 || u.ByModel["model-b"].Total != 12 || u.ByCaller.Middleware != 2 {
 		t.Fatalf("tokens --json: %v %+v", err, u)
 	}
 }
 
 func TestVerify(t *testing.T) {
-	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			path, _ := fixture(t, mode)
 			r := agentstate(t, nil, "verify", path)
@@ -437,7 +440,7 @@ func TestVerify(t *testing.T) {
 			contains(t, r.stdout, path+": ok:")
 			j := agentstate(t, nil, "verify", "--json", path)
 			want(t, j, 0)
-			var rep engine.VerifyReport
+			var rep admin.VerifyReport
 			if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || !rep.OK || rep.Replayed == 0 {
 				t.Fatalf("verify --json: %v %+v", err, rep)
 			}
@@ -462,7 +465,7 @@ func problemLines(t *testing.T, r result, path string) []string {
 
 func TestVerifyFindsProblems(t *testing.T) {
 	t.Run("deleted parent", func(t *testing.T) {
-		path, cps := fixture(t, engine.ModeDelta)
+		path, cps := fixture(t, channels.ModeDelta)
 		rawExec(t, path, `DELETE FROM checkpoints WHERE checkpoint_id = ?`, cps[4].CheckpointID)
 		lines := problemLines(t, agentstate(t, nil, "verify", path), path)
 		// The missing parent, and the writes it had sealed and held.
@@ -473,7 +476,7 @@ func TestVerifyFindsProblems(t *testing.T) {
 		contains(t, strings.Join(lines, "\n"), "orphan write", "which does not exist")
 	})
 	t.Run("orphan writes", func(t *testing.T) {
-		path, _ := fixture(t, engine.ModeFull)
+		path, _ := fixture(t, channels.ModeFull)
 		for i := range 3 {
 			rawExec(t, path, `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, data) VALUES ('chat', '', 'gone', 't', ?, 'x', 'json', x'7b7d')`, i)
 		}
@@ -486,7 +489,7 @@ func TestVerifyFindsProblems(t *testing.T) {
 		}
 		j := agentstate(t, nil, "verify", "--json", path)
 		want(t, j, 1)
-		var rep engine.VerifyReport
+		var rep admin.VerifyReport
 		if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || rep.OK || len(rep.Problems) != 3 {
 			t.Fatalf("verify --json: %v %+v", err, rep)
 		}
@@ -494,7 +497,7 @@ func TestVerifyFindsProblems(t *testing.T) {
 		want(t, r, 0)
 	})
 	t.Run("corrupt bytes", func(t *testing.T) {
-		path, _ := fixture(t, engine.ModeFull)
+		path, _ := fixture(t, channels.ModeFull)
 		// Overwrite the header of the writes table's root page: SQLite's
 		// integrity check reports it and the file still opens.
 		var root int
@@ -529,7 +532,7 @@ func TestVerifyFindsProblems(t *testing.T) {
 		}
 	})
 	t.Run("lying snapshot", func(t *testing.T) {
-		path, _ := fixture(t, engine.ModeDelta)
+		path, _ := fixture(t, channels.ModeDelta)
 		lie, _ := codec.Marshal([]codec.Message{{ID: "x", Type: codec.Human, Content: "never said"}})
 		c, err := sqlite3.Open(path)
 		if err != nil {
@@ -548,7 +551,7 @@ func TestVerifyFindsProblems(t *testing.T) {
 }
 
 func TestRetainAndVacuum(t *testing.T) {
-	path, _ := fixture(t, engine.ModeDelta)
+	path, _ := fixture(t, channels.ModeDelta)
 	before := agentstate(t, nil, "export", "--quiet", path).stdout
 	r := agentstate(t, nil, "retain", path, "--keep-latest", "3", "--drop-branches")
 	want(t, r, 0)
@@ -558,13 +561,13 @@ func TestRetainAndVacuum(t *testing.T) {
 	}
 	j := agentstate(t, nil, "retain", path, "--keep-latest", "3", "--drop-branches", "--json")
 	want(t, j, 0)
-	var dry engine.RetainReport
+	var dry admin.RetainReport
 	if err := json.Unmarshal([]byte(j.stdout), &dry); err != nil || !dry.DryRun || dry.CheckpointsRemoved == 0 || dry.DataBytesFreed <= 0 {
 		t.Fatalf("retain --json: %v %+v", err, dry)
 	}
 	j = agentstate(t, nil, "retain", path, "--keep-latest", "3", "--drop-branches", "--apply", "--json")
 	want(t, j, 0)
-	var done engine.RetainReport
+	var done admin.RetainReport
 	if err := json.Unmarshal([]byte(j.stdout), &done); err != nil || done.DryRun || done.CheckpointsRemoved != dry.CheckpointsRemoved || done.DataBytesFreed != dry.DataBytesFreed {
 		t.Fatalf("retain --apply: %v %+v, dry run said %+v", err, done, dry)
 	}
@@ -586,7 +589,7 @@ func TestRetainAndVacuum(t *testing.T) {
 }
 
 func TestConvert(t *testing.T) {
-	path, cps := fixture(t, engine.ModeFull)
+	path, cps := fixture(t, channels.ModeFull)
 	states := func() []string {
 		var out []string
 		for _, c := range cps {
@@ -617,7 +620,7 @@ func TestConvert(t *testing.T) {
 }
 
 func TestExportImportRoundTrip(t *testing.T) {
-	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			path, _ := fixture(t, mode)
 			e1 := agentstate(t, nil, "export", path)
@@ -675,7 +678,7 @@ func TestImportLangGraph(t *testing.T) {
 	if err := os.WriteFile(src, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []engine.Mode{engine.ModeFull, engine.ModeDelta} {
+	for _, mode := range []channels.Mode{channels.ModeFull, channels.ModeDelta} {
 		t.Run(string(mode), func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "imported.db")
 			r := agentstate(t, nil, "import-langgraph", src, dst, "--mode", string(mode), "--every", "4")
@@ -705,7 +708,7 @@ func TestImportLangGraph(t *testing.T) {
 			contains(t, r.stderr, dst, "already exists")
 		})
 	}
-	path, _ := fixture(t, engine.ModeFull)
+	path, _ := fixture(t, channels.ModeFull)
 	r := agentstate(t, nil, "import-langgraph", path, filepath.Join(t.TempDir(), "x.db"))
 	want(t, r, 1)
 	contains(t, r.stderr, path, "not a LangGraph SqliteSaver file")
@@ -826,7 +829,7 @@ func TestExportLangGraph(t *testing.T) {
 		want(t, r, 1)
 		contains(t, r.stderr, out, "exists")
 	}
-	path, _ := fixture(t, engine.ModeFull)
+	path, _ := fixture(t, channels.ModeFull)
 	dir := t.TempDir()
 	r := agentstate(t, nil, "export-langgraph", path, filepath.Join(dir, "x.sqlite"))
 	want(t, r, 1)
@@ -943,7 +946,7 @@ func TestProgressOnlyOnTerminals(t *testing.T) {
 		t.Fatal("progress disabled on a character device")
 	}
 	// A long command on pipes: agentstate() fails on any \r or escape.
-	path, _ := fixture(t, engine.ModeDelta)
+	path, _ := fixture(t, channels.ModeDelta)
 	start := time.Now()
 	for _, args := range [][]string{{"verify", path}, {"export", path}, {"retain", path}, {"verify", "--json", path}} {
 		r := agentstate(t, nil, args...)
@@ -956,7 +959,7 @@ func TestProgressOnlyOnTerminals(t *testing.T) {
 }
 
 func TestReadOnlyCommandsLeaveTheFileAlone(t *testing.T) {
-	path, cps := fixture(t, engine.ModeDelta)
+	path, cps := fixture(t, channels.ModeDelta)
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -985,7 +988,7 @@ func TestReadOnlyCommandsLeaveTheFileAlone(t *testing.T) {
 // and prints what it prints on the writable original; commands that write
 // fail saying why.
 func TestReadOnlyCommandsOnReadOnlyMedia(t *testing.T) {
-	path, cps := fixture(t, engine.ModeDelta)
+	path, cps := fixture(t, channels.ModeDelta)
 	commands := func(p string) [][]string {
 		return [][]string{
 			{"info", "--json", p}, {"threads", p}, {"state", p, "chat"}, {"state", p, "chat", "--checkpoint", cps[2].CheckpointID},
@@ -1049,9 +1052,9 @@ func TestExportStopsOnInterrupt(t *testing.T) {
 	for range 40 {
 		deep = map[string]any{"k": deep}
 	}
-	ops := []engine.StoreOp{engine.PutOp{Namespace: []string{"a"}, Key: "deep", Value: deep.(map[string]any)}}
+	ops := []records.StoreOp{records.PutOp{Namespace: []string{"a"}, Key: "deep", Value: deep.(map[string]any)}}
 	for i := range 5000 {
-		ops = append(ops, engine.PutOp{Namespace: []string{"b"}, Key: fmt.Sprint(i), Value: map[string]any{"text": strings.Repeat("w", 2000)}})
+		ops = append(ops, records.PutOp{Namespace: []string{"b"}, Key: fmt.Sprint(i), Value: map[string]any{"text": strings.Repeat("w", 2000)}})
 	}
 	if _, err := db.Store().Batch(ctx, ops...); err != nil {
 		t.Fatal(err)

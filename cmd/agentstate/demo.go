@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
 )
@@ -27,9 +28,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	opts := engine.DefaultOptions()
-	opts.Mode, opts.SnapshotEvery = engine.ModeDelta, 4
+	opts.Mode, opts.SnapshotEvery = channels.ModeDelta, 4
 	if _, err := os.Stat(*path); err == nil {
-		opts.Mode = engine.ModeAuto // an existing file keeps its mode
+		opts.Mode = channels.ModeAuto // an existing file keeps its mode
 	}
 	db, err := engine.Open(ctx, *path, &opts)
 	if err != nil {
@@ -54,7 +55,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		history = append(history, s)
 	}
-	if err := db.CheckpointWAL(ctx); err != nil {
+	if _, err := db.CheckpointWAL(ctx); err != nil {
 		return err
 	}
 	info, err := db.Info(ctx)
@@ -68,7 +69,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		})
 	}
 	fmt.Fprintf(stdout, "Wrote thread %q to %s (%s mode", demoThread, *path, info.Mode)
-	if info.Mode == engine.ModeDelta {
+	if info.Mode == channels.ModeDelta {
 		fmt.Fprintf(stdout, ", K=%d", info.SnapshotEvery)
 	}
 	fmt.Fprintf(stdout, "): %d checkpoints, a tool call, a fork from checkpoint %s and a compaction.\n\n", len(history), short(d.forkedFrom))

@@ -7,7 +7,8 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/channels"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
@@ -45,13 +46,13 @@ func infoCommand(ctx context.Context, name string, args []string, stdout, stderr
 	return printStats(stdout, st)
 }
 
-func printStats(w io.Writer, st engine.Stats) error {
+func printStats(w io.Writer, st admin.Stats) error {
 	in := st.Info
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "path\t%s\n", in.Path)
 	fmt.Fprintf(tw, "schema version\t%d\n", in.SchemaVersion)
 	fmt.Fprintf(tw, "application id\t0x%08x\n", in.ApplicationID)
-	if in.Mode == engine.ModeDelta {
+	if in.Mode == channels.ModeDelta {
 		fmt.Fprintf(tw, "mode\tdelta (K=%d)\n", in.SnapshotEvery)
 	} else {
 		fmt.Fprintf(tw, "mode\t%s\n", in.Mode)

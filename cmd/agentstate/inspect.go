@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
+	"github.com/agentstate/agentstate/engine/records"
 	"github.com/agentstate/agentstate/internal/pgurl"
 	"github.com/agentstate/agentstate/langgraph"
 )
@@ -42,7 +44,7 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
-	list, err := db.ListThreads(ctx, engine.ThreadListOptions{Owner: *owner, Status: engine.ThreadStatus(*status), Metadata: meta, Limit: *limit, Offset: *offset})
+	list, err := db.ListThreads(ctx, admin.ThreadListOptions{Owner: *owner, Status: records.ThreadStatus(*status), Metadata: meta, Limit: *limit, Offset: *offset})
 	if err != nil {
 		return argErr(fs, pos[0], err) // the filters are all flags
 	}
@@ -66,7 +68,7 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return tw.Flush()
 }
 
-var threadStatuses = []string{string(engine.ThreadIdle), string(engine.ThreadBusy), string(engine.ThreadInterrupted), string(engine.ThreadError)}
+var threadStatuses = []string{string(records.ThreadIdle), string(records.ThreadBusy), string(records.ThreadInterrupted), string(records.ThreadError)}
 
 func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("state", "state [--checkpoint ID] [--ns NS] [--safe] [--json] FILE THREAD", stdout)
@@ -144,7 +146,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// error rather than a list of every checkpoint whose id sorts lower. (It
 	// reads no values, so the entries skipped cost little.)
 	n, skipping := 0, *before != ""
-	o := engine.LogOptions{Namespace: *ns, Limit: *limit}
+	o := admin.LogOptions{Namespace: *ns, Limit: *limit}
 	if skipping {
 		o.Limit = 0
 	}
@@ -248,7 +250,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(tw, "SEQ\tRUN\tTYPE\tCATEGORY\tCREATED\tCONTENT")
 	}
 	shown := 0
-	print := func(evs []engine.Event) error {
+	print := func(evs []records.Event) error {
 		for _, ev := range evs {
 			if *run != "" && ev.RunID != *run || *messages && ev.Category != "message" {
 				continue
@@ -267,13 +269,13 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var after int64
 	for {
-		var page []engine.Event
+		var page []records.Event
 		var err error
 		switch {
 		case *run != "":
-			page, err = db.Events().ListRunEvents(ctx, thread, *run, engine.RunEventQuery{AfterSeq: after, Limit: 1000})
+			page, err = db.Events().ListRunEvents(ctx, thread, *run, records.RunEventQuery{AfterSeq: after, Limit: 1000})
 		case *messages:
-			page, err = db.Events().ListMessages(ctx, thread, engine.MessageQuery{AfterSeq: &after, Limit: 1000})
+			page, err = db.Events().ListMessages(ctx, thread, records.MessageQuery{AfterSeq: &after, Limit: 1000})
 		default:
 			page, err = db.ThreadEvents(ctx, thread, after, 1000)
 		}

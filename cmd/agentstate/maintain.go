@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
@@ -34,7 +36,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	prog := newProgress(stderr, *asJSON)
-	rep, err := db.Verify(ctx, engine.VerifyOptions{ThreadID: *thread, MaxProblems: *max, Progress: func(done, total int) {
+	rep, err := db.Verify(ctx, admin.VerifyOptions{ThreadID: *thread, MaxProblems: *max, Progress: func(done, total int) {
 		prog.show("verify: %d/%d threads", done, total)
 	}})
 	prog.done()
@@ -93,17 +95,17 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	prog := newProgress(stderr, *asJSON)
-	res, err := db.Retain(ctx, engine.RetainOptions{ThreadID: *thread, KeepLatest: *keep, DropBranches: *branches, DryRun: !*apply,
+	res, err := db.Retain(ctx, admin.RetainOptions{ThreadID: *thread, KeepLatest: *keep, DropBranches: *branches, DryRun: !*apply,
 		Progress: func(done, total int) { prog.show("retain: %d/%d threads", done, total) }})
 	prog.done()
 	if err != nil {
 		return inFile(pos[0], err)
 	}
 	var before, after int64
-	var wal *engine.WALStatus
+	var wal *admin.WALStatus
 	if *apply {
 		before = storedSize(ctx, db, pos[0])
-		st, err := db.CheckpointWALStatus(ctx)
+		st, err := db.CheckpointWAL(ctx)
 		if err != nil {
 			return inFile(pos[0], err)
 		}
@@ -112,10 +114,10 @@ func runRetain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *asJSON {
 		return printJSON(stdout, struct {
-			engine.RetainReport
+			admin.RetainReport
 			FileBytesBefore int64 `json:"file_bytes_before,omitempty"`
 			FileBytesAfter  int64 `json:"file_bytes_after,omitempty"`
-			*engine.WALStatus
+			*admin.WALStatus
 		}{res, before, after, wal})
 	}
 	verb, thin := "would remove", "would store"
@@ -190,7 +192,7 @@ func runVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := db.Vacuum(ctx); err != nil {
 		return inFile(pos[0], err)
 	}
-	wal, err := db.CheckpointWALStatus(ctx)
+	wal, err := db.CheckpointWAL(ctx)
 	if err != nil {
 		return inFile(pos[0], err)
 	}
@@ -208,7 +210,7 @@ func runVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // walNote says when the write-ahead log could not be emptied, so that the
 // sizes printed are not taken for the result.
-func walNote(w io.Writer, path string, st engine.WALStatus) {
+func walNote(w io.Writer, path string, st admin.WALStatus) {
 	if st.Truncated {
 		return
 	}
@@ -226,7 +228,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if engine.Mode(*mode) != engine.ModeFull && engine.Mode(*mode) != engine.ModeDelta {
+	if channels.Mode(*mode) != channels.ModeFull && channels.Mode(*mode) != channels.ModeDelta {
 		return fs.usageErr("--mode %q is not full or delta", *mode)
 	}
 	if *every < 1 {
@@ -235,7 +237,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := existingFile(pos[0]); err != nil {
 		return err
 	}
-	var rep engine.ConvertReport
+	var rep admin.ConvertReport
 	if *thread != "" {
 		db, err := openFile(ctx, pos[0], false)
 		if err != nil {
@@ -245,14 +247,14 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := requireThread(ctx, db, pos[0], *thread); err != nil {
 			return argErr(fs, pos[0], err)
 		}
-		rep, err = db.ConvertThread(ctx, *thread, engine.Mode(*mode))
+		rep, err = db.ConvertThread(ctx, *thread, channels.Mode(*mode))
 		if err != nil {
 			return inFile(pos[0], err)
 		}
 	} else {
 		opts := engine.DefaultOptions()
 		opts.ReconcileOnOpen = false
-		rep, err = engine.ConvertFile(ctx, pos[0], &opts, engine.Mode(*mode), *every)
+		rep, err = engine.ConvertFile(ctx, pos[0], &opts, channels.Mode(*mode), *every)
 		if err != nil {
 			return inFile(pos[0], err)
 		}
@@ -277,7 +279,7 @@ func runUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// A read-only open succeeds exactly when there is nothing to upgrade.
 	opts := engine.DefaultOptions()
-	opts.ReadOnly, opts.Mode = true, engine.ModeAuto
+	opts.ReadOnly, opts.Mode = true, channels.ModeAuto
 	upgraded := false
 	db, err := engine.Open(ctx, path, &opts)
 	if errors.Is(err, engine.ErrSchemaTooOld) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
 	"github.com/agentstate/agentstate/internal/pgurl"
 	"github.com/agentstate/agentstate/langgraph"
@@ -23,7 +24,7 @@ func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, erro
 		return nil, err
 	}
 	opts := engine.DefaultOptions()
-	opts.ReadOnly, opts.Mode = readOnly, engine.ModeAuto
+	opts.ReadOnly, opts.Mode = readOnly, channels.ModeAuto
 	if !readOnly {
 		// Maintenance must not turn other processes' runs into errors.
 		opts.ReconcileOnOpen = false

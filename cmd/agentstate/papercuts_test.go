@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // protocolChain writes one thread of n checkpoints through the checkpoint
@@ -68,12 +70,12 @@ func unsplitTokens(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	c, err := db.Runs().Create(ctx, engine.NewRun{ThreadID: "t", ModelName: "gpt-x", Status: engine.RunRunning})
+	c, err := db.Runs().Create(ctx, records.NewRun{ThreadID: "t", ModelName: "gpt-x", Status: records.RunRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Runs().Complete(ctx, c.Run.RunID, engine.RunSuccess, "", engine.RunTotals{TotalTokens: 15,
-		TokenUsageByModel: map[string]engine.ModelTokens{"gpt-x": {Input: 12, Output: 3, Total: 15}}}); err != nil {
+	if err := db.Runs().Complete(ctx, c.Run.RunID, records.RunSuccess, "", records.RunTotals{TotalTokens: 15,
+		TokenUsageByModel: map[string]records.ModelTokens{"gpt-x": {Input: 12, Output: 3, Total: 15}}}); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -82,7 +84,7 @@ func unsplitTokens(t *testing.T) string {
 // TestPaperCuts: output that once left a reader guessing (issue 22) now
 // says why, in words that match the other commands.
 func TestPaperCuts(t *testing.T) {
-	full, _ := fixture(t, engine.ModeFull) // thread "chat" with checkpoints; "other" only a thread record
+	full, _ := fixture(t, channels.ModeFull) // thread "chat" with checkpoints; "other" only a thread record
 	imported := filepath.Join(t.TempDir(), "imported.db")
 	want(t, agentstate(t, nil, "import-langgraph", langGraphFixture(t), imported), 0) // 4 threads, 5 namespaces
 	for _, c := range []struct {

@@ -14,8 +14,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // copyFile copies a fixture so that a command may change the copy.
@@ -42,7 +44,7 @@ func langGraphFixture(t *testing.T) string {
 // for a usage error a second line with the command's synopsis; the
 // engine's "agentstate: " is not repeated after the command's prefix.
 func TestExitCodes(t *testing.T) {
-	path, cps := fixture(t, engine.ModeDelta)
+	path, cps := fixture(t, channels.ModeDelta)
 	dump := agentstate(t, nil, "export", "--quiet", path).stdout
 	dir := t.TempDir()
 	fresh := func() string { return filepath.Join(t.TempDir(), "new.db") }
@@ -243,7 +245,7 @@ func TestSuggestedCommandsWork(t *testing.T) {
 	}
 
 	t.Run("import: the dump's K is not the file's", func(t *testing.T) {
-		path, _ := fixture(t, engine.ModeDelta) // K=3
+		path, _ := fixture(t, channels.ModeDelta) // K=3
 		dump := []byte(agentstate(t, nil, "export", "--quiet", path).stdout)
 		dst := filepath.Join(spaced, "k10's.db")
 		want(t, agentstate(t, nil, "bench", "--turns", "1", "--mode", "delta", "--every", "10", "--db", dst), 0)
@@ -271,7 +273,7 @@ func TestSuggestedCommandsWork(t *testing.T) {
 	})
 
 	t.Run("convert: one thread to delta in a full file", func(t *testing.T) {
-		path := copyFile(t, func() string { p, _ := fixture(t, engine.ModeFull); return p }())
+		path := copyFile(t, func() string { p, _ := fixture(t, channels.ModeFull); return p }())
 		r := agentstate(t, nil, "convert", path, "--thread", "chat", "--mode", "delta")
 		want(t, r, 1)
 		contains(t, r.stderr, "cannot hold a delta thread")
@@ -320,7 +322,7 @@ func TestSuggestedCommandsWork(t *testing.T) {
 	})
 
 	t.Run("import-langgraph: an agentstate file as SRC is named, not DST", func(t *testing.T) {
-		src, _ := fixture(t, engine.ModeDelta)
+		src, _ := fixture(t, channels.ModeDelta)
 		dst := filepath.Join(spaced, "copy.db")
 		r := agentstate(t, nil, "import-langgraph", src, dst)
 		want(t, r, 1)
@@ -484,10 +486,10 @@ func TestTokensTotalsMatchByModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.Runs().Create(ctx, engine.NewRun{ThreadID: "t1", ModelName: "gpt-x", Status: engine.RunRunning})
+	c, err := db.Runs().Create(ctx, records.NewRun{ThreadID: "t1", ModelName: "gpt-x", Status: records.RunRunning})
 	if err == nil {
-		err = db.Runs().Complete(ctx, c.Run.RunID, engine.RunSuccess, "", engine.RunTotals{TotalTokens: 15,
-			TokenUsageByModel: map[string]engine.ModelTokens{"gpt-x": {Input: 12, Output: 3, Total: 15}}})
+		err = db.Runs().Complete(ctx, c.Run.RunID, records.RunSuccess, "", records.RunTotals{TotalTokens: 15,
+			TokenUsageByModel: map[string]records.ModelTokens{"gpt-x": {Input: 12, Output: 3, Total: 15}}})
 	}
 	db.Close()
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/internal/pgurl"
 	"github.com/agentstate/agentstate/langgraph"
 )
@@ -39,7 +41,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	prog := newProgress(stderr, *quiet)
-	rep, err := db.Export(ctx, stdout, engine.ExportOptions{ThreadID: *thread, Progress: func(done, total int64) {
+	rep, err := db.Export(ctx, stdout, admin.ExportOptions{ThreadID: *thread, Progress: func(done, total int64) {
 		prog.show("export: %d/%d rows", done, total)
 	}})
 	prog.done()
@@ -89,7 +91,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	opts := engine.DefaultOptions()
 	opts.ReconcileOnOpen = false
 	created := !exists(pos[0])
-	rep, err := engine.ImportFile(ctx, pos[0], stdin, &opts, engine.ImportOptions{User: *user, Progress: func(lines int64) {
+	rep, err := engine.ImportFile(ctx, pos[0], stdin, &opts, admin.ImportOptions{User: *user, Progress: func(lines int64) {
 		prog.show("import: %d lines", lines)
 	}})
 	prog.done()
@@ -122,7 +124,7 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if *mode != "" && engine.Mode(*mode) != engine.ModeFull && engine.Mode(*mode) != engine.ModeDelta {
+	if *mode != "" && channels.Mode(*mode) != channels.ModeFull && channels.Mode(*mode) != channels.ModeDelta {
 		return fs.usageErr("--mode %q is not full or delta", *mode)
 	}
 	if *every < 1 {
@@ -140,13 +142,13 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	opts := engine.DefaultOptions()
 	opts.ReconcileOnOpen = false
-	opts.Mode, opts.SnapshotEvery = engine.ModeDelta, *every
+	opts.Mode, opts.SnapshotEvery = channels.ModeDelta, *every
 	if *mode != "" {
-		opts.Mode = engine.Mode(*mode)
+		opts.Mode = channels.Mode(*mode)
 	}
 	created := !exists(dst)
 	if !created && *mode == "" {
-		opts.Mode = engine.ModeAuto
+		opts.Mode = channels.ModeAuto
 	}
 	db, err := engine.Open(ctx, dst, &opts)
 	if err != nil {
@@ -181,7 +183,7 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 			db.DeleteThread(context.WithoutCancel(ctx), th)
 		}
 	}
-	vr, err := db.Verify(ctx, engine.VerifyOptions{})
+	vr, err := db.Verify(ctx, admin.VerifyOptions{})
 	if err != nil {
 		undo()
 		return inFile(dst, err)
@@ -199,7 +201,7 @@ func runImportLangGraph(ctx context.Context, args []string, stdout, stderr io.Wr
 		if err := printJSON(stdout, struct {
 			langgraph.Report
 			Verified  bool             `json:"verified"`
-			Problems  []engine.Problem `json:"problems"`
+			Problems  []admin.Problem  `json:"problems"`
 			Compared  int              `json:"compared"`
 			Differing []langgraph.Diff `json:"differing"`
 		}{rep, vr.OK, vr.Problems, checked, diffs}); err != nil {
@@ -262,7 +264,7 @@ func explainUnsupported(err error, skip bool, into langgraph.Into) error {
 
 // printLangGraphImport prints what import-langgraph did: what it imported,
 // what it kept, dropped or skipped, and what verifying and comparing found.
-func printLangGraphImport(stdout io.Writer, dst string, rep langgraph.Report, vr engine.VerifyReport, checked int, diffs []langgraph.Diff) {
+func printLangGraphImport(stdout io.Writer, dst string, rep langgraph.Report, vr admin.VerifyReport, checked int, diffs []langgraph.Diff) {
 	if rep.Into == string(langgraph.IntoProtocol) {
 		fmt.Fprintf(stdout, "%s: imported %d threads (%d namespaces, %d checkpoints, %d writes) from %s in the checkpoint protocol's form, values kept as LangGraph's serde wrote them: %s\n",
 			pgurl.Redacted(dst), rep.Threads, rep.Namespaces, rep.Checkpoints, rep.Writes, rep.Source, rowCounts(intCounts(rep.Blobs)))

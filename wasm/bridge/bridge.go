@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
 )
 
@@ -132,9 +133,9 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 	// Without a mode an existing file opens in the mode it records and a
 	// new one in full mode: a file written in delta mode must not need its
 	// mode repeated by every program that opens it.
-	o.Mode = engine.ModeAuto
+	o.Mode = channels.ModeAuto
 	if req.Mode != "" {
-		o.Mode = engine.Mode(req.Mode)
+		o.Mode = channels.Mode(req.Mode)
 	}
 	if req.Every != 0 {
 		o.SnapshotEvery = req.Every
@@ -211,7 +212,7 @@ func openErrorForJS(err error, req openRequest, disk bool) error {
 			name, jsMode(mm.Mode, mm.Every), jsMode(mm.WantMode, mm.WantEvery), jsModeOptions(mm.Mode, mm.Every))
 		if disk && !mm.Race {
 			cmd := "agentstate convert " + shellQuote(req.Path) + " --mode " + string(mm.WantMode)
-			if mm.WantMode == engine.ModeDelta {
+			if mm.WantMode == channels.ModeDelta {
 				cmd += fmt.Sprintf(" --every %d", mm.WantEvery)
 			}
 			msg += ", or convert the file first with the agentstate CLI (not in this package: go install ./cmd/agentstate in a clone of the repository): " + cmd
@@ -224,15 +225,15 @@ func openErrorForJS(err error, req openRequest, disk bool) error {
 	return err
 }
 
-func jsMode(mode engine.Mode, every int) string {
-	if mode == engine.ModeDelta {
+func jsMode(mode channels.Mode, every int) string {
+	if mode == channels.ModeDelta {
 		return fmt.Sprintf("delta mode with K=%d", every)
 	}
 	return string(mode) + " mode"
 }
 
-func jsModeOptions(mode engine.Mode, every int) string {
-	if mode == engine.ModeDelta {
+func jsModeOptions(mode channels.Mode, every int) string {
+	if mode == channels.ModeDelta {
 		return fmt.Sprintf(`mode: "delta", every: %d`, every)
 	}
 	return fmt.Sprintf(`mode: %q`, mode)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/admin"
 )
 
 // Call runs op name on handle id.
@@ -287,14 +288,14 @@ func opDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any, *Out
 func opDeleteForRuns(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		RunIDs []string `json:"runIds"`
-		// Reroot: engine.DeleteRunsOptions.Reroot (the Python saver's
+		// Reroot: admin.DeleteRunsOptions.Reroot (the Python saver's
 		// LangGraph semantics).
 		Reroot bool `json:"reroot"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	return struct{}{}, nil, h.db.DeleteForRunsWith(ctx, r.RunIDs, engine.DeleteRunsOptions{Reroot: r.Reroot})
+	return struct{}{}, nil, h.db.DeleteForRuns(ctx, r.RunIDs, admin.DeleteRunsOptions{Reroot: r.Reroot})
 }
 
 func opCopyThread(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
@@ -317,9 +318,9 @@ func opPrune(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error
 		return nil, nil, err
 	}
 	if r.Strategy == "" {
-		r.Strategy = string(engine.PruneKeepLatest)
+		r.Strategy = string(admin.PruneKeepLatest)
 	}
-	rep, err := h.db.Prune(ctx, r.ThreadIDs, engine.PruneStrategy(r.Strategy))
+	rep, err := h.db.Prune(ctx, r.ThreadIDs, admin.PruneStrategy(r.Strategy))
 	return rep, nil, err
 }
 

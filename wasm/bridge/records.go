@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
+	"github.com/agentstate/agentstate/engine/records"
 )
 
 // The record surfaces (store, runs, events, threads) cross as plain JSON:
@@ -33,20 +34,20 @@ type wStoreOp struct {
 	MaxDepth  int             `json:"maxDepth"`
 }
 
-func refresh(b *bool) engine.TTLRefresh {
+func refresh(b *bool) records.TTLRefresh {
 	switch {
 	case b == nil:
-		return engine.RefreshDefault
+		return records.RefreshDefault
 	case *b:
-		return engine.RefreshOn
+		return records.RefreshOn
 	}
-	return engine.RefreshOff
+	return records.RefreshOff
 }
 
-func (w wStoreOp) engine() (engine.StoreOp, error) {
+func (w wStoreOp) engine() (records.StoreOp, error) {
 	switch w.Op {
 	case "get":
-		return engine.GetOp{Namespace: w.Namespace, Key: w.Key, Refresh: refresh(w.Refresh)}, nil
+		return records.GetOp{Namespace: w.Namespace, Key: w.Key, Refresh: refresh(w.Refresh)}, nil
 	case "put":
 		var value map[string]any
 		if len(w.Value) > 0 && string(w.Value) != "null" {
@@ -63,17 +64,17 @@ func (w wStoreOp) engine() (engine.StoreOp, error) {
 		}
 		ttl := time.Duration(w.TTLMs * float64(time.Millisecond))
 		if w.NoExpiry {
-			ttl = engine.NoExpiry
+			ttl = records.NoExpiry
 		}
-		return engine.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl}, nil
+		return records.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl}, nil
 	case "search":
 		filter, err := numbersMap(w.Filter)
 		if err != nil {
 			return nil, err
 		}
-		return engine.SearchOp{Prefix: w.Prefix, Filter: filter, Limit: w.Limit, Offset: w.Offset, Refresh: refresh(w.Refresh)}, nil
+		return records.SearchOp{Prefix: w.Prefix, Filter: filter, Limit: w.Limit, Offset: w.Offset, Refresh: refresh(w.Refresh)}, nil
 	case "list":
-		return engine.ListNamespacesOp{Prefix: w.Prefix, Suffix: w.Suffix, MaxDepth: w.MaxDepth, Limit: w.Limit, Offset: w.Offset}, nil
+		return records.ListNamespacesOp{Prefix: w.Prefix, Suffix: w.Suffix, MaxDepth: w.MaxDepth, Limit: w.Limit, Offset: w.Offset}, nil
 	}
 	return nil, errArg("store op %q (want get, put, search or list)", w.Op)
 }
@@ -85,7 +86,7 @@ func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, 
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	ops := make([]engine.StoreOp, len(r.Ops))
+	ops := make([]records.StoreOp, len(r.Ops))
 	for i, w := range r.Ops {
 		op, err := w.engine()
 		if err != nil {
@@ -100,15 +101,15 @@ func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, 
 	results := make([]any, len(res))
 	for i, r := range res {
 		switch ops[i].(type) {
-		case engine.GetOp:
+		case records.GetOp:
 			results[i] = map[string]any{"item": r.Item}
-		case engine.SearchOp:
+		case records.SearchOp:
 			items := r.Items
 			if items == nil {
-				items = []engine.Item{}
+				items = []records.Item{}
 			}
 			results[i] = map[string]any{"items": items}
-		case engine.ListNamespacesOp:
+		case records.ListNamespacesOp:
 			ns := r.Namespaces
 			if ns == nil {
 				ns = [][]string{}
@@ -127,7 +128,7 @@ func opStoreSweep(ctx context.Context, h *handle, _ []byte, _ in) (any, *Out, er
 }
 
 func opRunsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
-	var r engine.NewRun
+	var r records.NewRun
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
@@ -166,7 +167,7 @@ func opRunsList(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, er
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	runs := []engine.Run{}
+	runs := []records.Run{}
 	for run, err := range h.db.Runs().List(ctx, r.ThreadID) {
 		if err != nil {
 			return nil, nil, err
@@ -181,18 +182,18 @@ func opRunsSetStatus(ctx context.Context, h *handle, req []byte, _ in) (any, *Ou
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	return struct{}{}, nil, h.db.Runs().SetStatus(ctx, r.RunID, engine.RunStatus(r.Status), r.Error)
+	return struct{}{}, nil, h.db.Runs().SetStatus(ctx, r.RunID, records.RunStatus(r.Status), r.Error)
 }
 
 func opRunsComplete(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		wRunRef
-		Totals engine.RunTotals `json:"totals"`
+		Totals records.RunTotals `json:"totals"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	return struct{}{}, nil, h.db.Runs().Complete(ctx, r.RunID, engine.RunStatus(r.Status), r.Error, r.Totals)
+	return struct{}{}, nil, h.db.Runs().Complete(ctx, r.RunID, records.RunStatus(r.Status), r.Error, r.Totals)
 }
 
 func opRunsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
@@ -217,7 +218,7 @@ func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *O
 
 func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
-		Events []engine.Event `json:"events"`
+		Events []records.Event `json:"events"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -246,7 +247,7 @@ func opEventsListMessages(ctx context.Context, h *handle, req []byte, _ in) (any
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	evs, err := h.db.Events().ListMessages(ctx, r.ThreadID, engine.MessageQuery{Limit: r.Limit, BeforeSeq: r.BeforeSeq, AfterSeq: r.AfterSeq})
+	evs, err := h.db.Events().ListMessages(ctx, r.ThreadID, records.MessageQuery{Limit: r.Limit, BeforeSeq: r.BeforeSeq, AfterSeq: r.AfterSeq})
 	return map[string]any{"events": nonNilEvents(evs)}, nil, err
 }
 
@@ -262,13 +263,13 @@ func opEventsListRunEvents(ctx context.Context, h *handle, req []byte, _ in) (an
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	evs, err := h.db.Events().ListRunEvents(ctx, r.ThreadID, r.RunID, engine.RunEventQuery{Types: r.Types, TaskID: r.TaskID, AfterSeq: r.AfterSeq, Limit: r.Limit})
+	evs, err := h.db.Events().ListRunEvents(ctx, r.ThreadID, r.RunID, records.RunEventQuery{Types: r.Types, TaskID: r.TaskID, AfterSeq: r.AfterSeq, Limit: r.Limit})
 	return map[string]any{"events": nonNilEvents(evs)}, nil, err
 }
 
-func nonNilEvents(evs []engine.Event) []engine.Event {
+func nonNilEvents(evs []records.Event) []records.Event {
 	if evs == nil {
-		return []engine.Event{}
+		return []records.Event{}
 	}
 	return evs
 }
@@ -334,8 +335,8 @@ func opThreadsCreate(ctx context.Context, h *handle, req []byte, _ in) (any, *Ou
 	if err != nil {
 		return nil, nil, err
 	}
-	t, err := h.db.Threads().Create(ctx, r.engine(), engine.NewThread{
-		ThreadID: r.ThreadID, AssistantID: r.AssistantID, DisplayName: r.DisplayName, Status: engine.ThreadStatus(r.Status), Metadata: md,
+	t, err := h.db.Threads().Create(ctx, r.engine(), records.NewThread{
+		ThreadID: r.ThreadID, AssistantID: r.AssistantID, DisplayName: r.DisplayName, Status: records.ThreadStatus(r.Status), Metadata: md,
 	})
 	return map[string]any{"thread": t}, nil, err
 }
@@ -367,9 +368,9 @@ func opThreadsSearch(ctx context.Context, h *handle, req []byte, _ in) (any, *Ou
 	if err != nil {
 		return nil, nil, err
 	}
-	ts, err := h.db.Threads().Search(ctx, r.engine(), engine.ThreadQuery{Metadata: md, Status: engine.ThreadStatus(r.Status), Limit: r.Limit, Offset: r.Offset})
+	ts, err := h.db.Threads().Search(ctx, r.engine(), records.ThreadQuery{Metadata: md, Status: records.ThreadStatus(r.Status), Limit: r.Limit, Offset: r.Offset})
 	if ts == nil {
-		ts = []engine.Thread{}
+		ts = []records.Thread{}
 	}
 	return map[string]any{"threads": ts}, nil, err
 }
@@ -395,7 +396,7 @@ func opThreadsUpdate(ctx context.Context, h *handle, req []byte, _ in) (any, *Ou
 		}
 	}
 	if r.Status != "" {
-		if err := t.SetStatus(ctx, r.engine(), r.ThreadID, engine.ThreadStatus(r.Status)); err != nil {
+		if err := t.SetStatus(ctx, r.engine(), r.ThreadID, records.ThreadStatus(r.Status)); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -180,7 +180,7 @@ export interface ModelTokens {
   total: number;
 }
 
-/** What a run used, as Go's engine.RunTotals (fields left at zero are summed from token_usage_by_model). */
+/** What a run used, as Go's records.RunTotals (fields left at zero are summed from token_usage_by_model). */
 export interface RunTotals {
   total_input_tokens?: number;
   total_output_tokens?: number;
@@ -195,7 +195,7 @@ export interface RunTotals {
   last_ai_message?: string;
 }
 
-/** A run to create (Go's engine.NewRun). */
+/** A run to create (Go's records.NewRun). */
 export interface NewRun {
   thread_id: string;
   run_id?: string;
@@ -209,7 +209,7 @@ export interface NewRun {
   idempotency_key?: string;
 }
 
-/** A run record (Go's engine.Run). */
+/** A run record (Go's records.Run). */
 export interface Run extends Required<RunTotals> {
   run_id: string;
   thread_id: string;
@@ -227,7 +227,7 @@ export interface Run extends Required<RunTotals> {
   owner: string;
 }
 
-/** Token usage of a thread's runs (Go's engine.TokenUsage). */
+/** Token usage of a thread's runs (Go's records.TokenUsage). */
 export interface TokenUsage {
   total_runs: number;
   total_input_tokens: number;
@@ -238,7 +238,7 @@ export interface TokenUsage {
   by_caller: { lead_agent: number; subagent: number; middleware: number };
 }
 
-/** An event to append, or one read back (Go's engine.Event; seq and created_at are the engine's). */
+/** An event to append, or one read back (Go's records.Event; seq and created_at are the engine's). */
 export interface Event {
   thread_id: string;
   run_id?: string;
@@ -251,7 +251,7 @@ export interface Event {
   created_at?: string;
 }
 
-/** A thread record (Go's engine.Thread). */
+/** A thread record (Go's records.Thread). */
 export interface Thread {
   thread_id: string;
   assistant_id: string;
