@@ -23,7 +23,7 @@ median of the next five), in CPU time. --rounds R alternates the savers
 
 --cold runs one start in this process (import, open a new file, put one
 checkpoint, get_tuple it, close) and prints its timings; time the whole
-process from outside (farm-bench) to compare. --rss runs --turns turns and
+process from outside (/usr/bin/time, alternating the savers) to compare. --rss runs --turns turns and
 prints the process's peak RSS.
 """
 
