@@ -41,17 +41,13 @@ type Options struct {
 	// connections exist besides). Default 4; must be 1..64.
 	ReadConns int
 	// WriteConns is the number of writer connections. 0 (default) means the
-	// backend's choice: 1 for SQLite, whose writers are serial anyway (it
-	// takes no other value), and 4 for PostgreSQL, where transactions that
-	// write different threads run at once. Must be 0..64.
+	// backend's choice: 1 for SQLite (the only value it takes), 4 for
+	// PostgreSQL (transactions on different threads run at once). 0..64.
 	WriteConns int
 	// ReadOnly opens the file without ever writing to it: no schema upgrade,
 	// no reconciliation, and every write call fails with ErrReadOnly. The file
 	// must already hold the current schema. It works on media this process
-	// cannot write (a read-only mount, a backup): the file's -wal and -shm
-	// are read as they are; without a -wal the file is opened immutable (no
-	// locks, no log), which holds because no writer can work where the -shm
-	// cannot be created; a -wal without its -shm there is ErrReadOnly.
+	// cannot write (docs/cli.md, "Read-only commands", says how).
 	ReadOnly bool
 	// Mode is the message channel mode: ModeAuto (default: an existing file
 	// opens in the mode and K it records, a new one is created in full
@@ -74,14 +70,9 @@ type Options struct {
 	Schema Schema
 	// AutoRetain runs snapshot retention on a thread whenever the thread API
 	// writes a new delta snapshot (and chain retention whenever a Put stores
-	// a new whole value), so a long-lived file stays small without VACUUM
-	// (freed pages are reused). Default on: without it a delta thread keeps
-	// every snapshot, each the whole list, and grows as N^2/K (100,000
-	// commits of 100-byte messages made 700 MB). What it costs: reading an
-	// old checkpoint folds the writes since the nearest snapshot kept (for
-	// a checkpoint s steps in, up to about 3s/4 writes back instead of K;
-	// branch tips stay within K), and each snapshot reads the namespace's
-	// parent links. Turn it off to keep every snapshot.
+	// a new whole value), so a long-lived file grows linearly. Default on;
+	// off keeps every snapshot, and a delta thread grows as N^2/K. What it
+	// costs an old checkpoint's read: docs/contract.md §2.5.
 	AutoRetain bool
 	// Now is the clock for every timestamp the engine writes (TTL, records,
 	// leases). Default time.Now; tests inject a fake clock instead of sleeping.
