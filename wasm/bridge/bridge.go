@@ -86,8 +86,12 @@ func (o *Out) Bufs() [][]byte {
 	return o.bufs
 }
 
-// Encode is a result's JSON text.
+// Encode is a result's JSON text: appendJSON's for the results it knows
+// (open's and a turn's), json.Marshal's for the others.
 func Encode(v any) ([]byte, error) {
+	if text, ok := appendJSON(make([]byte, 0, 256), v); ok {
+		return text, nil
+	}
 	text, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("agentstate: encode result: %w", err)
@@ -103,7 +107,7 @@ type openRequest struct {
 	Path       string  `json:"path"`
 	VFS        string  `json:"vfs"`
 	Disk       bool    `json:"disk"` // the file is on a disk the native CLI can reach
-	Name       string  `json:"name"` // the path as the caller wrote it, for messages`
+	Name       string  `json:"name"` // the path as the caller wrote it, for messages
 	Image      *int    `json:"image"`
 	Mode       string  `json:"mode"`
 	Every      int     `json:"every"`
@@ -119,8 +123,12 @@ type openRequest struct {
 
 // Open opens a handle.
 func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
-	var req openRequest
-	if err := decodeJSON(reqJSON, &req); err != nil {
+	m, err := parseRequest(reqJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := readOpen(m)
+	if err != nil {
 		return nil, nil, err
 	}
 	o := engine.DefaultOptions()
@@ -158,7 +166,6 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 
 	ctx := context.Background()
 	h := &handle{cursors: map[int]*cursor{}}
-	var err error
 	switch {
 	case req.Path != "" && req.Image != nil:
 		return nil, nil, errArg("open takes a path or an image, not both")

@@ -566,3 +566,91 @@ func readPutWrites(m map[string]any) (r putWritesRequest, err error) {
 	r.TaskPath, err = fStr(m["taskPath"], "taskPath")
 	return r, err
 }
+
+func fInt64(v any, path string) (int64, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case json.Number:
+		n, err := strconv.ParseInt(string(x), 10, 64)
+		if err != nil {
+			return 0, errArg("request: json: cannot unmarshal number %s into field %s of type int64", x, path)
+		}
+		return n, nil
+	}
+	return 0, typeErr(path, v, "an integer")
+}
+
+func fFloat(v any, path string) (float64, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return 0, errArg("request: json: cannot unmarshal number %s into field %s of type float64", x, path)
+		}
+		return f, nil
+	}
+	return 0, typeErr(path, v, "a number")
+}
+
+// readOpen reads open's request (openRequest's fields, by their JSON
+// names): open is the first call of every process, and encoding/json's
+// decoder is a large function to compile for one request.
+func readOpen(m map[string]any) (r openRequest, err error) {
+	str := func(dst *string, key string) {
+		if err == nil {
+			*dst, err = fStr(m[key], key)
+		}
+	}
+	boolean := func(dst *bool, key string) {
+		if err == nil {
+			*dst, err = fBool(m[key], key)
+		}
+	}
+	optBool := func(dst **bool, key string) {
+		if err == nil && m[key] != nil {
+			var x bool
+			x, err = fBool(m[key], key)
+			*dst = &x
+		}
+	}
+	optInt64 := func(dst **int64, key string) {
+		if err == nil && m[key] != nil {
+			var x int64
+			x, err = fInt64(m[key], key)
+			*dst = &x
+		}
+	}
+	integer := func(dst *int, key string) {
+		if err == nil {
+			*dst, err = fInt(m[key], key)
+		}
+	}
+	number := func(dst *float64, key string) {
+		if err == nil {
+			*dst, err = fFloat(m[key], key)
+		}
+	}
+	str(&r.Path, "path")
+	str(&r.VFS, "vfs")
+	boolean(&r.Disk, "disk")
+	str(&r.Name, "name")
+	if err == nil && m["image"] != nil {
+		var x int
+		x, err = fInt(m["image"], "image")
+		r.Image = &x
+	}
+	str(&r.Mode, "mode")
+	integer(&r.Every, "every")
+	optInt64(&r.CacheBytes, "cacheBytes")
+	integer(&r.ReadConns, "readConns")
+	boolean(&r.ReadOnly, "readOnly")
+	optInt64(&r.BusyMs, "busyTimeoutMs")
+	number(&r.StoreTTL, "storeDefaultTtlMs")
+	optBool(&r.RefreshTTL, "storeRefreshOnRead")
+	number(&r.SweepMs, "storeSweepIntervalMs")
+	optBool(&r.AutoRetain, "autoRetain")
+	return r, err
+}

@@ -1,0 +1,83 @@
+// Which functions of the Go module V8 compiles with TurboFan (tier-up)
+// during one Node start-up case, with their names and compile times: runs
+// the case under --trace-wasm-compilation-times and names each job from
+// the module's "name" section (so give a package whose dist/agentstate.wasm
+// is a build without -ldflags=-s). Jobs of other modules (sqlite3.wasm) are
+// counted apart: a function index is taken as the Go module's when its body
+// size matches.
+//
+//   node wasm/startup/tierup.mjs PACKAGE_DIR [CASE] [TOP]
+//
+// CASE is a file of wasm/startup/cases (default engine.mjs).
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const pkg = path.resolve(process.argv[2] ?? path.join(here, "../npm"));
+const caseFile = path.join(here, "cases", process.argv[3] ?? "engine.mjs");
+const top = Number(process.argv[4] ?? 30);
+
+const buf = fs.readFileSync(path.join(pkg, "dist/agentstate.wasm"));
+let pos = 8;
+const u32 = () => {
+  let r = 0, shift = 0, b;
+  do { b = buf[pos++]; r |= (b & 0x7f) << shift; shift += 7; } while (b & 0x80);
+  return r >>> 0;
+};
+const str = () => { const n = u32(); const s = buf.toString("utf8", pos, pos + n); pos += n; return s; };
+let imported = 0;
+const sizes = new Map();
+const names = new Map();
+while (pos < buf.length) {
+  const id = buf[pos++];
+  const size = u32();
+  const end = pos + size;
+  if (id === 2) {
+    const n = u32();
+    for (let i = 0; i < n; i++) {
+      str(); str();
+      const kind = buf[pos++];
+      if (kind === 0) { u32(); imported++; }
+      else if (kind === 1) { pos++; const f = u32(); u32(); if (f & 1) u32(); }
+      else if (kind === 2) { const f = u32(); u32(); if (f & 1) u32(); }
+      else if (kind === 3) pos += 2;
+    }
+  } else if (id === 10) {
+    const n = u32();
+    for (let i = 0; i < n; i++) { const sz = u32(); sizes.set(imported + i, sz); pos += sz; }
+  } else if (id === 0 && str() === "name") {
+    while (pos < end) {
+      const sub = buf[pos++];
+      const sz = u32();
+      const subEnd = pos + sz;
+      if (sub === 1) { const n = u32(); for (let i = 0; i < n; i++) { const idx = u32(); names.set(idx, str()); } }
+      pos = subEnd;
+    }
+  }
+  pos = end;
+}
+if (names.size === 0) throw new Error(`${pkg}/dist/agentstate.wasm has no name section: build it without -ldflags=-s`);
+
+const t0 = performance.now();
+const out = execFileSync(process.execPath, ["--trace-wasm-compilation-times", caseFile, pkg], { encoding: "utf8", maxBuffer: 1 << 28, stdio: ["ignore", "pipe", "pipe"] });
+const wall = performance.now() - t0;
+const jobs = [];
+let liftoff = 0, liftoffBytes = 0, other = 0, otherMs = 0;
+for (const line of out.split("\n")) {
+  const m = /^Compiled function \S+#(\d+) using (\w+), took (\d+) ms.*bodysize (\d+)/.exec(line);
+  if (!m) continue;
+  const [, idx, tier, ms, body] = [m[0], Number(m[1]), m[2], Number(m[3]), Number(m[4])];
+  const ours = sizes.get(idx) === body;
+  if (tier === "Liftoff") { if (ours) { liftoff++; liftoffBytes += body; } continue; }
+  if (!ours) { other++; otherMs += ms; continue; }
+  jobs.push({ name: names.get(idx) ?? `func[${idx}]`, body, ms });
+}
+const result = out.split("\n").filter((l) => l.startsWith("{")).pop();
+jobs.sort((a, b) => b.ms - a.ms || b.body - a.body);
+const sum = (xs, f) => xs.reduce((n, x) => n + f(x), 0);
+console.log(`# ${path.basename(caseFile)}, ${pkg}: ${Math.round(wall)} ms wall; ${result ?? ""}`);
+console.log(`Go module: Liftoff ${liftoff} functions (${liftoffBytes} body bytes); TurboFan ${jobs.length} functions (${sum(jobs, (j) => j.body)} body bytes, ${sum(jobs, (j) => j.ms)} ms of jobs); other modules: TurboFan ${other} functions, ${otherMs} ms`);
+console.log(`\n| TurboFan job (Go module) | body bytes | ms |\n|---|---:|---:|`);
+for (const j of jobs.slice(0, top)) console.log(`| ${j.name} | ${j.body} | ${j.ms} |`);
