@@ -54,7 +54,7 @@ func TestFastEncodeWritesWhatMarshalWrites(t *testing.T) {
 		wTuple{Config: engine.Config{ThreadID: "t"}, Checkpoint: wCheckpoint{V: 4, ID: "c", TS: "2026", Values: map[string]wBlob{"b": {"json", 1}, "a": {"bytes", 0}},
 			Versions: map[string]string{"z": "1", "a": "2"}, Seen: map[string]map[string]string{"n": {"a": "1"}, "m": nil, "o": {}}, Updated: &upd},
 			Metadata: map[string]any{"source": "loop", "step": int64(3), "f": 1.5, "parents": map[string]any{}, "l": []any{int64(1), "a", nil, true, map[string]any{"x": 0.25}}},
-			Parent: parent, Writes: []wWrite{{TaskID: "t1", Channel: "c", Value: wBlob{"json", 2}, TaskPath: "~p", Idx: -1}}},
+			Parent:   parent, Writes: []wWrite{{TaskID: "t1", Channel: "c", Value: wBlob{"json", 2}, TaskPath: "~p", Idx: -1}}},
 		wTuple{Checkpoint: wCheckpoint{Updated: &nilUpd}, Metadata: map[string]any{}, Writes: []wWrite{}},
 		[]wTuple{{}, {Parent: parent}}, []wTuple(nil),
 		map[string]any{"history": map[string]wHistory{"b": {Writes: nil}, "a": {Seed: &seed, Writes: []wWrite{{Idx: 1}}}}, "historyChannels": []string{"a", "b"}},
