@@ -224,15 +224,17 @@ func readFrame(u8 js.Value) (h int, op string, req []byte, bufs [][]byte, err er
 	}
 	b := make([]byte, u8.Length())
 	js.CopyBytesToGo(b, u8)
-	bad := errArg("send: malformed frame")
+	// The error is made only when it happens: fmt's printer on every call
+	// made it one of the hottest (so tiered-up) functions of a start.
+	bad := func() error { return errArg("send: malformed frame") }
 	if len(b) < 16 {
-		return 0, "", nil, nil, bad
+		return 0, "", nil, nil, bad()
 	}
 	h = int(binary.LittleEndian.Uint32(b))
 	opLen, jsonLen, n := int(binary.LittleEndian.Uint32(b[4:])), int(binary.LittleEndian.Uint32(b[8:])), int(binary.LittleEndian.Uint32(b[12:]))
 	at := 16 + 4*n
 	if n > len(b)/4 || at > len(b) || opLen > len(b)-at || jsonLen > len(b)-at-opLen {
-		return 0, "", nil, nil, bad
+		return 0, "", nil, nil, bad()
 	}
 	op = string(b[at : at+opLen])
 	at += opLen
@@ -242,13 +244,13 @@ func readFrame(u8 js.Value) (h int, op string, req []byte, bufs [][]byte, err er
 	for i := range n {
 		l := int(binary.LittleEndian.Uint32(b[16+4*i:]))
 		if l > len(b)-at {
-			return 0, "", nil, nil, bad
+			return 0, "", nil, nil, bad()
 		}
 		bufs[i] = b[at : at+l : at+l]
 		at += l
 	}
 	if at != len(b) {
-		return 0, "", nil, nil, bad
+		return 0, "", nil, nil, bad()
 	}
 	return h, op, req, bufs, nil
 }
