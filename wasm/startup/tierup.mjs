@@ -6,9 +6,10 @@
 // counted apart: a function index is taken as the Go module's when its body
 // size matches.
 //
-//   node wasm/startup/tierup.mjs PACKAGE_DIR [CASE] [TOP]
+//   node wasm/startup/tierup.mjs PACKAGE_DIR [CASE] [TOP] [CASE_ARGS...]
 //
-// CASE is a file of wasm/startup/cases (default engine.mjs).
+// CASE is a file of wasm/startup/cases (default engine.mjs); CASE_ARGS
+// follow PACKAGE_DIR on the case's command line.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -61,7 +62,7 @@ while (pos < buf.length) {
 if (names.size === 0) throw new Error(`${pkg}/dist/agentstate.wasm has no name section: build it without -ldflags=-s`);
 
 const t0 = performance.now();
-const out = execFileSync(process.execPath, ["--trace-wasm-compilation-times", caseFile, pkg], { encoding: "utf8", maxBuffer: 1 << 28, stdio: ["ignore", "pipe", "pipe"] });
+const out = execFileSync(process.execPath, ["--trace-wasm-compilation-times", caseFile, pkg, ...process.argv.slice(5)], { encoding: "utf8", maxBuffer: 1 << 28, stdio: ["ignore", "pipe", "pipe"] });
 const wall = performance.now() - t0;
 const jobs = [];
 const others = [];
