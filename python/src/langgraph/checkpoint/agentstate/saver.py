@@ -178,6 +178,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         self._inflight: dict[str, int] = {}  # thread key -> puts in progress
         self._putting: dict[str, bool] = {}  # checkpoint key -> its put has sent its request
         self._parked: dict[str, list[_Parked]] = {}  # checkpoint key -> writes waiting for its put
+        self._active: OrderedDict[str, None] = OrderedDict()  # thread keys this saver put to (the latest _STORED_KEYS)
         self._prefetched: tuple[str, set[str], dict[str, Any], list[bytes]] | None = None
 
     # ---- life cycle
@@ -393,7 +394,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             self._putting[key] = True
         try:
             r = self._put(req, cp, checkpoint["id"], values, bufs.list, parked)
-            self._remember(_key(r["config"], r["config"].get("checkpoint_id")))
+            self._remember(_key(r["config"], r["config"].get("checkpoint_id")), _key(cfg, None))
             return _lg_config(r["config"])
         finally:
             if parked:
@@ -442,12 +443,15 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             r, _ = self.db.call("put", req, bufs)
             return r
 
-    def _remember(self, key: str) -> None:
+    def _remember(self, key: str, tkey: str | None = None) -> None:
         with self._cond:
-            self._stored.pop(key, None)
-            self._stored[key] = None
-            if len(self._stored) > _STORED_KEYS:
-                self._stored.popitem(last=False)
+            for d, k in ((self._stored, key), (self._active, tkey)):
+                if k is None:
+                    continue
+                d.pop(k, None)
+                d[k] = None
+                if len(d) > _STORED_KEYS:
+                    d.popitem(last=False)
             self._cond.notify_all()
 
     def put_writes(
@@ -485,8 +489,10 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
     # engine refuses writes to a checkpoint it does not have). Writes whose
     # checkpoint this saver has stored (or read) go at once; writes whose
     # checkpoint's put has not yet sent its request, or that come while a put
-    # of their thread is in progress, wait (parked) and that put, if it is
-    # theirs, sends them with it in one crossing; writes whose checkpoint's
+    # of their thread is in progress (or to a thread this saver has put to:
+    # LangGraph has submitted the put, which has not begun yet), wait
+    # (parked) and that put, if it is theirs, sends them with it in one
+    # crossing; writes whose checkpoint's
     # put has been sent wait for it to end. Parked writes whose put has not
     # come when their thread has no put in progress (after a short grace for
     # the next put to begin) go alone, as before: a NOT_FOUND then waits for
@@ -503,7 +509,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 while key in self._putting:
                     self._cond.wait()
                 return False
-            if sent is None and not self._inflight.get(tkey):
+            if sent is None and not self._inflight.get(tkey) and tkey not in self._active:
                 return False
             p = _Parked(req, bufs)
             self._parked.setdefault(key, []).append(p)
