@@ -174,6 +174,8 @@ class Engine:
         # arrays (LangGraph's serialised values, a whole message list on the
         # default channel) are copied once, not joined first.
         head = b"".join((_U32.pack(len(opb)), opb, _U32.pack(len(text)), text, _U32.pack(len(bufs))))
+        if any(type(b) is not bytes for b in bufs):
+            bufs = [bytes(b) for b in bufs]  # memmove takes bytes; len counts bytes
         n = len(head) + 4 * len(bufs)
         for b in bufs:
             n += len(b)
