@@ -29,7 +29,7 @@ import wasmtime
 
 from . import _fastcall
 from ._sqlite_host import SQLiteHost
-from .errors import error_for
+from .errors import AgentStateError, error_for
 
 _U32 = struct.Struct("<I")
 _MODULE_NAME = "agentstate.wasm"
@@ -170,20 +170,32 @@ class Engine:
 
     def call_raw(self, h: int, op: str, text: bytes, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         opb = op.encode()
-        parts = [_U32.pack(len(opb)), opb, _U32.pack(len(text)), text, _U32.pack(len(bufs))]
+        # The request goes into the module's memory part by part: the byte
+        # arrays (LangGraph's serialised values, a whole message list on the
+        # default channel) are copied once, not joined first.
+        head = b"".join((_U32.pack(len(opb)), opb, _U32.pack(len(text)), text, _U32.pack(len(bufs))))
+        if any(type(b) is not bytes for b in bufs):
+            bufs = [bytes(b) for b in bufs]  # memmove takes bytes; len counts bytes
+        n = len(head) + 4 * len(bufs)
         for b in bufs:
-            parts.append(_U32.pack(len(b)))
-            parts.append(b)
-        req = b"".join(parts)
+            n += len(b)
         with self.lock:
             if self.dead is not None:
                 raise error_for("CLOSED", f"agentstate: this handle cannot be used: {self.dead}")
-            n = len(req)
             if n > self._buf_cap:
                 self._buf_ptr = self._buffer(n) & 0xFFFFFFFF
                 self._buf_cap = max(n, 64 << 10)
             base = self._base
-            ctypes_memmove(base + self._buf_ptr, req, n)
+            at = base + self._buf_ptr
+            memmove = ctypes_memmove
+            memmove(at, head, len(head))
+            at += len(head)
+            pack = _U32.pack
+            for b in bufs:
+                ln = len(b)
+                memmove(at, pack(ln), 4)
+                memmove(at + 4, b, ln)
+                at += 4 + ln
             try:
                 r = self._call(h, n)
             except wasmtime.ExitTrap as e:
@@ -199,34 +211,40 @@ class Engine:
                     raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
                 raise
             ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
-            out = ctypes_string_at(base + ptr, ln)
+            # Read in place (the result stays valid until the next call,
+            # which waits for this lock): each part is copied once.
+            res = _decode_result(memoryview((ctypes.c_char * ln).from_address(base + ptr)).cast("B"))
             exc, self.host.pending = self.host.pending, None
         if exc is not None:
             raise exc
-        return _decode_result(out)
+        if isinstance(res, AgentStateError):
+            raise res
+        return json.loads(res[0]), res[1]
 
 
-def _decode_result(out: bytes) -> tuple[Any, list[bytes]]:
-    status = _U32.unpack_from(out, 0)[0]
+def _decode_result(out: memoryview) -> tuple[bytes, list[bytes]] | AgentStateError:
+    """A result's JSON text and byte arrays, or its error."""
+    unpack = _U32.unpack_from
+    status = unpack(out, 0)[0]
     o = 4
     if status != 0:
-        n = _U32.unpack_from(out, o)[0]
-        code = out[o + 4 : o + 4 + n].decode()
+        n = unpack(out, o)[0]
+        code = bytes(out[o + 4 : o + 4 + n]).decode()
         o += 4 + n
-        n = _U32.unpack_from(out, o)[0]
-        msg = out[o + 4 : o + 4 + n].decode("utf-8", "replace")
-        raise error_for(code, msg)
-    n = _U32.unpack_from(out, o)[0]
-    value = json.loads(out[o + 4 : o + 4 + n])
+        n = unpack(out, o)[0]
+        msg = bytes(out[o + 4 : o + 4 + n]).decode("utf-8", "replace")
+        return error_for(code, msg)
+    n = unpack(out, o)[0]
+    text = bytes(out[o + 4 : o + 4 + n])
     o += 4 + n
-    count = _U32.unpack_from(out, o)[0]
+    count = unpack(out, o)[0]
     o += 4
     bufs = []
     for _ in range(count):
-        n = _U32.unpack_from(out, o)[0]
-        bufs.append(out[o + 4 : o + 4 + n])
+        n = unpack(out, o)[0]
+        bufs.append(bytes(out[o + 4 : o + 4 + n]))
         o += 4 + n
-    return value, bufs
+    return text, bufs
 
 
 def ctypes_addr(p) -> int:

@@ -26,7 +26,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
 from ._db import Database
-from .errors import AgentStateError, ConflictError, InvalidArgumentError, NotFoundError
+from .errors import AgentStateError, ConflictError, InvalidArgumentError, NotFoundError, error_for
 
 
 class MissingThreadIdError(InvalidArgumentError, KeyError):
@@ -122,6 +122,20 @@ class _Bufs:
 
 
 _STORED_KEYS = 1024
+_PARK_GRACE = 0.005
+
+
+class _Parked:
+    """Writes waiting for their checkpoint's put (AgentStateSaver._park)."""
+
+    __slots__ = ("req", "bufs", "done", "settled", "error")
+
+    def __init__(self, req: dict, bufs: list[bytes]) -> None:
+        self.req = req
+        self.bufs = bufs
+        self.done = False  # the put that took them has ended
+        self.settled = False  # ... and stored them, or refused them (error)
+        self.error: AgentStateError | None = None
 
 
 class AgentStateSaver(BaseCheckpointSaver[str]):
@@ -160,6 +174,11 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         self.db = db if db is not None else Database(path, **options)
         self._cond = threading.Condition()
         self._stored: OrderedDict[str, None] = OrderedDict()
+        # How writes meet their checkpoint (see put_writes): under _cond.
+        self._inflight: dict[str, int] = {}  # thread key -> puts in progress
+        self._putting: dict[str, bool] = {}  # checkpoint key -> its put has sent its request
+        self._parked: dict[str, list[_Parked]] = {}  # checkpoint key -> writes waiting for its put
+        self._active: OrderedDict[str, None] = OrderedDict()  # thread keys this saver put to (the latest _STORED_KEYS)
         self._prefetched: tuple[str, set[str], dict[str, Any], list[bytes]] | None = None
 
     # ---- life cycle
@@ -234,8 +253,9 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         t = r.get("tuple")
         if not t:
             return None
+        c = t["config"]
+        self._remember(_key(c, c.get("checkpoint_id")))  # writes to it need not wait
         if r.get("history"):
-            c = t["config"]
             self._prefetched = (_key(c, c.get("checkpoint_id")), set(r.get("historyChannels") or ()), r["history"], bufs)
         return self._tuple(t, bufs)
 
@@ -330,6 +350,25 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         its versions, metadata and parent (config's checkpoint_id)."""
         self._prefetched = None
         cfg = _wire_config(config, "put")
+        key = _key(cfg, checkpoint["id"])
+        tkey = _key(cfg, None)
+        with self._cond:
+            # Writes for this checkpoint that come from now on wait for it.
+            self._inflight[tkey] = self._inflight.get(tkey, 0) + 1
+            self._putting[key] = False
+        try:
+            return self._put_registered(cfg, key, checkpoint, metadata, new_versions, config)
+        finally:
+            with self._cond:
+                n = self._inflight[tkey] - 1
+                if n:
+                    self._inflight[tkey] = n
+                else:
+                    del self._inflight[tkey]
+                self._putting.pop(key, None)
+                self._cond.notify_all()
+
+    def _put_registered(self, cfg, key, checkpoint, metadata, new_versions, config) -> RunnableConfig:
         bufs = _Bufs()
         values: dict[str, Any] = {}
         cv = checkpoint.get("channel_values") or {}
@@ -350,8 +389,46 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             cp["updated"] = list(updated)
         md = get_checkpoint_metadata(config, metadata)
         req = {"config": cfg, "checkpoint": cp, "metadata": md, "newVersions": _versions_out(new_versions, "new_versions")}
+        with self._cond:
+            parked = self._parked.pop(key, None)
+            self._putting[key] = True
         try:
-            r, _ = self.db.call("put", req, bufs.list)
+            r = self._put(req, cp, checkpoint["id"], values, bufs.list, parked)
+            self._remember(_key(r["config"], r["config"].get("checkpoint_id")), _key(cfg, None))
+            return _lg_config(r["config"])
+        finally:
+            if parked:
+                with self._cond:
+                    for p in parked:
+                        p.done = True  # those the batch did not settle send themselves
+                    self._cond.notify_all()
+
+    def _put(self, req: dict, cp: dict, cid: str, values: dict, bufs: list[bytes], parked: list[_Parked] | None) -> dict:
+        try:
+            if not parked:
+                r, _ = self.db.call("put", req, bufs)
+                return r
+            # The writes that waited for this checkpoint go with it, in one
+            # crossing (writes.batch: each op in its own transaction, in
+            # order). Their blob references index the batch's one list.
+            ops: list[dict[str, Any]] = [{"op": "put", "req": req}]
+            allbufs = list(bufs)
+            for p in parked:
+                base = len(allbufs)
+                allbufs.extend(p.bufs)
+                wreq = dict(p.req)
+                wreq["writes"] = [{"channel": w["channel"], "value": {"t": w["value"]["t"], "b": w["value"]["b"] + base}} for w in p.req["writes"]]
+                ops.append({"op": "putWrites", "req": wreq})
+            rb, _ = self.db.call("writes.batch", {"ops": ops}, allbufs)
+            res = rb["results"]
+            if "error" in res[0]:
+                # The put failed: its writes were refused with it (NOT_FOUND)
+                # and send themselves again, after what follows.
+                raise error_for(res[0]["code"], res[0]["error"])
+            for p, wr in zip(parked, res[1:]):
+                p.error = error_for(wr["code"], wr["error"]) if "error" in wr else None
+                p.settled = True
+            return res[0]["ok"]
         except ConflictError as e:
             # The engine keeps one value per (channel, version) of a thread;
             # LangGraph's versions are unique, but a caller may reuse one
@@ -360,20 +437,21 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             if "already holds" not in str(e) or not values:
                 raise
             for ch in values:
-                sv = f"{cp['versions'][ch]}{_REUSED}{checkpoint['id']}"
+                sv = f"{cp['versions'][ch]}{_REUSED}{cid}"
                 cp["versions"][ch] = sv
                 req["newVersions"][ch] = sv
-            r, _ = self.db.call("put", req, bufs.list)
-        out = _lg_config(r["config"])
-        self._remember(_key(r["config"], r["config"].get("checkpoint_id")))
-        return out
+            r, _ = self.db.call("put", req, bufs)
+            return r
 
-    def _remember(self, key: str) -> None:
+    def _remember(self, key: str, tkey: str | None = None) -> None:
         with self._cond:
-            self._stored.pop(key, None)
-            self._stored[key] = None
-            if len(self._stored) > _STORED_KEYS:
-                self._stored.popitem(last=False)
+            for d, k in ((self._stored, key), (self._active, tkey)):
+                if k is None:
+                    continue
+                d.pop(k, None)
+                d[k] = None
+                if len(d) > _STORED_KEYS:
+                    d.popitem(last=False)
             self._cond.notify_all()
 
     def put_writes(
@@ -394,13 +472,73 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         dumps = self.serde.dumps_typed
         ws = [{"channel": ch, "value": bufs.add(dumps(v))} for ch, v in writes]
         req = {"config": cfg, "writes": ws, "taskId": task_id, "taskPath": task_path or ""}
+        key = _key(cfg, cfg["checkpoint_id"])
+        if self._park(key, _key(cfg, None), req, bufs.list):
+            return
         try:
             self.db.call("putWrites", req, bufs.list)
         except NotFoundError:
-            key = _key(cfg, cfg["checkpoint_id"])
             if not self._wait_stored(key):
                 raise
             self.db.call("putWrites", req, bufs.list)
+
+    # How writes meet their checkpoint. LangGraph runs each put behind the
+    # one before, in a background thread, and sends a task's writes as soon
+    # as the task ends, so the writes often come while the put of their
+    # checkpoint is still waiting for the put before it, or running (the
+    # engine refuses writes to a checkpoint it does not have). Writes whose
+    # checkpoint this saver has stored (or read) go at once; writes whose
+    # checkpoint's put has not yet sent its request, or that come while a put
+    # of their thread is in progress (or to a thread this saver has put to:
+    # LangGraph has submitted the put, which has not begun yet), wait
+    # (parked) and that put, if it is theirs, sends them with it in one
+    # crossing; writes whose checkpoint's
+    # put has been sent wait for it to end. Parked writes whose put has not
+    # come when their thread has no put in progress (after a short grace for
+    # the next put to begin) go alone, as before: a NOT_FOUND then waits for
+    # the checkpoint to be stored, then retries.
+
+    def _park(self, key: str, tkey: str, req: dict, bufs: list[bytes]) -> bool:
+        """True when a put took the writes along and stored them (their
+        error, if any, is raised); False when the caller sends them."""
+        with self._cond:
+            if key in self._stored:
+                return False
+            sent = self._putting.get(key)
+            if sent:
+                while key in self._putting:
+                    self._cond.wait()
+                return False
+            if sent is None and not self._inflight.get(tkey) and tkey not in self._active:
+                return False
+            p = _Parked(req, bufs)
+            self._parked.setdefault(key, []).append(p)
+            grace = 0.0
+            try:
+                while not p.done:
+                    if self._parked.get(key) is not None and p in self._parked[key] and key not in self._putting and not self._inflight.get(tkey):
+                        # Nothing in progress could be this checkpoint's put:
+                        # give the next one a moment to begin, then go alone.
+                        now = time.monotonic()
+                        if not grace:
+                            grace = now + _PARK_GRACE
+                        elif now >= grace:
+                            break
+                        self._cond.wait(grace - now)
+                        continue
+                    grace = 0.0
+                    self._cond.wait(1.0)
+            finally:
+                lst = self._parked.get(key)
+                if lst is not None and p in lst:
+                    lst.remove(p)
+                    if not lst:
+                        del self._parked[key]
+        if not p.settled:
+            return False
+        if p.error is not None:
+            raise p.error
+        return True
 
     def _wait_stored(self, key: str, timeout: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout
