@@ -14,7 +14,7 @@ import fs from "node:fs";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { test } from "node:test";
-import { binary, bundle, freePort, here, npmDir, start, tmpdir, waitHTTP, wasmFile } from "./hosts.mjs";
+import { binary, durableObjectDir, here, start, waitHTTP } from "./hosts.mjs";
 
 async function getJSON(url) {
   const t0 = performance.now();
@@ -24,41 +24,14 @@ async function getJSON(url) {
 
 for (const nodejsCompat of [false, true]) {
   test(`Durable Object ${nodejsCompat ? "with" : "without"} nodejs_compat: a LangGraph.js thread survives a workerd kill`, { timeout: 300_000 }, async () => {
-    const dir = tmpdir("durable");
-    fs.mkdirSync(path.join(dir, "store"));
-    await bundle(path.join(here, "durable-worker.js"), path.join(dir, "worker.js"), {
-      conditions: ["workerd", "worker", "browser"],
-      alias: { "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
-      external: ["cloudflare:*"],
+    const { dir, port, config } = await durableObjectDir({
+      prefix: "durable",
+      entry: path.join(here, "durable-worker.js"),
+      nodejsCompat,
+      uniqueKey: "agentstate-durable-test",
     });
-    fs.copyFileSync(wasmFile, path.join(dir, "agentstate.wasm"));
-    // SQLite and its callback module, imported as modules like the engine.
-    for (const f of ["sqlite3.wasm", "sqlite-callbacks.wasm"]) fs.copyFileSync(path.join(npmDir, "dist", f), path.join(dir, f));
-    const port = await freePort();
-    fs.writeFileSync(
-      path.join(dir, "config.capnp"),
-      `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [ (name = "main", worker = .worker), (name = "disk", disk = (path = "${path.join(dir, "store")}", writable = true)) ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const worker :Workerd.Worker = (
-  modules = [
-    (name = "worker.js", esModule = embed "worker.js"),
-    (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
-    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
-    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),
-  ],
-  compatibilityDate = "2025-09-01",
-  compatibilityFlags = [${nodejsCompat ? '"nodejs_compat"' : ""}],
-  durableObjectNamespaces = [ (className = "Agent", uniqueKey = "agentstate-durable-test", enableSql = true) ],
-  durableObjectStorage = (localDisk = "disk"),
-  bindings = [ (name = "AGENT", durableObjectNamespace = "Agent") ],
-);
-`,
-    );
     const base = `http://127.0.0.1:${port}`;
-    const run = () => start(binary("workerd"), ["serve", path.join(dir, "config.capnp")], { cwd: dir });
+    const run = () => start(binary("workerd"), ["serve", config], { cwd: dir });
     let proc = run();
     try {
       await waitHTTP(`${base}/ping`, proc);

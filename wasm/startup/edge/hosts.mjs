@@ -151,5 +151,48 @@ const worker :Workerd.Worker = (
   };
 }
 
+// durableObjectDir prepares a directory to serve entry (a Worker exporting
+// a Durable Object class Agent, bound as AGENT) from workerd with SQLite-
+// backed storage on local disk: the bundle, the three WebAssembly modules
+// and config.capnp listening on a free port of 127.0.0.1. uniqueKey names
+// the object namespace (its storage).
+export async function durableObjectDir({ prefix, entry, nodejsCompat, uniqueKey }) {
+  const dir = tmpdir(prefix);
+  fs.mkdirSync(path.join(dir, "store"));
+  await bundle(entry, path.join(dir, "worker.js"), {
+    conditions: ["workerd", "worker", "browser"],
+    alias: { "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
+    external: ["cloudflare:*"],
+  });
+  fs.copyFileSync(wasmFile, path.join(dir, "agentstate.wasm"));
+  // SQLite and its callback module, imported as modules like the engine.
+  for (const f of ["sqlite3.wasm", "sqlite-callbacks.wasm"]) fs.copyFileSync(path.join(npmDir, "dist", f), path.join(dir, f));
+  const port = await freePort();
+  const config = path.join(dir, "config.capnp");
+  fs.writeFileSync(
+    config,
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .worker), (name = "disk", disk = (path = "${path.join(dir, "store")}", writable = true)) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const worker :Workerd.Worker = (
+  modules = [
+    (name = "worker.js", esModule = embed "worker.js"),
+    (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
+    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
+    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),
+  ],
+  compatibilityDate = "2025-09-01",
+  compatibilityFlags = [${nodejsCompat ? '"nodejs_compat"' : ""}],
+  durableObjectNamespaces = [ (className = "Agent", uniqueKey = "${uniqueKey}", enableSql = true) ],
+  durableObjectStorage = (localDisk = "disk"),
+  bindings = [ (name = "AGENT", durableObjectNamespace = "Agent") ],
+);
+`,
+  );
+  return { dir, port, config };
+}
+
 export { requireNpm, requireHere };
 

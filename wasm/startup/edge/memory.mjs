@@ -21,7 +21,7 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { binary, bundle, freePort, here, npmDir, start, tmpdir, waitHTTP, wasmFile } from "./hosts.mjs";
+import { binary, durableObjectDir, freePort, here, start, waitHTTP } from "./hosts.mjs";
 
 // Node 20 has WebSocket (for the inspector) behind a flag.
 if (typeof WebSocket !== "function") {
@@ -41,41 +41,15 @@ const nodejsCompat = !flag("no-compat", false);
 const every = flag("every", 100);
 const jsonOut = flag("json", "");
 
-const dir = tmpdir("memory");
-fs.mkdirSync(path.join(dir, "store"));
-await bundle(path.join(here, "memory-worker.js"), path.join(dir, "worker.js"), {
-  conditions: ["workerd", "worker", "browser"],
-  alias: { "langgraph-entry": nodejsCompat ? "@langchain/langgraph" : "@langchain/langgraph/web" },
-  external: ["cloudflare:*"],
+const { dir, port, config } = await durableObjectDir({
+  prefix: "memory",
+  entry: path.join(here, "memory-worker.js"),
+  nodejsCompat,
+  uniqueKey: "agentstate-memory",
 });
-fs.copyFileSync(wasmFile, path.join(dir, "agentstate.wasm"));
-for (const f of ["sqlite3.wasm", "sqlite-callbacks.wasm"]) fs.copyFileSync(path.join(npmDir, "dist", f), path.join(dir, f));
-const port = await freePort();
 const inspectorPort = await freePort();
-fs.writeFileSync(
-  path.join(dir, "config.capnp"),
-  `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [ (name = "main", worker = .worker), (name = "disk", disk = (path = "${path.join(dir, "store")}", writable = true)) ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const worker :Workerd.Worker = (
-  modules = [
-    (name = "worker.js", esModule = embed "worker.js"),
-    (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
-    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
-    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),
-  ],
-  compatibilityDate = "2025-09-01",
-  compatibilityFlags = [${nodejsCompat ? '"nodejs_compat"' : ""}],
-  durableObjectNamespaces = [ (className = "Agent", uniqueKey = "agentstate-memory", enableSql = true) ],
-  durableObjectStorage = (localDisk = "disk"),
-  bindings = [ (name = "AGENT", durableObjectNamespace = "Agent") ],
-);
-`,
-);
 const base = `http://127.0.0.1:${port}`;
-const proc = start(binary("workerd"), ["serve", path.join(dir, "config.capnp"), `--inspector-addr=127.0.0.1:${inspectorPort}`], { cwd: dir });
+const proc = start(binary("workerd"), ["serve", config, `--inspector-addr=127.0.0.1:${inspectorPort}`], { cwd: dir });
 
 const tick = 100; // clock ticks per second of /proc/<pid>/stat (USER_HZ)
 function procStat() {
