@@ -6,7 +6,7 @@
 //   node engine-image.mjs PACKAGE_DIR --make IMAGE_FILE   (writes the image)
 import fs from "node:fs";
 import path from "node:path";
-import { measure } from "./measure.mjs";
+import { engineFirstResult, measure } from "./measure.mjs";
 
 const pkg = path.resolve(process.argv[2]);
 const { Database } = await import(path.join(pkg, "src/engine.js"));
@@ -18,16 +18,7 @@ if (process.argv[3] === "--make") {
   const image = fs.readFileSync(process.argv[3]);
   const m = measure();
   const db = await Database.open({ image });
-  const config = { thread_id: "t1", checkpoint_ns: "" };
-  const id = "1ef0c2d4-0000-6000-8000-000000000001";
-  await db.call("put", {
-    config,
-    checkpoint: { v: 4, id, ts: new Date().toISOString(), channel_values: {}, channel_versions: { messages: "1" }, versions_seen: {} },
-    metadata: { source: "input", step: -1, parents: {} },
-    newVersions: {},
-  });
-  const r = await db.call("getTuple", { config });
-  if (r.tuple?.checkpoint?.id !== id) throw new Error(`getTuple did not return the checkpoint: ${JSON.stringify(r).slice(0, 200)}`);
+  await engineFirstResult(db);
   m.first();
   await db.close();
   m.closed();
