@@ -96,6 +96,13 @@ export async function waitHTTP(url, proc, ms = 60_000) {
  * serves it on 127.0.0.1 with the engine imported as a wasm module (the
  * only way workerd takes WebAssembly), and starts workerd.
  */
+// The modules of a Worker on the package: its bundle, the engine and SQLite
+// with its callbacks (config.capnp's modules list).
+const workerModules = `(name = "worker.js", esModule = embed "worker.js"),
+    (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
+    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
+    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),`;
+
 export async function startWorkerd({ nodejsCompat, entry = path.join(here, "worker.js"), pkg = npmDir, wasm, extraWasm = {} }) {
   const dir = tmpdir("workerd");
   await bundle(entry, path.join(dir, "worker.js"), {
@@ -123,10 +130,7 @@ const config :Workerd.Config = (
 );
 const worker :Workerd.Worker = (
   modules = [
-    (name = "worker.js", esModule = embed "worker.js"),
-    (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
-    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
-    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),
+    ${workerModules}
     ${extraModules.map((m) => `${m},`).join("\n    ")}
   ],
   compatibilityDate = "2025-09-01",
@@ -178,10 +182,7 @@ const config :Workerd.Config = (
 );
 const worker :Workerd.Worker = (
   modules = [
-    (name = "worker.js", esModule = embed "worker.js"),
-    (name = "agentstate.wasm", wasm = embed "agentstate.wasm"),
-    (name = "sqlite3.wasm", wasm = embed "sqlite3.wasm"),
-    (name = "sqlite-callbacks.wasm", wasm = embed "sqlite-callbacks.wasm"),
+    ${workerModules}
   ],
   compatibilityDate = "2025-09-01",
   compatibilityFlags = [${nodejsCompat ? '"nodejs_compat"' : ""}],
