@@ -132,11 +132,9 @@ var pgStatements = map[string]*pgStmt{
 	sqlEventSeqPastMax: {sql: `INSERT INTO event_seqs(thread_id, last_seq)
 		SELECT $1, max(seq) FROM events WHERE thread_id = $1
 		ON CONFLICT (thread_id) DO UPDATE SET last_seq = GREATEST(event_seqs.last_seq, EXCLUDED.last_seq)`},
-	// Run status changes read the row they change: the row lock makes a
-	// second writer wait and then see the first one's status, as SQLite's
-	// single writer would.
-	sqlRunStatus: {sql: `SELECT status FROM runs WHERE run_id = $1 FOR UPDATE`},
-	sqlRunActive: {sql: `SELECT run_id, status FROM runs WHERE thread_id = $1 AND status IN ('pending', 'running') FOR UPDATE`},
+	// Run status changes lock the row they read (sql_runs.go).
+	sqlRunStatus: {sql: sqlRunStatusPG},
+	sqlRunActive: {sql: sqlRunActivePG},
 	// The history walk: every step is a lookup by primary key, whatever the
 	// planner's statistics say (OFFSET 0 keeps each lateral lookup from
 	// being flattened into a join that scans the thread).

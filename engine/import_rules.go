@@ -112,7 +112,7 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 			return fmt.Errorf("%w: run %q appears twice in the dump", ErrBadExport, run)
 		}
 		var other string
-		found, err := c.queryRow(`SELECT thread_id FROM runs WHERE run_id = ?`, []any{run}, func(r row) error { other = r.Text(0); return nil })
+		found, err := c.queryRow(sqlRunsImportThread, []any{run}, func(r row) error { other = r.Text(0); return nil })
 		if err != nil {
 			return err
 		}

@@ -64,7 +64,6 @@ var sqlFilesAllowed = map[string]string{
 	"checkpoints":  "not moved yet",
 	"blobs":        "not moved yet",
 	"writes":       "not moved yet",
-	"runs":         "not moved yet",
 	"events":       "not moved yet",
 	"event_seqs":   "not moved yet",
 	"store_items":  "not moved yet",

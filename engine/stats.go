@@ -27,11 +27,7 @@ var statsSurfaces = []struct{ name, sql string }{
 		+ coalesce(octet_length(consumed_by), 0) + octet_length(task_path) + coalesce(octet_length(run_id), 0)), 0)
 		FROM writes`},
 	{"store", `SELECT count(*), coalesce(sum(octet_length(namespace) + octet_length(key) + octet_length(value) + 32), 0) FROM store_items`},
-	{"runs", `SELECT count(*), coalesce(sum(octet_length(run_id) + octet_length(thread_id) + octet_length(assistant_id) + octet_length(user_id)
-		+ octet_length(status) + octet_length(model_name) + octet_length(multitask_strategy) + coalesce(octet_length(metadata), 0)
-		+ coalesce(octet_length(kwargs), 0) + octet_length(error) + coalesce(octet_length(token_usage_by_model), 0)
-		+ octet_length(first_human_message) + octet_length(last_ai_message) + coalesce(octet_length(idempotency_key), 0)
-		+ octet_length(owner_id) + 13 * 8), 0) FROM runs`},
+	{"runs", sqlRunsStats},
 	{"events", `SELECT count(*), coalesce(sum(octet_length(thread_id) + 8 + octet_length(run_id) + octet_length(event_type) + octet_length(category)
 		+ coalesce(octet_length(content), 0) + coalesce(octet_length(metadata), 0) + coalesce(octet_length(task_id), 0) + 8), 0) FROM events`},
 	{"threads", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(assistant_id) + octet_length(user_id)

@@ -323,7 +323,7 @@ var runStatuses = map[records.RunStatus]bool{records.RunPending: true, records.R
 
 func (v *verifier) runs() error {
 	active := map[string]string{}
-	q := `SELECT run_id, thread_id, status, metadata, kwargs, token_usage_by_model, created_at, updated_at FROM runs WHERE ?1 = '' OR thread_id = ?1 ORDER BY run_id`
+	q := sqlRunsVerify
 	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.Runs++
 		id, th, status := st.Text(0), st.Text(1), records.RunStatus(st.Text(2))
