@@ -123,15 +123,9 @@ var pgStatements = map[string]*pgStmt{
 		WHERE thread_id = $1 AND ($2 OR user_id = $3)`,
 		args: deriveTyped(3),
 	},
-	// The counter's own column must be named by table in the update, and
-	// SQLite's two-argument max is GREATEST.
-	sqlEventSeq: {sql: `INSERT INTO event_seqs(thread_id, last_seq)
-		VALUES ($1, coalesce((SELECT max(seq) FROM events WHERE thread_id = $1), 0) + $2)
-		ON CONFLICT (thread_id) DO UPDATE SET last_seq = GREATEST(event_seqs.last_seq + $2, EXCLUDED.last_seq)
-		RETURNING last_seq`},
-	sqlEventSeqPastMax: {sql: `INSERT INTO event_seqs(thread_id, last_seq)
-		SELECT $1, max(seq) FROM events WHERE thread_id = $1
-		ON CONFLICT (thread_id) DO UPDATE SET last_seq = GREATEST(event_seqs.last_seq, EXCLUDED.last_seq)`},
+	// The event counter's upserts (sql_events.go).
+	sqlEventSeq:        {sql: sqlEventSeqPG},
+	sqlEventSeqPastMax: {sql: sqlEventSeqPastMaxPG},
 	// Run status changes lock the row they read (sql_runs.go).
 	sqlRunStatus: {sql: sqlRunStatusPG},
 	sqlRunActive: {sql: sqlRunActivePG},

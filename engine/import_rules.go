@@ -49,12 +49,6 @@ const sqlThreadAnywhere = `SELECT 'checkpoints' FROM checkpoints WHERE thread_id
 	UNION ALL SELECT 'events' FROM events WHERE thread_id = ?1
 	LIMIT 1`
 
-// sqlEventSeqPastMax makes a thread's event counter at least its highest
-// seq, so the next event never reuses one.
-const sqlEventSeqPastMax = `INSERT INTO event_seqs(thread_id, last_seq)
-	SELECT ?1, max(seq) FROM events WHERE thread_id = ?1
-	ON CONFLICT(thread_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`
-
 func colOf(t *exportTable, args []any, name string) string {
 	for i, c := range t.cols {
 		if c.name == name {

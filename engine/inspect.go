@@ -332,8 +332,6 @@ func (db *DB) ListThreads(ctx context.Context, o admin.ThreadListOptions) ([]adm
 	return out, nil
 }
 
-const sqlThreadEvents = `SELECT ` + eventCols + ` FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
-
 // ThreadEvents returns up to limit events of a thread of every category,
 // in seq order, after seq afterSeq (0 for the first). limit defaults to
 // 100, at most 1000.

@@ -28,8 +28,7 @@ var statsSurfaces = []struct{ name, sql string }{
 		FROM writes`},
 	{"store", `SELECT count(*), coalesce(sum(octet_length(namespace) + octet_length(key) + octet_length(value) + 32), 0) FROM store_items`},
 	{"runs", sqlRunsStats},
-	{"events", `SELECT count(*), coalesce(sum(octet_length(thread_id) + 8 + octet_length(run_id) + octet_length(event_type) + octet_length(category)
-		+ coalesce(octet_length(content), 0) + coalesce(octet_length(metadata), 0) + coalesce(octet_length(task_id), 0) + 8), 0) FROM events`},
+	{"events", sqlEventsStats},
 	{"threads", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(assistant_id) + octet_length(user_id)
 		+ octet_length(display_name) + octet_length(status) + coalesce(octet_length(metadata), 0) + 3 * 8), 0) FROM threads`},
 }

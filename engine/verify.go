@@ -356,14 +356,14 @@ func (v *verifier) runs() error {
 
 func (v *verifier) events() error {
 	last := map[string]int64{}
-	err := v.c.query(`SELECT thread_id, last_seq FROM event_seqs WHERE ?1 = '' OR thread_id = ?1`, []any{v.o.ThreadID}, func(st row) error {
+	err := v.c.query(sqlEventSeqsVerify, []any{v.o.ThreadID}, func(st row) error {
 		last[st.Text(0)] = st.Int64(1)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	q := `SELECT thread_id, seq, run_id, event_type, category, content, metadata FROM events WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id, seq`
+	q := sqlEventsVerify
 	prevThread, prevSeq := "", int64(0)
 	err = v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.Events++
