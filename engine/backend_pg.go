@@ -372,7 +372,7 @@ func (b *pgBackend) verifyDerived(v *verifier) error {
 		WHERE $1 = '' OR thread_id = $1`, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
 	}
 	if err == nil && v.o.ThreadID == "" {
-		err = check("store", `SELECT namespace, key, '', value_j, 'value_j', value FROM store_items WHERE $1 = ''`,
+		err = check("store", sqlStoreVerifyDerivedPG,
 			func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
 	}
 	return err

@@ -96,16 +96,11 @@ var pgStatements = map[string]*pgStmt{
 		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,
 			enc = EXCLUDED.enc, data = EXCLUDED.data, task_path = EXCLUDED.task_path, run_id = EXCLUDED.run_id, consumed_by = NULL`},
 	sqlStorePut: {
-		sql: `INSERT INTO store_items(namespace, key, value, created_at, updated_at, ttl_us, expires_at, value_j)
-		VALUES ($1, $2, $3, $4, $4, $5, $6, $7)
-		ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, value_j = EXCLUDED.value_j, updated_at = EXCLUDED.updated_at,
-			ttl_us = EXCLUDED.ttl_us, expires_at = EXCLUDED.expires_at,
-			created_at = CASE WHEN store_items.expires_at <= EXCLUDED.updated_at THEN EXCLUDED.created_at ELSE store_items.created_at END`,
+		sql:  sqlStorePutPG,
 		args: deriveTyped(2),
 	},
 	exportTableByName("store_items").ins: {
-		sql: `INSERT INTO store_items(namespace, key, value, created_at, updated_at, ttl_us, expires_at, value_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		sql:  sqlStoreImportRowPG,
 		args: deriveTyped(2),
 	},
 	sqlThreadInsert: {

@@ -126,7 +126,7 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 		if g.storeImported[k] {
 			return fmt.Errorf("%w: store item %s in namespace %q appears twice in the dump", ErrBadExport, quoteCut(k[1]), k[0])
 		}
-		found, err := c.queryRow(`SELECT 1 FROM store_items WHERE namespace = ? AND key = ?`, []any{k[0], k[1]}, func(row) error { return nil })
+		found, err := c.queryRow(sqlStoreImportExists, []any{k[0], k[1]}, func(row) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func (g *importRules) finish(c *conn) error {
 	}
 	for _, k := range g.store {
 		var data []byte
-		if _, err := c.queryRow(`SELECT value FROM store_items WHERE namespace = ? AND key = ?`, []any{k[0], k[1]}, func(r row) error {
+		if _, err := c.queryRow(sqlStoreImportValue, []any{k[0], k[1]}, func(r row) error {
 			data = copyBytes(r.Blob(0))
 			return nil
 		}); err != nil {

@@ -26,7 +26,7 @@ var statsSurfaces = []struct{ name, sql string }{
 		+ octet_length(task_id) + 8 + octet_length(channel) + octet_length(type) + coalesce(octet_length(data), 0)
 		+ coalesce(octet_length(consumed_by), 0) + octet_length(task_path) + coalesce(octet_length(run_id), 0)), 0)
 		FROM writes`},
-	{"store", `SELECT count(*), coalesce(sum(octet_length(namespace) + octet_length(key) + octet_length(value) + 32), 0) FROM store_items`},
+	{"store", sqlStoreStats},
 	{"runs", sqlRunsStats},
 	{"events", sqlEventsStats},
 	{"threads", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(assistant_id) + octet_length(user_id)

@@ -428,7 +428,7 @@ func (v *verifier) store() error {
 	if v.o.ThreadID != "" {
 		return nil // store items belong to no thread
 	}
-	return v.c.query(`SELECT namespace, key, value FROM store_items ORDER BY namespace, key`, nil, func(st row) error {
+	return v.c.query(sqlStoreVerify, nil, func(st row) error {
 		v.rep.StoreItems++
 		ns, key := st.Text(0), st.Text(1)
 		if ns == "" {
