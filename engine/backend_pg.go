@@ -368,8 +368,7 @@ func (b *pgBackend) verifyDerived(v *verifier) error {
 		WHERE $1 = '' OR thread_id = $1`, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
 	}
 	if err == nil {
-		err = check("thread", `SELECT thread_id, '', '', metadata_j, 'metadata_j', metadata FROM threads
-		WHERE $1 = '' OR thread_id = $1`, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
+		err = check("thread", sqlThreadsVerifyDerivedPG, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
 	}
 	if err == nil && v.o.ThreadID == "" {
 		err = check("store", sqlStoreVerifyDerivedPG,

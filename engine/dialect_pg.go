@@ -104,18 +104,15 @@ var pgStatements = map[string]*pgStmt{
 		args: deriveTyped(2),
 	},
 	sqlThreadInsert: {
-		sql: `INSERT INTO threads(thread_id, assistant_id, user_id, display_name, status, metadata, pinned, created_at, updated_at, metadata_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (thread_id) DO NOTHING`,
+		sql:  sqlThreadInsertPG,
 		args: deriveTyped(5),
 	},
 	exportTableByName("threads").ins: {
-		sql: `INSERT INTO threads(thread_id, assistant_id, user_id, display_name, status, metadata, pinned, created_at, updated_at, metadata_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		sql:  sqlThreadImportRowPG,
 		args: deriveTyped(5),
 	},
 	sqlThreadMeta: {
-		sql: `UPDATE threads SET metadata = $4, metadata_j = $7, pinned = $5, updated_at = coalesce($6, updated_at)
-		WHERE thread_id = $1 AND ($2 OR user_id = $3)`,
+		sql:  sqlThreadMetaPG,
 		args: deriveTyped(3),
 	},
 	// The event counter's upserts (sql_events.go).

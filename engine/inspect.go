@@ -260,8 +260,6 @@ FROM ids LEFT JOIN thread_modes m ON m.thread_id = ids.thread_id
 WHERE ?1 IS NULL OR ids.thread_id IN (SELECT value FROM json_each(?1))
 ORDER BY ids.thread_id LIMIT ?2 OFFSET ?3`
 
-const sqlThreadRecords = `SELECT ` + threadCols + ` FROM threads WHERE thread_id IN (SELECT value FROM json_each(?))`
-
 // ListThreads lists threads with what each surface holds for them. It only
 // reads.
 func (db *DB) ListThreads(ctx context.Context, o admin.ThreadListOptions) ([]admin.ThreadSummary, error) {

@@ -65,7 +65,6 @@ var sqlFilesAllowed = map[string]string{
 	"blobs":        "not moved yet",
 	"writes":       "not moved yet",
 	"events":       "not moved yet",
-	"threads":      "not moved yet",
 	"thread_modes": "not moved yet",
 }
 

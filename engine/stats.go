@@ -29,8 +29,7 @@ var statsSurfaces = []struct{ name, sql string }{
 	{"store", sqlStoreStats},
 	{"runs", sqlRunsStats},
 	{"events", sqlEventsStats},
-	{"threads", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(assistant_id) + octet_length(user_id)
-		+ octet_length(display_name) + octet_length(status) + coalesce(octet_length(metadata), 0) + 3 * 8), 0) FROM threads`},
+	{"threads", sqlThreadsStats},
 }
 
 const sqlLargestThreads = `SELECT s.thread_id, coalesce(m.mode, ''), sum(s.cps), sum(s.n) FROM (

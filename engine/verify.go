@@ -403,7 +403,7 @@ func (v *verifier) events() error {
 var threadStatuses = map[records.ThreadStatus]bool{records.ThreadIdle: true, records.ThreadBusy: true, records.ThreadInterrupted: true, records.ThreadError: true}
 
 func (v *verifier) threadRecords() error {
-	q := `SELECT thread_id, status, metadata, pinned FROM threads WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id`
+	q := sqlThreadsVerify
 	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.ThreadRecords++
 		th := st.Text(0)
