@@ -136,14 +136,8 @@ ORDER BY chain.depth DESC`},
 	WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4) v
 	LEFT JOIN LATERAL (SELECT type, data, enc, base, checkpoint_id FROM blobs b
 		WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = v.ver OFFSET 0) b ON true`},
-	// SQLite takes a bare column of a group; PostgreSQL wants it named.
-	sqlLargestThreads: {sql: `SELECT s.thread_id, coalesce(m.mode, ''), sum(s.cps), sum(s.n) FROM (
-	SELECT thread_id, 1 AS cps, octet_length(checkpoint) + octet_length(metadata) AS n FROM checkpoints
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(data), 0) FROM blobs
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(data), 0) FROM writes
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(content), 0) + coalesce(octet_length(metadata), 0) FROM events
-) s LEFT JOIN thread_modes m ON m.thread_id = s.thread_id
-GROUP BY s.thread_id, m.mode ORDER BY 4 DESC, 1 LIMIT $1`},
+	// The group's columns named (sql_tables.go).
+	sqlLargestThreads: {sql: sqlLargestThreadsPG},
 	// SQLite file maintenance that has no meaning on a server.
 	"PRAGMA incremental_vacuum":       {sql: ""},
 	"PRAGMA wal_checkpoint(TRUNCATE)": {sql: ""},

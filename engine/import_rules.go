@@ -37,18 +37,6 @@ func newImportRules(db *DB, h exportHeader, user string) *importRules {
 		threads: map[string]bool{}, events: map[string]bool{}, storeImported: map[[2]string]bool{}, ranImported: map[string]bool{}}
 }
 
-// sqlThreadAnywhere finds any row of a thread in any table that belongs to
-// threads; each lookup is a prefix of a primary key or an index.
-const sqlThreadAnywhere = `SELECT 'checkpoints' FROM checkpoints WHERE thread_id = ?1
-	UNION ALL SELECT 'writes' FROM writes WHERE thread_id = ?1
-	UNION ALL SELECT 'blobs' FROM blobs WHERE thread_id = ?1
-	UNION ALL SELECT 'thread_modes' FROM thread_modes WHERE thread_id = ?1
-	UNION ALL SELECT 'threads' FROM threads WHERE thread_id = ?1
-	UNION ALL SELECT 'runs' FROM runs WHERE thread_id = ?1
-	UNION ALL SELECT 'event_seqs' FROM event_seqs WHERE thread_id = ?1
-	UNION ALL SELECT 'events' FROM events WHERE thread_id = ?1
-	LIMIT 1`
-
 func colOf(t *exportTable, args []any, name string) string {
 	for i, c := range t.cols {
 		if c.name == name {

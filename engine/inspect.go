@@ -248,18 +248,6 @@ func logPage(c *conn, thread, ns, before string, n int) ([]admin.LogEntry, error
 	return page, err
 }
 
-const sqlThreadSummaries = `WITH ids(thread_id) AS (
-	SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM threads UNION SELECT thread_id FROM runs
-	UNION SELECT thread_id FROM events UNION SELECT thread_id FROM thread_modes)
-SELECT ids.thread_id, coalesce(m.mode, ''),
-	(SELECT count(*) FROM checkpoints c WHERE c.thread_id = ids.thread_id),
-	(SELECT max(checkpoint_id) FROM checkpoints c WHERE c.thread_id = ids.thread_id AND c.checkpoint_ns = ''),
-	(SELECT count(*) FROM runs r WHERE r.thread_id = ids.thread_id),
-	(SELECT count(*) FROM events e WHERE e.thread_id = ids.thread_id)
-FROM ids LEFT JOIN thread_modes m ON m.thread_id = ids.thread_id
-WHERE ?1 IS NULL OR ids.thread_id IN (SELECT value FROM json_each(?1))
-ORDER BY ids.thread_id LIMIT ?2 OFFSET ?3`
-
 // ListThreads lists threads with what each surface holds for them. It only
 // reads.
 func (db *DB) ListThreads(ctx context.Context, o admin.ThreadListOptions) ([]admin.ThreadSummary, error) {

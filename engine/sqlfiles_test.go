@@ -64,7 +64,6 @@ var sqlFilesAllowed = map[string]string{
 	"checkpoints":  "not moved yet",
 	"blobs":        "not moved yet",
 	"writes":       "not moved yet",
-	"events":       "not moved yet",
 	"thread_modes": "not moved yet",
 }
 

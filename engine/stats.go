@@ -32,14 +32,6 @@ var statsSurfaces = []struct{ name, sql string }{
 	{"threads", sqlThreadsStats},
 }
 
-const sqlLargestThreads = `SELECT s.thread_id, coalesce(m.mode, ''), sum(s.cps), sum(s.n) FROM (
-	SELECT thread_id, 1 AS cps, octet_length(checkpoint) + octet_length(metadata) AS n FROM checkpoints
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(data), 0) FROM blobs
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(data), 0) FROM writes
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(content), 0) + coalesce(octet_length(metadata), 0) FROM events
-) s LEFT JOIN thread_modes m ON m.thread_id = s.thread_id
-GROUP BY s.thread_id ORDER BY 4 DESC, 1 LIMIT ?`
-
 // Stats reads Info and the size of every surface, and lists the largest
 // threads (at most largest of them; 0 for none). It only reads.
 func (db *DB) Stats(ctx context.Context, largest int) (admin.Stats, error) {
