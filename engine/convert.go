@@ -198,7 +198,7 @@ func ConvertFile(ctx context.Context, path string, opts *Options, mode channels.
 	err = db.write(ctx, func(c *conn) error {
 		rep = admin.ConvertReport{}
 		var threads []string
-		err := c.query(`SELECT thread_id FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
+		err := c.query(sqlThreadModesConvert, nil, func(st row) error {
 			threads = append(threads, st.Text(0))
 			return nil
 		})

@@ -61,10 +61,9 @@ func TestTableSQLFiles(t *testing.T) {
 // their statements move to their table's file; an entry no longer needed
 // fails the test until it is removed.
 var sqlFilesAllowed = map[string]string{
-	"checkpoints":  "not moved yet",
-	"blobs":        "not moved yet",
-	"writes":       "not moved yet",
-	"thread_modes": "not moved yet",
+	"checkpoints": "not moved yet",
+	"blobs":       "not moved yet",
+	"writes":      "not moved yet",
 }
 
 var createTableRE = regexp.MustCompile(`(?i)CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"?(\w+)`)

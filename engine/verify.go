@@ -235,7 +235,7 @@ func (v *verifier) schema() error {
 	case mode == channels.ModeDelta && every < 1:
 		v.addf("mode", "", "", "", "the file records K=%d, must be >= 1", every)
 	}
-	return v.c.query(`SELECT thread_id, mode, every FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
+	return v.c.query(sqlThreadModesVerify, nil, func(st row) error {
 		th, m, k := st.Text(0), channels.Mode(st.Text(1)), int(st.Int64(2))
 		if v.o.ThreadID != "" && th != v.o.ThreadID {
 			return nil
