@@ -148,8 +148,6 @@ func (db *DB) convertThread(c *conn, thread string, mode channels.Mode, every in
 	return rep, c.exec(sqlSetThreadMod, thread, mode, every)
 }
 
-const sqlConvertMetadata = `UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`
-
 // stepOverwrites reports whether the step that made checkpoint child wrote
 // an Overwrite to the channel (which the cadence snapshots after).
 func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, child, name string) (bool, error) {

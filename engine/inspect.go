@@ -114,17 +114,6 @@ func decodeForDisplay(b codec.Blob) any {
 	return b
 }
 
-const (
-	sqlLogPage = `SELECT checkpoint_id, coalesce(parent_id, ''), checkpoint, metadata FROM checkpoints
-		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND (?3 = '' OR checkpoint_id < ?3) ORDER BY checkpoint_id DESC LIMIT ?4`
-	sqlLogVersions = `SELECT checkpoint_id, checkpoint FROM checkpoints
-		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3))`
-	sqlLogStored = `SELECT checkpoint_id, channel FROM blobs
-		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3)) ORDER BY checkpoint_id, channel`
-	sqlLogWrites = `SELECT checkpoint_id, count(*) FROM writes
-		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3)) GROUP BY checkpoint_id`
-)
-
 // CheckpointLog yields a thread's checkpoints newest first, one line of
 // facts each: parent, step, source, changed channels, stored values. It
 // never reads channel values, so it costs the same in full and delta mode;

@@ -233,10 +233,6 @@ type snapBlob struct {
 	step                    int64
 }
 
-const sqlSnapshots = `SELECT b.channel, b.version, b.checkpoint_id, length(b.data), c.metadata FROM blobs b
-	LEFT JOIN checkpoints c ON c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns AND c.checkpoint_id = b.checkpoint_id
-	WHERE b.thread_id = ? AND b.checkpoint_ns = ?`
-
 // thinSnapshots drops the snapshots of one namespace of a delta thread
 // that no branch tip starts from and that are not the earliest of their
 // step bucket [4^j, 4^(j+1)). Sizes grow with steps, so the kept older

@@ -16,8 +16,6 @@ import (
 // blobID names a stored value inside one thread.
 type blobID struct{ ns, ch, version string }
 
-const sqlThreadDeltas = `SELECT checkpoint_ns, channel, version, base FROM blobs WHERE thread_id = ? AND enc = 2`
-
 // deleteValues deletes stored values of a thread. A surviving delta whose
 // base goes is rebased first, never left dangling: it becomes a delta
 // against the nearest surviving version on its chain, or whole when none
@@ -94,8 +92,6 @@ func cmpString(a, b string) int {
 	}
 	return 0
 }
-
-const sqlRewriteValue = `UPDATE blobs SET enc = ?, base = ?, data = ? WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`
 
 // rebase rewrites version v of chain k as a delta against version base
 // when hasBase and that is smaller than the value, and whole otherwise.
