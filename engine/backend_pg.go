@@ -361,11 +361,9 @@ func (b *pgBackend) verifyDerived(v *verifier) error {
 			return nil
 		})
 	}
-	err := check("checkpoint", `SELECT thread_id, checkpoint_ns, checkpoint_id, versions, 'versions', checkpoint FROM checkpoints
-		WHERE $1 = '' OR thread_id = $1`, func(r driver.Row) (any, error) { return pgVersionsJSON(r.Blob(5)) })
+	err := check("checkpoint", sqlCheckpointsVerifyVersionsPG, func(r driver.Row) (any, error) { return pgVersionsJSON(r.Blob(5)) })
 	if err == nil {
-		err = check("checkpoint", `SELECT thread_id, checkpoint_ns, checkpoint_id, metadata_j, 'metadata_j', metadata FROM checkpoints
-		WHERE $1 = '' OR thread_id = $1`, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
+		err = check("checkpoint", sqlCheckpointsVerifyMetadataPG, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
 	}
 	if err == nil {
 		err = check("thread", sqlThreadsVerifyDerivedPG, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })

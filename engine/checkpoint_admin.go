@@ -135,7 +135,7 @@ func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string, o admin.Delete
 				return err
 			}
 			drop := map[cpKey]bool{}
-			err = c.query(`SELECT checkpoint_ns, checkpoint_id, run_id FROM checkpoints WHERE thread_id=? AND run_id IS NOT NULL`, []any{th}, func(st row) error {
+			err = c.query(sqlCheckpointsWithRun, []any{th}, func(st row) error {
 				if runs[st.Text(2)] {
 					drop[cpKey{th, st.Text(0), st.Text(1)}] = true
 				}

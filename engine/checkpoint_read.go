@@ -213,7 +213,7 @@ const listPage = 64
 // listQuery assembles List's query from constant fragments, chosen by which
 // options are set, so each shape can use its index; every value is bound.
 func listQuery(thread, ns, bound, filter bool) string {
-	q := `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE 1`
+	q := sqlListBase
 	if thread {
 		q += ` AND thread_id = :thread`
 	}

@@ -88,7 +88,7 @@ func (db *DB) ReadState(ctx context.Context, cfg Config) (StateView, error) {
 			}
 			out.Values[ch] = decodeForDisplay(b)
 		}
-		return c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY channel`,
+		return c.query(sqlInspectStored,
 			[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st row) error {
 				out.Stored = append(out.Stored, st.Text(0))
 				return nil

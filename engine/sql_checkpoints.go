@@ -55,6 +55,10 @@ const sqlPageValues = `SELECT j.key, b.channel, b.type, b.data, b.enc, b.base, b
 const sqlPageWrites = `SELECT j.key, w.task_id, w.channel, w.type, w.enc, w.data, w.task_path, w.idx FROM json_each(?) j
 	CROSS JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2`
 
+// List's query starts from every checkpoint; listQuery adds the
+// conditions its options ask for.
+const sqlListBase = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE 1`
+
 // Deleting and copying checkpoints (checkpoint_admin.go).
 
 const (
@@ -84,6 +88,9 @@ const (
 		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, consumed_by, task_path, run_id FROM writes WHERE thread_id=?1`
 )
 
+// The checkpoints of a thread that record a run.
+const sqlCheckpointsWithRun = `SELECT checkpoint_ns, checkpoint_id, run_id FROM checkpoints WHERE thread_id=? AND run_id IS NOT NULL`
+
 // The thread handle (thread.go).
 
 const (
@@ -93,6 +100,9 @@ const (
 		SELECT thread_id, checkpoint_ns, ?1, task_id, idx, channel, type, enc, data, task_path, run_id FROM writes
 		WHERE thread_id = ?2 AND checkpoint_ns = '' AND checkpoint_id = ?3 AND consumed_by = ?4 AND (run_id IS NULL OR run_id != ?5)`
 )
+
+// The channels a checkpoint stored values for (unsorted: see thread.go).
+const sqlStoredChannels = `SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`
 
 // The thread handle's commit (thread_commit.go).
 
@@ -197,9 +207,28 @@ const sqlThreadDeltas = `SELECT checkpoint_ns, channel, version, base FROM blobs
 
 const sqlRewriteValue = `UPDATE blobs SET enc = ?, base = ?, data = ? WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`
 
+// Every checkpoint of a namespace with its parent (thinning, and Retain's
+// walk of one namespace).
+const sqlNSParents = `SELECT checkpoint_id, coalesce(parent_id, '') FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`
+
+const (
+	// The stored values of a namespace, without their bytes.
+	sqlThinBlobs = `SELECT channel, version, checkpoint_id, enc, base, length(data) FROM blobs WHERE thread_id = ? AND checkpoint_ns = ?`
+	// Some checkpoints of a namespace (a JSON array of ids).
+	sqlThinCheckpoints = `SELECT checkpoint_id, metadata, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`
+)
+
 // Convert (convert.go).
 
 const sqlConvertMetadata = `UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`
+
+const (
+	// A thread's checkpoints, parents before children.
+	sqlConvertTuples = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
+		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`
+	// A channel's write a child consumed from its parent.
+	sqlConvertSealedWrite = `SELECT enc, data FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by = ? AND channel = ?`
+)
 
 // Retain (retain.go).
 
@@ -207,7 +236,16 @@ const sqlSnapshots = `SELECT b.channel, b.version, b.checkpoint_id, length(b.dat
 	LEFT JOIN checkpoints c ON c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns AND c.checkpoint_id = b.checkpoint_id
 	WHERE b.thread_id = ? AND b.checkpoint_ns = ?`
 
-// Inspection: a thread's log (inspect.go).
+const (
+	// Every thread with a checkpoint.
+	sqlCheckpointThreads = `SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`
+	// The writes of the checkpoints to drop (a JSON array of ids).
+	sqlRetainWritesOf = `SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`
+	// The writes a dropped checkpoint consumed.
+	sqlDeleteSealedBy = `DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND consumed_by = ?`
+)
+
+// Inspection: a thread's log and a checkpoint's values (inspect.go).
 
 const (
 	sqlLogPage = `SELECT checkpoint_id, coalesce(parent_id, ''), checkpoint, metadata FROM checkpoints
@@ -218,4 +256,40 @@ const (
 		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3)) ORDER BY checkpoint_id, channel`
 	sqlLogWrites = `SELECT checkpoint_id, count(*) FROM writes
 		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3)) GROUP BY checkpoint_id`
+)
+
+// The channels a checkpoint stored values for, sorted.
+const sqlInspectStored = `SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY channel`
+
+// Verify (verify_thread.go): every row of a thread, and a stored value's
+// bytes; on PostgreSQL, the derived columns beside the bytes they come
+// from (backend_pg.go).
+const (
+	sqlCheckpointsVerify = `SELECT checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE thread_id = ?`
+	sqlWritesVerify      = `SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, consumed_by, task_path, enc, data FROM writes WHERE thread_id = ?`
+	sqlBlobsVerify       = `SELECT checkpoint_ns, channel, version, checkpoint_id, type, enc, base FROM blobs WHERE thread_id = ?`
+	sqlBlobsVerifyData   = `SELECT data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
+
+	sqlCheckpointsVerifyVersionsPG = `SELECT thread_id, checkpoint_ns, checkpoint_id, versions, 'versions', checkpoint FROM checkpoints
+		WHERE $1 = '' OR thread_id = $1`
+	sqlCheckpointsVerifyMetadataPG = `SELECT thread_id, checkpoint_ns, checkpoint_id, metadata_j, 'metadata_j', metadata FROM checkpoints
+		WHERE $1 = '' OR thread_id = $1`
+)
+
+// Stats (stats.go): each surface's rows and stored size; a thread's
+// channel values count as snapshots when its mode is delta.
+const (
+	sqlCheckpointsStats = `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(checkpoint_ns) + octet_length(checkpoint_id)
+		+ coalesce(octet_length(parent_id), 0) + coalesce(octet_length(run_id), 0) + octet_length(checkpoint) + octet_length(metadata)), 0)
+		FROM checkpoints`
+	sqlBlobsStats = `SELECT count(*), coalesce(sum(octet_length(b.thread_id) + octet_length(b.checkpoint_ns) + octet_length(b.channel)
+		+ octet_length(b.version) + octet_length(b.checkpoint_id) + octet_length(b.type) + coalesce(octet_length(b.data), 0)), 0)
+		FROM blobs b LEFT JOIN thread_modes m ON m.thread_id = b.thread_id WHERE m.mode IS NOT 'delta'`
+	sqlSnapshotsStats = `SELECT count(*), coalesce(sum(octet_length(b.thread_id) + octet_length(b.checkpoint_ns) + octet_length(b.channel)
+		+ octet_length(b.version) + octet_length(b.checkpoint_id) + octet_length(b.type) + coalesce(octet_length(b.data), 0)), 0)
+		FROM blobs b JOIN thread_modes m ON m.thread_id = b.thread_id WHERE m.mode = 'delta'`
+	sqlWritesStats = `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(checkpoint_ns) + octet_length(checkpoint_id)
+		+ octet_length(task_id) + 8 + octet_length(channel) + octet_length(type) + coalesce(octet_length(data), 0)
+		+ coalesce(octet_length(consumed_by), 0) + octet_length(task_path) + coalesce(octet_length(run_id), 0)), 0)
+		FROM writes`
 )

@@ -13,19 +13,10 @@ import (
 // "snapshots" are the channel values of delta-mode threads; "channel_blobs"
 // every other stored channel value.
 var statsSurfaces = []struct{ name, sql string }{
-	{"checkpoints", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(checkpoint_ns) + octet_length(checkpoint_id)
-		+ coalesce(octet_length(parent_id), 0) + coalesce(octet_length(run_id), 0) + octet_length(checkpoint) + octet_length(metadata)), 0)
-		FROM checkpoints`},
-	{"channel_blobs", `SELECT count(*), coalesce(sum(octet_length(b.thread_id) + octet_length(b.checkpoint_ns) + octet_length(b.channel)
-		+ octet_length(b.version) + octet_length(b.checkpoint_id) + octet_length(b.type) + coalesce(octet_length(b.data), 0)), 0)
-		FROM blobs b LEFT JOIN thread_modes m ON m.thread_id = b.thread_id WHERE m.mode IS NOT 'delta'`},
-	{"snapshots", `SELECT count(*), coalesce(sum(octet_length(b.thread_id) + octet_length(b.checkpoint_ns) + octet_length(b.channel)
-		+ octet_length(b.version) + octet_length(b.checkpoint_id) + octet_length(b.type) + coalesce(octet_length(b.data), 0)), 0)
-		FROM blobs b JOIN thread_modes m ON m.thread_id = b.thread_id WHERE m.mode = 'delta'`},
-	{"writes", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(checkpoint_ns) + octet_length(checkpoint_id)
-		+ octet_length(task_id) + 8 + octet_length(channel) + octet_length(type) + coalesce(octet_length(data), 0)
-		+ coalesce(octet_length(consumed_by), 0) + octet_length(task_path) + coalesce(octet_length(run_id), 0)), 0)
-		FROM writes`},
+	{"checkpoints", sqlCheckpointsStats},
+	{"channel_blobs", sqlBlobsStats},
+	{"snapshots", sqlSnapshotsStats},
+	{"writes", sqlWritesStats},
 	{"store", sqlStoreStats},
 	{"runs", sqlRunsStats},
 	{"events", sqlEventsStats},

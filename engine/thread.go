@@ -236,7 +236,7 @@ func (db *DB) stateOf(c *conn, t Tuple) (State, error) {
 	stored := []string{}
 	// No ORDER BY: sorting by channel would make SQLite scan the thread's
 	// values in primary-key order instead of seeking by checkpoint.
-	err = c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
+	err = c.query(sqlStoredChannels,
 		[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st row) error {
 			stored = append(stored, st.Text(0))
 			return nil
