@@ -71,30 +71,23 @@ func pgStatement(q string) *pgStmt {
 
 // pgStatements are the statements written out for PostgreSQL.
 var pgStatements = map[string]*pgStmt{
-	// INSERT OR REPLACE is an upsert; the derived columns go with the bytes.
+	// The checkpoint family's upserts and derived columns (sql_checkpoints.go).
 	sqlInsertCheckpoint: {
-		sql: `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET parent_id = EXCLUDED.parent_id, run_id = EXCLUDED.run_id,
-			checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata, versions = EXCLUDED.versions, metadata_j = EXCLUDED.metadata_j`,
+		sql:  sqlInsertCheckpointPG,
 		args: deriveCheckpoint(5, 6),
 	},
 	exportTableByName("checkpoints").ins: {
-		sql: `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		sql:  sqlCheckpointImportRowPG,
 		args: deriveCheckpoint(5, 6),
 	},
-	sqlCopyCheckpoints: {sql: `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
-		SELECT $2, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j FROM checkpoints WHERE thread_id = $1`},
+	sqlCopyCheckpoints: {sql: sqlCopyCheckpointsPG},
 	sqlConvertMetadata: {
-		sql:  `UPDATE checkpoints SET metadata = $1, metadata_j = $5 WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4`,
+		sql:  sqlConvertMetadataPG,
 		args: deriveTyped(0),
 	},
-	// SQLite's REPLACE deletes the old row: consumed_by goes back to NULL.
-	sqlInsertWriteReplace: {sql: `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,
-			enc = EXCLUDED.enc, data = EXCLUDED.data, task_path = EXCLUDED.task_path, run_id = EXCLUDED.run_id, consumed_by = NULL`},
+	sqlInsertWriteReplace: {sql: sqlInsertWriteReplacePG},
+	// The derived columns of store items (sql_store.go) and thread records
+	// (sql_threads.go).
 	sqlStorePut: {
 		sql:  sqlStorePutPG,
 		args: deriveTyped(2),
@@ -121,21 +114,11 @@ var pgStatements = map[string]*pgStmt{
 	// Run status changes lock the row they read (sql_runs.go).
 	sqlRunStatus: {sql: sqlRunStatusPG},
 	sqlRunActive: {sql: sqlRunActivePG},
-	// The history walk: every step is a lookup by primary key, whatever the
-	// planner's statistics say (OFFSET 0 keeps each lateral lookup from
-	// being flattened into a join that scans the thread).
-	sqlWalk: {sql: pgWalkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS NOT NULL
-FROM chain LEFT JOIN LATERAL (SELECT type FROM blobs b
-	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b ON true
-ORDER BY chain.depth DESC`},
-	sqlWalkSeed: {sql: pgWalkChain + `SELECT b.version FROM chain CROSS JOIN LATERAL (SELECT version FROM blobs b
-	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`},
-	sqlBaseSeed: {sql: pgWalkChain + `SELECT b.version, b.checkpoint_id, length(b.data), substr(b.data, 1, 24) FROM chain CROSS JOIN LATERAL (SELECT version, checkpoint_id, data FROM blobs b
-	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`},
-	sqlHolds: {sql: `SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id FROM (SELECT versions ->> $1 AS ver FROM checkpoints
-	WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4) v
-	LEFT JOIN LATERAL (SELECT type, data, enc, base, checkpoint_id FROM blobs b
-		WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = v.ver OFFSET 0) b ON true`},
+	// The history walk, a lookup by primary key each step (sql_checkpoints.go).
+	sqlWalk:     {sql: sqlWalkPG},
+	sqlWalkSeed: {sql: sqlWalkSeedPG},
+	sqlBaseSeed: {sql: sqlBaseSeedPG},
+	sqlHolds:    {sql: sqlHoldsPG},
 	// The group's columns named (sql_tables.go).
 	sqlLargestThreads: {sql: sqlLargestThreadsPG},
 	// SQLite file maintenance that has no meaning on a server.
@@ -154,20 +137,6 @@ ORDER BY chain.depth DESC`},
 	"SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name": {
 		sql: `SELECT relname::text FROM pg_catalog.pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r' ORDER BY 1`},
 }
-
-// pgWalkChain is walkChain with each step a lookup by primary key.
-const pgWalkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
-	SELECT p.checkpoint_id, t.checkpoint_id, 1, p.versions ->> $1, p.parent_id
-	FROM checkpoints t CROSS JOIN LATERAL (SELECT checkpoint_id, versions, parent_id FROM checkpoints p
-		WHERE p.thread_id = $2 AND p.checkpoint_ns = $3 AND p.checkpoint_id = t.parent_id OFFSET 0) p
-	WHERE t.thread_id = $2 AND t.checkpoint_ns = $3 AND t.checkpoint_id = $4
-	UNION ALL
-	SELECT p.checkpoint_id, chain.id, chain.depth + 1, p.versions ->> $1, p.parent_id
-	FROM chain CROSS JOIN LATERAL (SELECT checkpoint_id, versions, parent_id FROM checkpoints p
-		WHERE p.thread_id = $2 AND p.checkpoint_ns = $3 AND p.checkpoint_id = chain.parent OFFSET 0) p
-	WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver)
-)
-`
 
 // pgTables are the tables migrations_pg creates.
 var pgTables = []string{"agentstate_header", "schema_history", "meta", "checkpoints", "blobs", "writes",

@@ -29,12 +29,31 @@ const (
 		WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by=?`
 )
 
+// PostgreSQL: INSERT OR REPLACE is an upsert; the derived columns
+// (versions, metadata_j) go with the bytes, also in the import's row
+// insert (export.go builds the SQLite text from the table's columns).
+const (
+	sqlInsertCheckpointPG = `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET parent_id = EXCLUDED.parent_id, run_id = EXCLUDED.run_id,
+			checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata, versions = EXCLUDED.versions, metadata_j = EXCLUDED.metadata_j`
+	sqlCheckpointImportRowPG = `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+)
+
 const sqlBlobOwner = `SELECT checkpoint_id FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
 
 const (
 	sqlInsertWriteFirst   = `INSERT OR IGNORE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertWriteReplace = `INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
+
+// PostgreSQL: SQLite's REPLACE deletes the old row, so consumed_by goes
+// back to NULL.
+const sqlInsertWriteReplacePG = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,
+			enc = EXCLUDED.enc, data = EXCLUDED.data, task_path = EXCLUDED.task_path, run_id = EXCLUDED.run_id, consumed_by = NULL`
 
 // Reading checkpoints, their values and writes (checkpoint_read.go).
 
@@ -88,6 +107,10 @@ const (
 		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, consumed_by, task_path, run_id FROM writes WHERE thread_id=?1`
 )
 
+// PostgreSQL: the copy takes the derived columns along.
+const sqlCopyCheckpointsPG = `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
+		SELECT $2, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j FROM checkpoints WHERE thread_id = $1`
+
 // The checkpoints of a thread that record a run.
 const sqlCheckpointsWithRun = `SELECT checkpoint_ns, checkpoint_id, run_id FROM checkpoints WHERE thread_id=? AND run_id IS NOT NULL`
 
@@ -134,6 +157,24 @@ const walkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
 )
 `
 
+// pgWalkChain is walkChain with each step a lookup by primary key.
+const pgWalkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
+	SELECT p.checkpoint_id, t.checkpoint_id, 1, p.versions ->> $1, p.parent_id
+	FROM checkpoints t CROSS JOIN LATERAL (SELECT checkpoint_id, versions, parent_id FROM checkpoints p
+		WHERE p.thread_id = $2 AND p.checkpoint_ns = $3 AND p.checkpoint_id = t.parent_id OFFSET 0) p
+	WHERE t.thread_id = $2 AND t.checkpoint_ns = $3 AND t.checkpoint_id = $4
+	UNION ALL
+	SELECT p.checkpoint_id, chain.id, chain.depth + 1, p.versions ->> $1, p.parent_id
+	FROM chain CROSS JOIN LATERAL (SELECT checkpoint_id, versions, parent_id FROM checkpoints p
+		WHERE p.thread_id = $2 AND p.checkpoint_ns = $3 AND p.checkpoint_id = chain.parent OFFSET 0) p
+	WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver)
+)
+`
+
+// PostgreSQL's walks: every step is a lookup by primary key, whatever the
+// planner's statistics say (OFFSET 0 keeps each lateral lookup from
+// being flattened into a join that scans the thread).
+
 // The seed's value is read apart (readValue, as it may be a delta): sorted
 // with the chain, it would be copied into SQLite's sorter, and a large one
 // would not fit SQLite's memory (see limits.go).
@@ -141,11 +182,19 @@ const sqlWalk = walkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS 
 FROM chain LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver
 ORDER BY chain.depth DESC`
 
+const sqlWalkPG = pgWalkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS NOT NULL
+FROM chain LEFT JOIN LATERAL (SELECT type FROM blobs b
+	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b ON true
+ORDER BY chain.depth DESC`
+
 // The version of the seed a walk stops at, if it finds one. CROSS JOIN
 // keeps the chain the outer loop: the other order walks the chain again for
 // each of the channel's stored values, O(thread) per call (sqlBaseSeed too).
 const sqlWalkSeed = walkChain + `SELECT b.version
 FROM chain CROSS JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
+
+const sqlWalkSeedPG = pgWalkChain + `SELECT b.version FROM chain CROSS JOIN LATERAL (SELECT version FROM blobs b
+	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`
 
 // The writes each on-path child consumed from its parent, for one channel.
 // CROSS JOIN keeps json_each as the outer loop: one index search per pair.
@@ -159,6 +208,11 @@ const sqlHolds = `SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id F
 	WHERE thread_id = :thread AND checkpoint_ns = :ns AND checkpoint_id = :id) v
 	LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = v.ver`
 
+const sqlHoldsPG = `SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id FROM (SELECT versions ->> $1 AS ver FROM checkpoints
+	WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4) v
+	LEFT JOIN LATERAL (SELECT type, data, enc, base, checkpoint_id FROM blobs b
+		WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = v.ver OFFSET 0) b ON true`
+
 // Value deltas: storing (valuedelta.go).
 
 // The version a new value of channel ?1 diffs against, when its parent's
@@ -167,6 +221,9 @@ const sqlHolds = `SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id F
 // row's stamp.
 const sqlBaseSeed = walkChain + `SELECT b.version, b.checkpoint_id, length(b.data), substr(b.data, 1, 24)
 FROM chain CROSS JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
+
+const sqlBaseSeedPG = pgWalkChain + `SELECT b.version, b.checkpoint_id, length(b.data), substr(b.data, 1, 24) FROM chain CROSS JOIN LATERAL (SELECT version, checkpoint_id, data FROM blobs b
+	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`
 
 // A row's stamp, without reading more than its first bytes.
 const sqlStamp = `SELECT checkpoint_id, length(data), substr(data, 1, 24) FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
@@ -221,6 +278,9 @@ const (
 // Convert (convert.go).
 
 const sqlConvertMetadata = `UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`
+
+// PostgreSQL: metadata_j follows the converted metadata.
+const sqlConvertMetadataPG = `UPDATE checkpoints SET metadata = $1, metadata_j = $5 WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4`
 
 const (
 	// A thread's checkpoints, parents before children.
