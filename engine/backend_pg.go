@@ -136,7 +136,7 @@ func pgReadState(d driver.Conn) (st pgState, err error) {
 	if err != nil || !hasHeader {
 		return st, err
 	}
-	err = d.Query(`SELECT application_id, schema_version FROM agentstate_header`, nil, func(r driver.Row) error {
+	err = d.Query(sqlHeaderReadPG, nil, func(r driver.Row) error {
 		st.appID, st.version = r.Int64(0), r.Int64(1)
 		return nil
 	})
@@ -247,12 +247,12 @@ func (b *pgBackend) migrateStep(db *DB, w *conn) (done bool, err error) {
 	if err := w.d.ExecScript(m.sql, nil); err != nil {
 		return false, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 	}
-	n, err := w.d.Exec(`UPDATE agentstate_header SET schema_version = $1`, m.version)
+	n, err := w.d.Exec(sqlHeaderSetVersionPG, m.version)
 	if err == nil && n == 0 {
-		_, err = w.d.Exec(`INSERT INTO agentstate_header(application_id, schema_version) VALUES ($1, $2)`, ApplicationID, m.version)
+		_, err = w.d.Exec(sqlHeaderInsertPG, ApplicationID, m.version)
 	}
 	if err == nil {
-		_, err = w.d.Exec(`INSERT INTO schema_history(version, name, applied_at) VALUES ($1, $2, $3)`,
+		_, err = w.d.Exec(sqlSchemaRecordPG,
 			m.version, m.name, time.Now().UTC().Format(time.RFC3339Nano))
 	}
 	if err != nil {

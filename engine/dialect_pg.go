@@ -127,8 +127,8 @@ var pgStatements = map[string]*pgStmt{
 	"VACUUM":                          {sql: `VACUUM (FULL, ANALYZE) ` + strings.Join(pgTables, ", ")},
 	// What the SQLite header and catalogue say, from agentstate_header and
 	// PostgreSQL's catalogue of the current schema (Info, Verify).
-	"PRAGMA application_id":              {sql: `SELECT application_id FROM agentstate_header`},
-	"PRAGMA user_version":                {sql: `SELECT schema_version FROM agentstate_header`},
+	"PRAGMA application_id":              {sql: sqlHeaderAppIDPG},
+	"PRAGMA user_version":                {sql: sqlHeaderVersionPG},
 	"SELECT count(*) FROM sqlite_master": {sql: `SELECT count(*) FROM pg_catalog.pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind IN ('r', 'p', 'v', 'm', 'f')`},
 	"PRAGMA page_size":                   {sql: `SELECT current_setting('block_size')::bigint`},
 	"PRAGMA page_count": {sql: `SELECT (coalesce(sum(pg_total_relation_size(oid)), 0) / current_setting('block_size')::bigint)::bigint

@@ -215,7 +215,7 @@ func (v *verifier) schema() error {
 		return err
 	}
 	if v.reads("schema", "", "schema_history") {
-		n, err := v.c.queryInt64(`SELECT count(*) FROM schema_history`)
+		n, err := v.c.queryInt64(sqlSchemaVerify)
 		if err != nil {
 			return err
 		}
