@@ -353,3 +353,18 @@ const (
 		+ coalesce(octet_length(consumed_by), 0) + octet_length(task_path) + coalesce(octet_length(run_id), 0)), 0)
 		FROM writes`
 )
+
+// The export's columns (export.go, "The export format"), in the order
+// a row line lists them; export.go builds the SELECT and INSERT from them.
+var exportCheckpoints = exportTable{name: "checkpoints", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, checkpoint_id",
+	cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"checkpoint_id", colText}, {"parent_id", colTextNull},
+		{"run_id", colTextNull}, {"checkpoint", colMsgpack}, {"metadata", colMsgpack}}}
+
+var exportBlobs = exportTable{name: "blobs", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, channel, version",
+	cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"channel", colText}, {"version", colText},
+		{"checkpoint_id", colText}, {"type", colText}, {"enc", colEnc}, {"base", colTextNull}, {"data", colTyped}}}
+
+var exportWrites = exportTable{name: "writes", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
+	cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"checkpoint_id", colText}, {"task_id", colText},
+		{"idx", colInt}, {"channel", colText}, {"type", colText}, {"enc", colPack}, {"data", colTyped}, {"consumed_by", colTextNull},
+		{"task_path", colText}, {"run_id", colTextNull}}}

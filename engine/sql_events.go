@@ -70,3 +70,12 @@ const (
 		SELECT $1, max(seq) FROM events WHERE thread_id = $1
 		ON CONFLICT (thread_id) DO UPDATE SET last_seq = GREATEST(event_seqs.last_seq, EXCLUDED.last_seq)`
 )
+
+// The export's columns (export.go, "The export format"), in the order
+// a row line lists them; export.go builds the SELECT and INSERT from them.
+var exportEventSeqs = exportTable{name: "event_seqs", threadCol: "thread_id", orderBy: "thread_id",
+	cols: []exportCol{{"thread_id", colText}, {"last_seq", colInt}}}
+
+var exportEvents = exportTable{name: "events", threadCol: "thread_id", orderBy: "thread_id, seq",
+	cols: []exportCol{{"thread_id", colText}, {"seq", colInt}, {"run_id", colText}, {"event_type", colText},
+		{"category", colText}, {"content", colMsgpack}, {"metadata", colMsgpack}, {"task_id", colTextNull}, {"created_at", colInt}}}

@@ -18,3 +18,8 @@ const (
 	// Verify reads every thread's mode.
 	sqlThreadModesVerify = `SELECT thread_id, mode, every FROM thread_modes ORDER BY thread_id`
 )
+
+// The export's columns (export.go, "The export format"), in the order
+// a row line lists them; export.go builds the SELECT and INSERT from them.
+var exportThreadModes = exportTable{name: "thread_modes", threadCol: "thread_id", orderBy: "thread_id",
+	cols: []exportCol{{"thread_id", colText}, {"mode", colText}, {"every", colInt}}}

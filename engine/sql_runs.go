@@ -78,3 +78,14 @@ const (
 	sqlRunStatusPG = `SELECT status FROM runs WHERE run_id = $1 FOR UPDATE`
 	sqlRunActivePG = `SELECT run_id, status FROM runs WHERE thread_id = $1 AND status IN ('pending', 'running') FOR UPDATE`
 )
+
+// The export's columns (export.go, "The export format"), in the order
+// a row line lists them; export.go builds the SELECT and INSERT from them.
+var exportRuns = exportTable{name: "runs", threadCol: "thread_id", orderBy: "run_id",
+	cols: []exportCol{{"run_id", colText}, {"thread_id", colText}, {"assistant_id", colText}, {"user_id", colText},
+		{"status", colText}, {"model_name", colText}, {"multitask_strategy", colText}, {"metadata", colMsgpack},
+		{"kwargs", colMsgpack}, {"error", colText}, {"created_at", colInt}, {"updated_at", colInt},
+		{"total_input_tokens", colInt}, {"total_output_tokens", colInt}, {"total_tokens", colInt}, {"llm_call_count", colInt},
+		{"lead_agent_tokens", colInt}, {"subagent_tokens", colInt}, {"middleware_tokens", colInt},
+		{"token_usage_by_model", colMsgpack}, {"message_count", colInt}, {"first_human_message", colText},
+		{"last_ai_message", colText}, {"idempotency_key", colTextNull}, {"owner_id", colText}, {"lease_until", colIntNull}}}

@@ -81,3 +81,9 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	sqlStoreVerifyDerivedPG = `SELECT namespace, key, '', value_j, 'value_j', value FROM store_items WHERE $1 = ''`
 )
+
+// The export's columns (export.go, "The export format"), in the order
+// a row line lists them; export.go builds the SELECT and INSERT from them.
+var exportStoreItems = exportTable{name: "store_items", orderBy: "namespace, key",
+	cols: []exportCol{{"namespace", colText}, {"key", colText}, {"value", colMsgpack}, {"created_at", colInt},
+		{"updated_at", colInt}, {"ttl_us", colIntNull}, {"expires_at", colIntNull}}}

@@ -58,3 +58,9 @@ const (
 	sqlThreadsVerifyDerivedPG = `SELECT thread_id, '', '', metadata_j, 'metadata_j', metadata FROM threads
 		WHERE $1 = '' OR thread_id = $1`
 )
+
+// The export's columns (export.go, "The export format"), in the order
+// a row line lists them; export.go builds the SELECT and INSERT from them.
+var exportThreads = exportTable{name: "threads", threadCol: "thread_id", orderBy: "thread_id",
+	cols: []exportCol{{"thread_id", colText}, {"assistant_id", colText}, {"user_id", colText}, {"display_name", colText},
+		{"status", colText}, {"metadata", colMsgpack}, {"pinned", colInt}, {"created_at", colInt}, {"updated_at", colInt}}}
