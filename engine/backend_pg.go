@@ -136,7 +136,7 @@ func pgReadState(d driver.Conn) (st pgState, err error) {
 	if err != nil || !hasHeader {
 		return st, err
 	}
-	err = d.Query(`SELECT application_id, schema_version FROM agentstate_header`, nil, func(r driver.Row) error {
+	err = d.Query(sqlHeaderReadPG, nil, func(r driver.Row) error {
 		st.appID, st.version = r.Int64(0), r.Int64(1)
 		return nil
 	})
@@ -247,12 +247,12 @@ func (b *pgBackend) migrateStep(db *DB, w *conn) (done bool, err error) {
 	if err := w.d.ExecScript(m.sql, nil); err != nil {
 		return false, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 	}
-	n, err := w.d.Exec(`UPDATE agentstate_header SET schema_version = $1`, m.version)
+	n, err := w.d.Exec(sqlHeaderSetVersionPG, m.version)
 	if err == nil && n == 0 {
-		_, err = w.d.Exec(`INSERT INTO agentstate_header(application_id, schema_version) VALUES ($1, $2)`, ApplicationID, m.version)
+		_, err = w.d.Exec(sqlHeaderInsertPG, ApplicationID, m.version)
 	}
 	if err == nil {
-		_, err = w.d.Exec(`INSERT INTO schema_history(version, name, applied_at) VALUES ($1, $2, $3)`,
+		_, err = w.d.Exec(sqlSchemaRecordPG,
 			m.version, m.name, time.Now().UTC().Format(time.RFC3339Nano))
 	}
 	if err != nil {
@@ -361,18 +361,15 @@ func (b *pgBackend) verifyDerived(v *verifier) error {
 			return nil
 		})
 	}
-	err := check("checkpoint", `SELECT thread_id, checkpoint_ns, checkpoint_id, versions, 'versions', checkpoint FROM checkpoints
-		WHERE $1 = '' OR thread_id = $1`, func(r driver.Row) (any, error) { return pgVersionsJSON(r.Blob(5)) })
+	err := check("checkpoint", sqlCheckpointsVerifyVersionsPG, func(r driver.Row) (any, error) { return pgVersionsJSON(r.Blob(5)) })
 	if err == nil {
-		err = check("checkpoint", `SELECT thread_id, checkpoint_ns, checkpoint_id, metadata_j, 'metadata_j', metadata FROM checkpoints
-		WHERE $1 = '' OR thread_id = $1`, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
+		err = check("checkpoint", sqlCheckpointsVerifyMetadataPG, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
 	}
 	if err == nil {
-		err = check("thread", `SELECT thread_id, '', '', metadata_j, 'metadata_j', metadata FROM threads
-		WHERE $1 = '' OR thread_id = $1`, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
+		err = check("thread", sqlThreadsVerifyDerivedPG, func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
 	}
 	if err == nil && v.o.ThreadID == "" {
-		err = check("store", `SELECT namespace, key, '', value_j, 'value_j', value FROM store_items WHERE $1 = ''`,
+		err = check("store", sqlStoreVerifyDerivedPG,
 			func(r driver.Row) (any, error) { return pgTypedJSON(r.Blob(5)), nil })
 	}
 	return err

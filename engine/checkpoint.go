@@ -119,25 +119,6 @@ func validateChannel(name string) error {
 	return nil
 }
 
-const (
-	sqlCheckpointExists = `SELECT parent_id IS NOT NULL FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
-	// A put's parent (?3: its stored checkpoint, NULL when missing) and
-	// whether the checkpoint itself (?4) exists, in one query.
-	sqlPutTargets = `SELECT (SELECT checkpoint FROM checkpoints WHERE thread_id=?1 AND checkpoint_ns=?2 AND checkpoint_id=?3),
-		EXISTS (SELECT 1 FROM checkpoints WHERE thread_id=?1 AND checkpoint_ns=?2 AND checkpoint_id=?4)`
-	sqlInsertCheckpoint = `INSERT OR REPLACE INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertBlob = `INSERT OR IGNORE INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlBlobData = `SELECT type, data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
-	// Sealing: the new child consumes the parent's writes not yet consumed.
-	// (Not RETURNING them: SQLite would hold every sealed value in its own
-	// memory before the first row; see limits.go.)
-	sqlSealWrites = `UPDATE writes SET consumed_by=? WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by IS NULL`
-	sqlSealed     = `SELECT task_id, idx, channel, type, enc, data, task_path FROM writes
-		WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=? AND consumed_by=?`
-)
-
 // Put stores checkpoint cp as a child of cfg.CheckpointID (empty: a root)
 // and returns the config naming it. Only channels listed in newVersions are
 // written; every other channel keeps the value stored for its version by an
@@ -418,8 +399,6 @@ func putBlob(c *conn, thread, ns, ch, version string, b codec.Blob, sv storedVal
 	return nil
 }
 
-const sqlBlobOwner = `SELECT checkpoint_id FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
-
 // checkVersionUnused refuses a new version without a value when another
 // checkpoint already stored a value under it: reads would take that value for
 // this checkpoint's (a fork reusing its sibling's version numbers).
@@ -448,11 +427,6 @@ func marshalMetadata(md Metadata) ([]byte, error) {
 	}
 	return encodeValue("metadata", map[string]any(md))
 }
-
-const (
-	sqlInsertWriteFirst   = `INSERT OR IGNORE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertWriteReplace = `INSERT OR REPLACE INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-)
 
 // A pending write's bytes are stored as given (enc 0) or, when that saves
 // an eighth, in a codec envelope (enc 1: S2, see packSmall), like a whole

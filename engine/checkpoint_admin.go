@@ -9,12 +9,6 @@ import (
 	"github.com/agentstate/agentstate/engine/admin"
 )
 
-const (
-	sqlDeleteThreadCheckpoints = `DELETE FROM checkpoints WHERE thread_id = ?`
-	sqlDeleteThreadBlobs       = `DELETE FROM blobs WHERE thread_id = ?`
-	sqlDeleteThreadWrites      = `DELETE FROM writes WHERE thread_id = ?`
-)
-
 // DeleteThread removes every checkpoint, channel value and write of a
 // thread, in every namespace, in one transaction. Deleting a thread that
 // does not exist is not an error.
@@ -46,8 +40,6 @@ type cpRow struct {
 	versions map[string]string
 }
 
-const sqlThreadRows = `SELECT checkpoint_ns, checkpoint_id, coalesce(parent_id, ''), checkpoint FROM checkpoints WHERE thread_id = ?`
-
 func threadRows(c *conn, thread string) ([]cpRow, error) {
 	var rows []cpRow
 	err := c.query(sqlThreadRows, []any{thread}, func(st row) error {
@@ -62,15 +54,6 @@ func threadRows(c *conn, thread string) ([]cpRow, error) {
 	})
 	return rows, err
 }
-
-const (
-	sqlDeleteCheckpoint = `DELETE FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
-	sqlDeleteCPWrites   = `DELETE FROM writes WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
-	sqlBlobKeys         = `SELECT checkpoint_ns, channel, version FROM blobs WHERE thread_id=?`
-	sqlDeleteBlob       = `DELETE FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
-	sqlRunThreads       = `SELECT DISTINCT thread_id FROM checkpoints WHERE run_id=?`
-	sqlOrphanParent     = `UPDATE checkpoints SET parent_id = NULL WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
-)
 
 // dropCheckpoints deletes the given checkpoints of one thread with their
 // writes, then every channel value no surviving checkpoint's versions name.
@@ -152,7 +135,7 @@ func (db *DB) DeleteForRuns(ctx context.Context, runIDs []string, o admin.Delete
 				return err
 			}
 			drop := map[cpKey]bool{}
-			err = c.query(`SELECT checkpoint_ns, checkpoint_id, run_id FROM checkpoints WHERE thread_id=? AND run_id IS NOT NULL`, []any{th}, func(st row) error {
+			err = c.query(sqlCheckpointsWithRun, []any{th}, func(st row) error {
 				if runs[st.Text(2)] {
 					drop[cpKey{th, st.Text(0), st.Text(1)}] = true
 				}
@@ -181,16 +164,6 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
-
-const (
-	sqlThreadExists    = `SELECT 1 FROM checkpoints WHERE thread_id=? LIMIT 1`
-	sqlCopyCheckpoints = `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata)
-		SELECT ?2, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata FROM checkpoints WHERE thread_id=?1`
-	sqlCopyBlobs = `INSERT INTO blobs(thread_id, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base)
-		SELECT ?2, checkpoint_ns, channel, version, checkpoint_id, type, data, enc, base FROM blobs WHERE thread_id=?1`
-	sqlCopyWrites = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, consumed_by, task_path, run_id)
-		SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, consumed_by, task_path, run_id FROM writes WHERE thread_id=?1`
-)
 
 // CopyThread copies every checkpoint, channel value and write of thread src
 // into thread dst, keeping checkpoint ids, parent links, namespaces and seals,

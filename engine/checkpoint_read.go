@@ -11,13 +11,6 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-const (
-	sqlGetByID = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
-		WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?`
-	sqlGetLatest = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
-		WHERE thread_id=? AND checkpoint_ns=? ORDER BY checkpoint_id DESC LIMIT 1`
-)
-
 // GetTuple returns the checkpoint cfg names, or the latest of its thread and
 // namespace when cfg.CheckpointID is empty, with its metadata, parent config
 // and pending writes in (task_path, task_id, idx) order. A missing
@@ -125,11 +118,6 @@ func scanCheckpoint(st row) (Tuple, error) {
 	return t, nil
 }
 
-// Channel values of a page: the (thread, ns, channel, version) keys go in as
-// one JSON array, so the page costs one query whatever its size.
-const sqlPageValues = `SELECT j.key, b.channel, b.type, b.data, b.enc, b.base, b.checkpoint_id FROM json_each(?) j
-	CROSS JOIN blobs b ON b.thread_id = j.value->>0 AND b.checkpoint_ns = j.value->>1 AND b.channel = j.value->>2 AND b.version = j.value->>3`
-
 func loadValues(c *conn, tuples []Tuple) error {
 	var keys [][4]string
 	var owner []int
@@ -173,11 +161,6 @@ func loadValues(c *conn, tuples []Tuple) error {
 	}
 	return nil
 }
-
-// Unsorted: SQLite would sort the values too, in its own memory (see
-// limits.go); loadPendingWrites sorts each tuple's writes.
-const sqlPageWrites = `SELECT j.key, w.task_id, w.channel, w.type, w.enc, w.data, w.task_path, w.idx FROM json_each(?) j
-	CROSS JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2`
 
 func loadPendingWrites(c *conn, tuples []Tuple) error {
 	keys := make([][3]string, len(tuples))
@@ -230,7 +213,7 @@ const listPage = 64
 // listQuery assembles List's query from constant fragments, chosen by which
 // options are set, so each shape can use its index; every value is bound.
 func listQuery(thread, ns, bound, filter bool) string {
-	q := `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE 1`
+	q := sqlListBase
 	if thread {
 		q += ` AND thread_id = :thread`
 	}

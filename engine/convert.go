@@ -56,8 +56,7 @@ func (db *DB) convertThread(c *conn, thread string, mode channels.Mode, every in
 	// Parents sort before children (ids grow along every chain), so one
 	// pass in id order sees each parent's state before its children, in
 	// every namespace.
-	tuples, err := loadTuples(c, `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
-		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread})
+	tuples, err := loadTuples(c, sqlConvertTuples, []any{thread})
 	if err != nil {
 		return rep, err
 	}
@@ -148,8 +147,6 @@ func (db *DB) convertThread(c *conn, thread string, mode channels.Mode, every in
 	return rep, c.exec(sqlSetThreadMod, thread, mode, every)
 }
 
-const sqlConvertMetadata = `UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`
-
 // stepOverwrites reports whether the step that made checkpoint child wrote
 // an Overwrite to the channel (which the cadence snapshots after).
 func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, child, name string) (bool, error) {
@@ -157,7 +154,7 @@ func stepOverwrites(c *conn, ch channels.Channel, thread string, parent *Tuple, 
 		return false, nil
 	}
 	found := false
-	err := c.query(`SELECT enc, data FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by = ? AND channel = ?`,
+	err := c.query(sqlConvertSealedWrite,
 		[]any{thread, parent.Config.CheckpointNS, parent.Config.CheckpointID, child, name}, func(st row) error {
 			data, err := loadWrite(st, 0)
 			if err != nil {
@@ -198,7 +195,7 @@ func ConvertFile(ctx context.Context, path string, opts *Options, mode channels.
 	err = db.write(ctx, func(c *conn) error {
 		rep = admin.ConvertReport{}
 		var threads []string
-		err := c.query(`SELECT thread_id FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
+		err := c.query(sqlThreadModesConvert, nil, func(st row) error {
 			threads = append(threads, st.Text(0))
 			return nil
 		})

@@ -71,103 +71,64 @@ func pgStatement(q string) *pgStmt {
 
 // pgStatements are the statements written out for PostgreSQL.
 var pgStatements = map[string]*pgStmt{
-	// INSERT OR REPLACE is an upsert; the derived columns go with the bytes.
+	// The checkpoint family's upserts and derived columns (sql_checkpoints.go).
 	sqlInsertCheckpoint: {
-		sql: `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET parent_id = EXCLUDED.parent_id, run_id = EXCLUDED.run_id,
-			checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata, versions = EXCLUDED.versions, metadata_j = EXCLUDED.metadata_j`,
+		sql:  sqlInsertCheckpointPG,
 		args: deriveCheckpoint(5, 6),
 	},
 	exportTableByName("checkpoints").ins: {
-		sql: `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		sql:  sqlCheckpointImportRowPG,
 		args: deriveCheckpoint(5, 6),
 	},
-	sqlCopyCheckpoints: {sql: `INSERT INTO checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j)
-		SELECT $2, checkpoint_ns, checkpoint_id, parent_id, run_id, checkpoint, metadata, versions, metadata_j FROM checkpoints WHERE thread_id = $1`},
+	sqlCopyCheckpoints: {sql: sqlCopyCheckpointsPG},
 	sqlConvertMetadata: {
-		sql:  `UPDATE checkpoints SET metadata = $1, metadata_j = $5 WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4`,
+		sql:  sqlConvertMetadataPG,
 		args: deriveTyped(0),
 	},
-	// SQLite's REPLACE deletes the old row: consumed_by goes back to NULL.
-	sqlInsertWriteReplace: {sql: `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type,
-			enc = EXCLUDED.enc, data = EXCLUDED.data, task_path = EXCLUDED.task_path, run_id = EXCLUDED.run_id, consumed_by = NULL`},
+	sqlInsertWriteReplace: {sql: sqlInsertWriteReplacePG},
+	// The derived columns of store items (sql_store.go) and thread records
+	// (sql_threads.go).
 	sqlStorePut: {
-		sql: `INSERT INTO store_items(namespace, key, value, created_at, updated_at, ttl_us, expires_at, value_j)
-		VALUES ($1, $2, $3, $4, $4, $5, $6, $7)
-		ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, value_j = EXCLUDED.value_j, updated_at = EXCLUDED.updated_at,
-			ttl_us = EXCLUDED.ttl_us, expires_at = EXCLUDED.expires_at,
-			created_at = CASE WHEN store_items.expires_at <= EXCLUDED.updated_at THEN EXCLUDED.created_at ELSE store_items.created_at END`,
+		sql:  sqlStorePutPG,
 		args: deriveTyped(2),
 	},
 	exportTableByName("store_items").ins: {
-		sql: `INSERT INTO store_items(namespace, key, value, created_at, updated_at, ttl_us, expires_at, value_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		sql:  sqlStoreImportRowPG,
 		args: deriveTyped(2),
 	},
 	sqlThreadInsert: {
-		sql: `INSERT INTO threads(thread_id, assistant_id, user_id, display_name, status, metadata, pinned, created_at, updated_at, metadata_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (thread_id) DO NOTHING`,
+		sql:  sqlThreadInsertPG,
 		args: deriveTyped(5),
 	},
 	exportTableByName("threads").ins: {
-		sql: `INSERT INTO threads(thread_id, assistant_id, user_id, display_name, status, metadata, pinned, created_at, updated_at, metadata_j)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		sql:  sqlThreadImportRowPG,
 		args: deriveTyped(5),
 	},
 	sqlThreadMeta: {
-		sql: `UPDATE threads SET metadata = $4, metadata_j = $7, pinned = $5, updated_at = coalesce($6, updated_at)
-		WHERE thread_id = $1 AND ($2 OR user_id = $3)`,
+		sql:  sqlThreadMetaPG,
 		args: deriveTyped(3),
 	},
-	// The counter's own column must be named by table in the update, and
-	// SQLite's two-argument max is GREATEST.
-	sqlEventSeq: {sql: `INSERT INTO event_seqs(thread_id, last_seq)
-		VALUES ($1, coalesce((SELECT max(seq) FROM events WHERE thread_id = $1), 0) + $2)
-		ON CONFLICT (thread_id) DO UPDATE SET last_seq = GREATEST(event_seqs.last_seq + $2, EXCLUDED.last_seq)
-		RETURNING last_seq`},
-	sqlEventSeqPastMax: {sql: `INSERT INTO event_seqs(thread_id, last_seq)
-		SELECT $1, max(seq) FROM events WHERE thread_id = $1
-		ON CONFLICT (thread_id) DO UPDATE SET last_seq = GREATEST(event_seqs.last_seq, EXCLUDED.last_seq)`},
-	// Run status changes read the row they change: the row lock makes a
-	// second writer wait and then see the first one's status, as SQLite's
-	// single writer would.
-	sqlRunStatus: {sql: `SELECT status FROM runs WHERE run_id = $1 FOR UPDATE`},
-	sqlRunActive: {sql: `SELECT run_id, status FROM runs WHERE thread_id = $1 AND status IN ('pending', 'running') FOR UPDATE`},
-	// The history walk: every step is a lookup by primary key, whatever the
-	// planner's statistics say (OFFSET 0 keeps each lateral lookup from
-	// being flattened into a join that scans the thread).
-	sqlWalk: {sql: pgWalkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS NOT NULL
-FROM chain LEFT JOIN LATERAL (SELECT type FROM blobs b
-	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b ON true
-ORDER BY chain.depth DESC`},
-	sqlWalkSeed: {sql: pgWalkChain + `SELECT b.version FROM chain CROSS JOIN LATERAL (SELECT version FROM blobs b
-	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`},
-	sqlBaseSeed: {sql: pgWalkChain + `SELECT b.version, b.checkpoint_id, length(b.data), substr(b.data, 1, 24) FROM chain CROSS JOIN LATERAL (SELECT version, checkpoint_id, data FROM blobs b
-	WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver OFFSET 0) b`},
-	sqlHolds: {sql: `SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id FROM (SELECT versions ->> $1 AS ver FROM checkpoints
-	WHERE thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4) v
-	LEFT JOIN LATERAL (SELECT type, data, enc, base, checkpoint_id FROM blobs b
-		WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = v.ver OFFSET 0) b ON true`},
-	// SQLite takes a bare column of a group; PostgreSQL wants it named.
-	sqlLargestThreads: {sql: `SELECT s.thread_id, coalesce(m.mode, ''), sum(s.cps), sum(s.n) FROM (
-	SELECT thread_id, 1 AS cps, octet_length(checkpoint) + octet_length(metadata) AS n FROM checkpoints
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(data), 0) FROM blobs
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(data), 0) FROM writes
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(content), 0) + coalesce(octet_length(metadata), 0) FROM events
-) s LEFT JOIN thread_modes m ON m.thread_id = s.thread_id
-GROUP BY s.thread_id, m.mode ORDER BY 4 DESC, 1 LIMIT $1`},
+	// The event counter's upserts (sql_events.go).
+	sqlEventSeq:        {sql: sqlEventSeqPG},
+	sqlEventSeqPastMax: {sql: sqlEventSeqPastMaxPG},
+	// Run status changes lock the row they read (sql_runs.go).
+	sqlRunStatus: {sql: sqlRunStatusPG},
+	sqlRunActive: {sql: sqlRunActivePG},
+	// The history walk, a lookup by primary key each step (sql_checkpoints.go).
+	sqlWalk:     {sql: sqlWalkPG},
+	sqlWalkSeed: {sql: sqlWalkSeedPG},
+	sqlBaseSeed: {sql: sqlBaseSeedPG},
+	sqlHolds:    {sql: sqlHoldsPG},
+	// The group's columns named (sql_tables.go).
+	sqlLargestThreads: {sql: sqlLargestThreadsPG},
 	// SQLite file maintenance that has no meaning on a server.
 	"PRAGMA incremental_vacuum":       {sql: ""},
 	"PRAGMA wal_checkpoint(TRUNCATE)": {sql: ""},
 	"VACUUM":                          {sql: `VACUUM (FULL, ANALYZE) ` + strings.Join(pgTables, ", ")},
 	// What the SQLite header and catalogue say, from agentstate_header and
 	// PostgreSQL's catalogue of the current schema (Info, Verify).
-	"PRAGMA application_id":              {sql: `SELECT application_id FROM agentstate_header`},
-	"PRAGMA user_version":                {sql: `SELECT schema_version FROM agentstate_header`},
+	"PRAGMA application_id":              {sql: sqlHeaderAppIDPG},
+	"PRAGMA user_version":                {sql: sqlHeaderVersionPG},
 	"SELECT count(*) FROM sqlite_master": {sql: `SELECT count(*) FROM pg_catalog.pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind IN ('r', 'p', 'v', 'm', 'f')`},
 	"PRAGMA page_size":                   {sql: `SELECT current_setting('block_size')::bigint`},
 	"PRAGMA page_count": {sql: `SELECT (coalesce(sum(pg_total_relation_size(oid)), 0) / current_setting('block_size')::bigint)::bigint
@@ -176,20 +137,6 @@ GROUP BY s.thread_id, m.mode ORDER BY 4 DESC, 1 LIMIT $1`},
 	"SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name": {
 		sql: `SELECT relname::text FROM pg_catalog.pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r' ORDER BY 1`},
 }
-
-// pgWalkChain is walkChain with each step a lookup by primary key.
-const pgWalkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
-	SELECT p.checkpoint_id, t.checkpoint_id, 1, p.versions ->> $1, p.parent_id
-	FROM checkpoints t CROSS JOIN LATERAL (SELECT checkpoint_id, versions, parent_id FROM checkpoints p
-		WHERE p.thread_id = $2 AND p.checkpoint_ns = $3 AND p.checkpoint_id = t.parent_id OFFSET 0) p
-	WHERE t.thread_id = $2 AND t.checkpoint_ns = $3 AND t.checkpoint_id = $4
-	UNION ALL
-	SELECT p.checkpoint_id, chain.id, chain.depth + 1, p.versions ->> $1, p.parent_id
-	FROM chain CROSS JOIN LATERAL (SELECT checkpoint_id, versions, parent_id FROM checkpoints p
-		WHERE p.thread_id = $2 AND p.checkpoint_ns = $3 AND p.checkpoint_id = chain.parent OFFSET 0) p
-	WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = $2 AND b.checkpoint_ns = $3 AND b.channel = $1 AND b.version = chain.ver)
-)
-`
 
 // pgTables are the tables migrations_pg creates.
 var pgTables = []string{"agentstate_header", "schema_history", "meta", "checkpoints", "blobs", "writes",

@@ -38,40 +38,6 @@ type eventRow struct {
 	taskID   any
 }
 
-const eventCols = `thread_id, seq, run_id, event_type, category, content, metadata, created_at`
-
-const (
-	// The counter row starts from the highest seq present, so a thread
-	// whose counter was dropped (DeleteThread) starts again after its rows,
-	// and a counter behind its rows (a file written by an import before
-	// imports advanced counters) catches up instead of handing out a seq
-	// that exists: the VALUES expression is computed anyway.
-	sqlEventSeq = `INSERT INTO event_seqs(thread_id, last_seq)
-		VALUES (?1, coalesce((SELECT max(seq) FROM events WHERE thread_id=?1), 0) + ?2)
-		ON CONFLICT(thread_id) DO UPDATE SET last_seq = max(last_seq + ?2, excluded.last_seq)
-		RETURNING last_seq`
-	sqlEventInsert = `INSERT INTO events(thread_id, seq, run_id, event_type, category, content, metadata, task_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlEventFind = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run_type
-		WHERE thread_id=? AND run_id=? AND event_type=? ORDER BY seq LIMIT 1`
-	sqlMessagesLatest = `SELECT ` + eventCols + ` FROM events INDEXED BY events_messages
-		WHERE thread_id=? AND category='message' ORDER BY seq DESC LIMIT ?`
-	sqlMessagesBefore = `SELECT ` + eventCols + ` FROM events INDEXED BY events_messages
-		WHERE thread_id=? AND category='message' AND seq < ? ORDER BY seq DESC LIMIT ?`
-	sqlMessagesAfter = `SELECT ` + eventCols + ` FROM events INDEXED BY events_messages
-		WHERE thread_id=? AND category='message' AND seq > ? ORDER BY seq LIMIT ?`
-	sqlMessagesCount = `SELECT count(*) FROM events INDEXED BY events_messages WHERE thread_id=? AND category='message'`
-	// ?4 is a JSON array of event types or NULL; ?5 a task id or NULL.
-	sqlRunEvents = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run
-		WHERE thread_id=?1 AND run_id=?2 AND seq > ?3
-		AND (?4 IS NULL OR event_type IN (SELECT value FROM json_each(?4)))
-		AND (?5 IS NULL OR task_id = ?5)
-		ORDER BY seq LIMIT ?6`
-	sqlEventsDeleteThread = `DELETE FROM events WHERE thread_id=?`
-	sqlEventSeqDelete     = `DELETE FROM event_seqs WHERE thread_id=?`
-	sqlEventsDeleteRun    = `DELETE FROM events INDEXED BY events_by_run WHERE thread_id=? AND run_id=?`
-)
-
 // Put stores one event and returns it with its seq and creation time.
 func (e Events) Put(ctx context.Context, ev records.Event) (records.Event, error) {
 	out, err := e.PutBatch(ctx, []records.Event{ev})

@@ -71,41 +71,13 @@ type exportTable struct {
 	// ("" for tables that belong to no thread).
 	threadCol string
 	orderBy   string
-	sel, ins  string // built from the constants above, never from input
+	sel, ins  string // built from the columns (constants), never from input
 }
 
+// exportTables are the exported tables in the order a dump lists them;
+// each one's columns are beside its statements, in its sql_<table>.go.
 var exportTables = buildExportTables([]exportTable{
-	{name: "thread_modes", threadCol: "thread_id", orderBy: "thread_id",
-		cols: []exportCol{{"thread_id", colText}, {"mode", colText}, {"every", colInt}}},
-	{name: "checkpoints", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, checkpoint_id",
-		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"checkpoint_id", colText}, {"parent_id", colTextNull},
-			{"run_id", colTextNull}, {"checkpoint", colMsgpack}, {"metadata", colMsgpack}}},
-	{name: "blobs", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, channel, version",
-		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"channel", colText}, {"version", colText},
-			{"checkpoint_id", colText}, {"type", colText}, {"enc", colEnc}, {"base", colTextNull}, {"data", colTyped}}},
-	{name: "writes", threadCol: "thread_id", orderBy: "thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
-		cols: []exportCol{{"thread_id", colText}, {"checkpoint_ns", colText}, {"checkpoint_id", colText}, {"task_id", colText},
-			{"idx", colInt}, {"channel", colText}, {"type", colText}, {"enc", colPack}, {"data", colTyped}, {"consumed_by", colTextNull},
-			{"task_path", colText}, {"run_id", colTextNull}}},
-	{name: "threads", threadCol: "thread_id", orderBy: "thread_id",
-		cols: []exportCol{{"thread_id", colText}, {"assistant_id", colText}, {"user_id", colText}, {"display_name", colText},
-			{"status", colText}, {"metadata", colMsgpack}, {"pinned", colInt}, {"created_at", colInt}, {"updated_at", colInt}}},
-	{name: "runs", threadCol: "thread_id", orderBy: "run_id",
-		cols: []exportCol{{"run_id", colText}, {"thread_id", colText}, {"assistant_id", colText}, {"user_id", colText},
-			{"status", colText}, {"model_name", colText}, {"multitask_strategy", colText}, {"metadata", colMsgpack},
-			{"kwargs", colMsgpack}, {"error", colText}, {"created_at", colInt}, {"updated_at", colInt},
-			{"total_input_tokens", colInt}, {"total_output_tokens", colInt}, {"total_tokens", colInt}, {"llm_call_count", colInt},
-			{"lead_agent_tokens", colInt}, {"subagent_tokens", colInt}, {"middleware_tokens", colInt},
-			{"token_usage_by_model", colMsgpack}, {"message_count", colInt}, {"first_human_message", colText},
-			{"last_ai_message", colText}, {"idempotency_key", colTextNull}, {"owner_id", colText}, {"lease_until", colIntNull}}},
-	{name: "event_seqs", threadCol: "thread_id", orderBy: "thread_id",
-		cols: []exportCol{{"thread_id", colText}, {"last_seq", colInt}}},
-	{name: "events", threadCol: "thread_id", orderBy: "thread_id, seq",
-		cols: []exportCol{{"thread_id", colText}, {"seq", colInt}, {"run_id", colText}, {"event_type", colText},
-			{"category", colText}, {"content", colMsgpack}, {"metadata", colMsgpack}, {"task_id", colTextNull}, {"created_at", colInt}}},
-	{name: "store_items", orderBy: "namespace, key",
-		cols: []exportCol{{"namespace", colText}, {"key", colText}, {"value", colMsgpack}, {"created_at", colInt},
-			{"updated_at", colInt}, {"ttl_us", colIntNull}, {"expires_at", colIntNull}}},
+	exportThreadModes, exportCheckpoints, exportBlobs, exportWrites, exportThreads, exportRuns, exportEventSeqs, exportEvents, exportStoreItems,
 })
 
 func buildExportTables(ts []exportTable) []exportTable {

@@ -9,47 +9,6 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-// The history walk (contract §2.3): from the target's parent up the parent links,
-// stopping at the first ancestor that holds a stored value for the channel
-// (a blob exists for its version of the channel). Each row is an ancestor
-// and its child on the path to the target.
-const walkChain = `WITH RECURSIVE chain(id, child, depth, ver, parent) AS (
-	SELECT p.checkpoint_id, t.checkpoint_id, 1, agentstate_version(p.checkpoint, :ch), p.parent_id
-	FROM checkpoints t JOIN checkpoints p
-	  ON p.thread_id = :thread AND p.checkpoint_ns = :ns AND p.checkpoint_id = t.parent_id
-	WHERE t.thread_id = :thread AND t.checkpoint_ns = :ns AND t.checkpoint_id = :id
-	UNION ALL
-	SELECT p.checkpoint_id, chain.id, chain.depth + 1, agentstate_version(p.checkpoint, :ch), p.parent_id
-	FROM chain JOIN checkpoints p ON p.thread_id = :thread AND p.checkpoint_ns = :ns AND p.checkpoint_id = chain.parent
-	WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver)
-)
-`
-
-// The seed's value is read apart (readValue, as it may be a delta): sorted
-// with the chain, it would be copied into SQLite's sorter, and a large one
-// would not fit SQLite's memory (see limits.go).
-const sqlWalk = walkChain + `SELECT chain.id, chain.child, chain.ver, b.type IS NOT NULL
-FROM chain LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver
-ORDER BY chain.depth DESC`
-
-// The version of the seed a walk stops at, if it finds one. CROSS JOIN
-// keeps the chain the outer loop: the other order walks the chain again for
-// each of the channel's stored values, O(thread) per call (sqlBaseSeed too).
-const sqlWalkSeed = walkChain + `SELECT b.version
-FROM chain CROSS JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
-
-// The writes each on-path child consumed from its parent, for one channel.
-// CROSS JOIN keeps json_each as the outer loop: one index search per pair.
-// Unsorted, for the reason above: walk sorts them.
-const sqlWalkWrites = `SELECT j.key, w.task_id, w.idx, w.type, w.enc, w.data, w.task_path FROM json_each(:pairs) j
-	CROSS JOIN writes w ON w.thread_id = :thread AND w.checkpoint_ns = :ns AND w.checkpoint_id = j.value->>0
-	  AND w.consumed_by = j.value->>1 AND w.channel = :ch`
-
-// What the target itself holds for the channel (for the cache).
-const sqlHolds = `SELECT v.ver, b.type, b.data, b.enc, b.base, b.checkpoint_id FROM (SELECT agentstate_version(checkpoint, :ch) AS ver FROM checkpoints
-	WHERE thread_id = :thread AND checkpoint_ns = :ns AND checkpoint_id = :id) v
-	LEFT JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = v.ver`
-
 // DeltaChannelHistory returns, for each channel, the value to start from and
 // the writes to fold onto it to rebuild the channel at the checkpoint cfg
 // names (latest if cfg.CheckpointID is empty). The target's own writes are

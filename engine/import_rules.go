@@ -37,24 +37,6 @@ func newImportRules(db *DB, h exportHeader, user string) *importRules {
 		threads: map[string]bool{}, events: map[string]bool{}, storeImported: map[[2]string]bool{}, ranImported: map[string]bool{}}
 }
 
-// sqlThreadAnywhere finds any row of a thread in any table that belongs to
-// threads; each lookup is a prefix of a primary key or an index.
-const sqlThreadAnywhere = `SELECT 'checkpoints' FROM checkpoints WHERE thread_id = ?1
-	UNION ALL SELECT 'writes' FROM writes WHERE thread_id = ?1
-	UNION ALL SELECT 'blobs' FROM blobs WHERE thread_id = ?1
-	UNION ALL SELECT 'thread_modes' FROM thread_modes WHERE thread_id = ?1
-	UNION ALL SELECT 'threads' FROM threads WHERE thread_id = ?1
-	UNION ALL SELECT 'runs' FROM runs WHERE thread_id = ?1
-	UNION ALL SELECT 'event_seqs' FROM event_seqs WHERE thread_id = ?1
-	UNION ALL SELECT 'events' FROM events WHERE thread_id = ?1
-	LIMIT 1`
-
-// sqlEventSeqPastMax makes a thread's event counter at least its highest
-// seq, so the next event never reuses one.
-const sqlEventSeqPastMax = `INSERT INTO event_seqs(thread_id, last_seq)
-	SELECT ?1, max(seq) FROM events WHERE thread_id = ?1
-	ON CONFLICT(thread_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`
-
 func colOf(t *exportTable, args []any, name string) string {
 	for i, c := range t.cols {
 		if c.name == name {
@@ -112,7 +94,7 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 			return fmt.Errorf("%w: run %q appears twice in the dump", ErrBadExport, run)
 		}
 		var other string
-		found, err := c.queryRow(`SELECT thread_id FROM runs WHERE run_id = ?`, []any{run}, func(r row) error { other = r.Text(0); return nil })
+		found, err := c.queryRow(sqlRunsImportThread, []any{run}, func(r row) error { other = r.Text(0); return nil })
 		if err != nil {
 			return err
 		}
@@ -132,7 +114,7 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 		if g.storeImported[k] {
 			return fmt.Errorf("%w: store item %s in namespace %q appears twice in the dump", ErrBadExport, quoteCut(k[1]), k[0])
 		}
-		found, err := c.queryRow(`SELECT 1 FROM store_items WHERE namespace = ? AND key = ?`, []any{k[0], k[1]}, func(row) error { return nil })
+		found, err := c.queryRow(sqlStoreImportExists, []any{k[0], k[1]}, func(row) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -170,7 +152,7 @@ func (g *importRules) finish(c *conn) error {
 	}
 	for _, k := range g.store {
 		var data []byte
-		if _, err := c.queryRow(`SELECT value FROM store_items WHERE namespace = ? AND key = ?`, []any{k[0], k[1]}, func(r row) error {
+		if _, err := c.queryRow(sqlStoreImportValue, []any{k[0], k[1]}, func(r row) error {
 			data = copyBytes(r.Blob(0))
 			return nil
 		}); err != nil {

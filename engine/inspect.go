@@ -88,7 +88,7 @@ func (db *DB) ReadState(ctx context.Context, cfg Config) (StateView, error) {
 			}
 			out.Values[ch] = decodeForDisplay(b)
 		}
-		return c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY channel`,
+		return c.query(sqlInspectStored,
 			[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st row) error {
 				out.Stored = append(out.Stored, st.Text(0))
 				return nil
@@ -113,17 +113,6 @@ func decodeForDisplay(b codec.Blob) any {
 	}
 	return b
 }
-
-const (
-	sqlLogPage = `SELECT checkpoint_id, coalesce(parent_id, ''), checkpoint, metadata FROM checkpoints
-		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND (?3 = '' OR checkpoint_id < ?3) ORDER BY checkpoint_id DESC LIMIT ?4`
-	sqlLogVersions = `SELECT checkpoint_id, checkpoint FROM checkpoints
-		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3))`
-	sqlLogStored = `SELECT checkpoint_id, channel FROM blobs
-		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3)) ORDER BY checkpoint_id, channel`
-	sqlLogWrites = `SELECT checkpoint_id, count(*) FROM writes
-		WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3)) GROUP BY checkpoint_id`
-)
 
 // CheckpointLog yields a thread's checkpoints newest first, one line of
 // facts each: parent, step, source, changed channels, stored values. It
@@ -248,20 +237,6 @@ func logPage(c *conn, thread, ns, before string, n int) ([]admin.LogEntry, error
 	return page, err
 }
 
-const sqlThreadSummaries = `WITH ids(thread_id) AS (
-	SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM threads UNION SELECT thread_id FROM runs
-	UNION SELECT thread_id FROM events UNION SELECT thread_id FROM thread_modes)
-SELECT ids.thread_id, coalesce(m.mode, ''),
-	(SELECT count(*) FROM checkpoints c WHERE c.thread_id = ids.thread_id),
-	(SELECT max(checkpoint_id) FROM checkpoints c WHERE c.thread_id = ids.thread_id AND c.checkpoint_ns = ''),
-	(SELECT count(*) FROM runs r WHERE r.thread_id = ids.thread_id),
-	(SELECT count(*) FROM events e WHERE e.thread_id = ids.thread_id)
-FROM ids LEFT JOIN thread_modes m ON m.thread_id = ids.thread_id
-WHERE ?1 IS NULL OR ids.thread_id IN (SELECT value FROM json_each(?1))
-ORDER BY ids.thread_id LIMIT ?2 OFFSET ?3`
-
-const sqlThreadRecords = `SELECT ` + threadCols + ` FROM threads WHERE thread_id IN (SELECT value FROM json_each(?))`
-
 // ListThreads lists threads with what each surface holds for them. It only
 // reads.
 func (db *DB) ListThreads(ctx context.Context, o admin.ThreadListOptions) ([]admin.ThreadSummary, error) {
@@ -331,8 +306,6 @@ func (db *DB) ListThreads(ctx context.Context, o admin.ThreadListOptions) ([]adm
 	}
 	return out, nil
 }
-
-const sqlThreadEvents = `SELECT ` + eventCols + ` FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 
 // ThreadEvents returns up to limit events of a thread of every category,
 // in seq order, after seq afterSeq (0 for the first). limit defaults to

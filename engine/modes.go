@@ -12,12 +12,6 @@ import (
 const (
 	metaMode  = "channel_mode"
 	metaEvery = "snapshot_every"
-
-	sqlMetaGet      = `SELECT value FROM meta WHERE key = ?`
-	sqlMetaSet      = `INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`
-	sqlThreadMode   = `SELECT mode, every FROM thread_modes WHERE thread_id = ?`
-	sqlSetThreadMod = `INSERT INTO thread_modes(thread_id, mode, every) VALUES (?, ?, ?)
-		ON CONFLICT(thread_id) DO UPDATE SET mode = excluded.mode, every = excluded.every`
 )
 
 func metaGet(c *conn, key string) (string, bool, error) {

@@ -19,7 +19,7 @@ var errDryRun = errors.New("dry run")
 
 func allThreads(c *conn) ([]string, error) {
 	var out []string
-	err := c.query(`SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`, nil, func(st row) error {
+	err := c.query(sqlCheckpointThreads, nil, func(st row) error {
 		out = append(out, st.Text(0))
 		return nil
 	})
@@ -54,7 +54,7 @@ func (db *DB) retainThread(c *conn, thread string, o admin.RetainOptions) (admin
 			return rep, err
 		}
 		rep.CheckpointsSpared = planned - len(drop)
-		n, err := c.queryInt64(`SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`, thread, dropJSON(drop))
+		n, err := c.queryInt64(sqlRetainWritesOf, thread, dropJSON(drop))
 		if err != nil {
 			return rep, err
 		}
@@ -123,7 +123,7 @@ func dropJSON(drop map[cpKey]bool) string {
 func deleteSealedBy(c *conn, thread string, drop map[cpKey]bool) (int, error) {
 	n := 0
 	for k := range drop {
-		changed, err := c.execN(`DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND consumed_by = ?`, thread, k.ns, k.id)
+		changed, err := c.execN(sqlDeleteSealedBy, thread, k.ns, k.id)
 		if err != nil {
 			return n, err
 		}
@@ -233,10 +233,6 @@ type snapBlob struct {
 	step                    int64
 }
 
-const sqlSnapshots = `SELECT b.channel, b.version, b.checkpoint_id, length(b.data), c.metadata FROM blobs b
-	LEFT JOIN checkpoints c ON c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns AND c.checkpoint_id = b.checkpoint_id
-	WHERE b.thread_id = ? AND b.checkpoint_ns = ?`
-
 // thinSnapshots drops the snapshots of one namespace of a delta thread
 // that no branch tip starts from and that are not the earliest of their
 // step bucket [4^j, 4^(j+1)). Sizes grow with steps, so the kept older
@@ -251,7 +247,7 @@ func (db *DB) thinSnapshots(c *conn, thread, ns string) (admin.RetainReport, err
 	var rep admin.RetainReport
 	parentOf := map[string]string{}
 	hasChild := map[string]bool{}
-	err := c.query(`SELECT checkpoint_id, coalesce(parent_id, '') FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`, []any{thread, ns},
+	err := c.query(sqlNSParents, []any{thread, ns},
 		func(st row) error {
 			parentOf[st.Text(0)] = st.Text(1)
 			hasChild[st.Text(1)] = true

@@ -84,50 +84,6 @@ func allowed(from, to records.RunStatus) bool {
 	return false
 }
 
-const runCols = `run_id, thread_id, assistant_id, user_id, status, model_name, multitask_strategy, metadata, kwargs,
-	error, created_at, updated_at, total_input_tokens, total_output_tokens, total_tokens, llm_call_count,
-	lead_agent_tokens, subagent_tokens, middleware_tokens, token_usage_by_model, message_count,
-	first_human_message, last_ai_message, idempotency_key, owner_id`
-
-const (
-	sqlRunGet       = `SELECT ` + runCols + ` FROM runs WHERE run_id=?`
-	sqlRunByKey     = `SELECT ` + runCols + ` FROM runs WHERE thread_id=? AND idempotency_key=?`
-	sqlRunActive    = `SELECT run_id, status FROM runs WHERE thread_id=? AND status IN ('pending', 'running')`
-	sqlRunStatus    = `SELECT status FROM runs WHERE run_id=?`
-	sqlRunInterrupt = `UPDATE runs SET status='interrupted', error=?, updated_at=?, lease_until=NULL WHERE run_id=?`
-	sqlRunInsert    = `INSERT INTO runs(run_id, thread_id, assistant_id, user_id, status, model_name, multitask_strategy,
-		metadata, kwargs, created_at, updated_at, idempotency_key, owner_id, lease_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	// A status change by the owning handle renews its lease; a terminal
-	// status ends it.
-	sqlRunSetStatus = `UPDATE runs SET status=?1, error=?2, updated_at=?3,
-		lease_until=CASE WHEN ?1 NOT IN ('pending', 'running') THEN NULL WHEN owner_id=?4 THEN ?5 ELSE lease_until END
-		WHERE run_id=?6`
-	sqlRunComplete = `UPDATE runs SET status=?, error=?, updated_at=?, lease_until=NULL,
-		total_input_tokens=?, total_output_tokens=?, total_tokens=?, llm_call_count=?,
-		lead_agent_tokens=?, subagent_tokens=?, middleware_tokens=?, token_usage_by_model=?,
-		message_count=?, first_human_message=?, last_ai_message=?
-		WHERE run_id=?`
-	sqlRunDelete = `DELETE FROM runs WHERE run_id=?`
-	sqlRunPage   = `SELECT ` + runCols + `, created_at, rowid FROM runs
-		WHERE thread_id=?1 AND (created_at < ?2 OR (created_at = ?2 AND rowid < ?3))
-		ORDER BY created_at DESC, rowid DESC LIMIT ?4`
-	// Owners other than ?1 with an active run whose lease lapsed by ?2.
-	sqlRunLapsedOwners = `SELECT DISTINCT owner_id FROM runs
-		WHERE status IN ('pending', 'running') AND owner_id != ?1
-		AND (owner_id = '' OR lease_until IS NULL OR lease_until <= ?2)`
-	sqlRunReconcile = `UPDATE runs SET status='error', error=?1, updated_at=?2, lease_until=NULL
-		WHERE status IN ('pending', 'running') AND owner_id = ?3
-		AND (owner_id = '' OR lease_until IS NULL OR lease_until <= ?2)`
-	// A write transaction that held the lock for ?1 microseconds gives
-	// that time back to the leases that were valid when it began (?2):
-	// their owners could not renew while it held the lock.
-	sqlRunExtendLeases = `UPDATE runs SET lease_until = lease_until + ?1
-		WHERE status IN ('pending', 'running') AND lease_until >= ?2 AND rowid <= ?3`
-	sqlRunOwned = `SELECT count(*) FROM runs WHERE owner_id=? AND status IN ('pending', 'running')`
-	sqlRunRenew = `UPDATE runs SET lease_until=? WHERE owner_id=? AND status IN ('pending', 'running')`
-)
-
 // Owner returns the id this handle records as the owner of the runs it
 // creates: Options.RunOwner plus a suffix unique to the handle. It is empty
 // on read-only handles, which cannot create runs.

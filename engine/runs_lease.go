@@ -112,7 +112,7 @@ func (db *DB) extendLeases(c *conn, held time.Duration) error {
 // leases their export recorded): only rows that existed when it was called
 // are extended.
 func keepInsertedLeases(c *conn) error {
-	n, err := c.queryInt64(`SELECT coalesce(max(rowid), 0) FROM runs`)
+	n, err := c.queryInt64(sqlRunsMaxRowid)
 	if err != nil {
 		return err
 	}

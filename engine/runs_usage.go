@@ -9,12 +9,6 @@ import (
 	"github.com/agentstate/agentstate/engine/records"
 )
 
-const (
-	tokenCols      = `model_name, total_input_tokens, total_output_tokens, total_tokens, llm_call_count, lead_agent_tokens, subagent_tokens, middleware_tokens, token_usage_by_model`
-	sqlTokensEnded = `SELECT ` + tokenCols + ` FROM runs WHERE thread_id=? AND status NOT IN ('pending', 'running')`
-	sqlTokensAll   = `SELECT ` + tokenCols + ` FROM runs WHERE thread_id=?`
-)
-
 // TokenUsage sums the token usage of a thread's ended runs (with
 // includeActive, of its pending and running runs too). By model, it reads
 // each run's per-model record and falls back to model_name and the run's

@@ -197,7 +197,7 @@ func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, 
 	if err := applyMigration(w, m); err != nil {
 		return false, fmt.Errorf("migration %d (%s): %w", m.version, m.name, wrapErr(ctx, err))
 	}
-	if err := w.exec("INSERT INTO schema_history(version, name, applied_at) VALUES (?, ?, ?)",
+	if err := w.exec(sqlSchemaRecord,
 		m.version, m.name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 		return false, fmt.Errorf("migration %d (%s): record: %w", m.version, m.name, err)
 	}

@@ -13,38 +13,15 @@ import (
 // "snapshots" are the channel values of delta-mode threads; "channel_blobs"
 // every other stored channel value.
 var statsSurfaces = []struct{ name, sql string }{
-	{"checkpoints", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(checkpoint_ns) + octet_length(checkpoint_id)
-		+ coalesce(octet_length(parent_id), 0) + coalesce(octet_length(run_id), 0) + octet_length(checkpoint) + octet_length(metadata)), 0)
-		FROM checkpoints`},
-	{"channel_blobs", `SELECT count(*), coalesce(sum(octet_length(b.thread_id) + octet_length(b.checkpoint_ns) + octet_length(b.channel)
-		+ octet_length(b.version) + octet_length(b.checkpoint_id) + octet_length(b.type) + coalesce(octet_length(b.data), 0)), 0)
-		FROM blobs b LEFT JOIN thread_modes m ON m.thread_id = b.thread_id WHERE m.mode IS NOT 'delta'`},
-	{"snapshots", `SELECT count(*), coalesce(sum(octet_length(b.thread_id) + octet_length(b.checkpoint_ns) + octet_length(b.channel)
-		+ octet_length(b.version) + octet_length(b.checkpoint_id) + octet_length(b.type) + coalesce(octet_length(b.data), 0)), 0)
-		FROM blobs b JOIN thread_modes m ON m.thread_id = b.thread_id WHERE m.mode = 'delta'`},
-	{"writes", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(checkpoint_ns) + octet_length(checkpoint_id)
-		+ octet_length(task_id) + 8 + octet_length(channel) + octet_length(type) + coalesce(octet_length(data), 0)
-		+ coalesce(octet_length(consumed_by), 0) + octet_length(task_path) + coalesce(octet_length(run_id), 0)), 0)
-		FROM writes`},
-	{"store", `SELECT count(*), coalesce(sum(octet_length(namespace) + octet_length(key) + octet_length(value) + 32), 0) FROM store_items`},
-	{"runs", `SELECT count(*), coalesce(sum(octet_length(run_id) + octet_length(thread_id) + octet_length(assistant_id) + octet_length(user_id)
-		+ octet_length(status) + octet_length(model_name) + octet_length(multitask_strategy) + coalesce(octet_length(metadata), 0)
-		+ coalesce(octet_length(kwargs), 0) + octet_length(error) + coalesce(octet_length(token_usage_by_model), 0)
-		+ octet_length(first_human_message) + octet_length(last_ai_message) + coalesce(octet_length(idempotency_key), 0)
-		+ octet_length(owner_id) + 13 * 8), 0) FROM runs`},
-	{"events", `SELECT count(*), coalesce(sum(octet_length(thread_id) + 8 + octet_length(run_id) + octet_length(event_type) + octet_length(category)
-		+ coalesce(octet_length(content), 0) + coalesce(octet_length(metadata), 0) + coalesce(octet_length(task_id), 0) + 8), 0) FROM events`},
-	{"threads", `SELECT count(*), coalesce(sum(octet_length(thread_id) + octet_length(assistant_id) + octet_length(user_id)
-		+ octet_length(display_name) + octet_length(status) + coalesce(octet_length(metadata), 0) + 3 * 8), 0) FROM threads`},
+	{"checkpoints", sqlCheckpointsStats},
+	{"channel_blobs", sqlBlobsStats},
+	{"snapshots", sqlSnapshotsStats},
+	{"writes", sqlWritesStats},
+	{"store", sqlStoreStats},
+	{"runs", sqlRunsStats},
+	{"events", sqlEventsStats},
+	{"threads", sqlThreadsStats},
 }
-
-const sqlLargestThreads = `SELECT s.thread_id, coalesce(m.mode, ''), sum(s.cps), sum(s.n) FROM (
-	SELECT thread_id, 1 AS cps, octet_length(checkpoint) + octet_length(metadata) AS n FROM checkpoints
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(data), 0) FROM blobs
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(data), 0) FROM writes
-	UNION ALL SELECT thread_id, 0, coalesce(octet_length(content), 0) + coalesce(octet_length(metadata), 0) FROM events
-) s LEFT JOIN thread_modes m ON m.thread_id = s.thread_id
-GROUP BY s.thread_id ORDER BY 4 DESC, 1 LIMIT ?`
 
 // Stats reads Info and the size of every surface, and lists the largest
 // threads (at most largest of them; 0 for none). It only reads.

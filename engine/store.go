@@ -260,57 +260,6 @@ func (s Store) refresh(r records.TTLRefresh) (bool, error) {
 	return false, fmt.Errorf("%w: TTL refresh mode %d", ErrInvalidArgument, r)
 }
 
-const (
-	storeCols      = `namespace, key, value, created_at, updated_at, ttl_us, expires_at`
-	sqlStoreGet    = `SELECT ` + storeCols + ` FROM store_items WHERE namespace=? AND key=? AND (expires_at IS NULL OR expires_at > ?)`
-	sqlStoreDelete = `DELETE FROM store_items WHERE namespace=? AND key=?`
-	// An item that expired but was not swept yet is replaced as a new one.
-	sqlStorePut = `INSERT INTO store_items(namespace, key, value, created_at, updated_at, ttl_us, expires_at)
-		VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)
-		ON CONFLICT(namespace, key) DO UPDATE SET value=excluded.value, updated_at=excluded.updated_at,
-			ttl_us=excluded.ttl_us, expires_at=excluded.expires_at,
-			created_at=CASE WHEN store_items.expires_at <= excluded.updated_at THEN excluded.created_at ELSE store_items.created_at END`
-	sqlStoreRefresh = `UPDATE store_items SET expires_at = ?1 + ttl_us
-		WHERE namespace=?2 AND key=?3 AND ttl_us IS NOT NULL AND expires_at > ?1
-		RETURNING expires_at`
-	sqlStoreSweep = `DELETE FROM store_items WHERE expires_at <= ?`
-
-	// Search. ?1 now, ?2 prefix, ?3 prefix+".", ?4 prefix+"/" ("/" follows
-	// "." in byte order, so [prefix, prefix+"/") holds the prefix and all its
-	// children, and the "=" / ">=" test drops siblings like "a-b" for "a"),
-	// ?5 the encoded filter or NULL, ?6 limit, ?7 offset.
-	//
-	// The inner query picks the page: a namespace without children by
-	// walking store_items_by_updated backwards (rows come out newest first
-	// and the walk stops at the limit), several namespaces by sorting only
-	// (updated_at, rowid) of the matching rows and keeping the top
-	// limit+offset. The outer one reads just those rows, unsorted: sorting
-	// them would copy their values into SQLite's own memory (see
-	// limits.go), so search sorts the page in Go.
-	sqlStoreHasChildren = `SELECT EXISTS (SELECT 1 FROM store_items WHERE namespace >= ?1 AND namespace < ?2)`
-
-	storeWhereOne = ` WHERE namespace = ?2 AND (expires_at IS NULL OR expires_at > ?1)`
-	storeWhereNS  = ` WHERE namespace >= ?2 AND namespace < ?4 AND (namespace = ?2 OR namespace >= ?3)
-		AND (expires_at IS NULL OR expires_at > ?1)`
-	storeWhereAll = ` WHERE (expires_at IS NULL OR expires_at > ?1)`
-	// Without a filter the inner queries read only the index.
-	storeMatch = ` AND agentstate_store_match(value, ?5)`
-	storeOrder = ` ORDER BY updated_at DESC, rowid DESC`
-	storePage  = storeOrder + ` LIMIT ?6 OFFSET ?7`
-	storeOuter = `SELECT ` + storeCols + `, rowid FROM store_items WHERE rowid IN (SELECT rowid FROM store_items`
-
-	sqlStoreSearchOne         = storeOuter + ` INDEXED BY store_items_by_updated` + storeWhereOne + storePage + `)`
-	sqlStoreSearchOneFiltered = storeOuter + ` INDEXED BY store_items_by_updated` + storeWhereOne + storeMatch + storePage + `)`
-	sqlStoreSearchNS          = storeOuter + storeWhereNS + storePage + `)`
-	sqlStoreSearchNSFiltered  = storeOuter + storeWhereNS + storeMatch + storePage + `)`
-	sqlStoreSearchAll         = storeOuter + storeWhereAll + storePage + `)`
-	sqlStoreSearchAllFiltered = storeOuter + storeWhereAll + storeMatch + storePage + `)`
-
-	sqlStoreNamespacesFrom = `SELECT DISTINCT namespace FROM store_items
-		WHERE namespace >= ?2 AND namespace < ?3 AND (expires_at IS NULL OR expires_at > ?1)`
-	sqlStoreNamespacesAll = `SELECT DISTINCT namespace FROM store_items WHERE expires_at IS NULL OR expires_at > ?1`
-)
-
 // run executes one planned op on c, collecting TTL refreshes; on a write
 // connection it also applies them at the end of the batch.
 func (s Store) run(c *conn, p *storePlanned, now int64, res *records.StoreResult, refresh *[]storeRef) error {

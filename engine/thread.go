@@ -236,7 +236,7 @@ func (db *DB) stateOf(c *conn, t Tuple) (State, error) {
 	stored := []string{}
 	// No ORDER BY: sorting by channel would make SQLite scan the thread's
 	// values in primary-key order instead of seeking by checkpoint.
-	err = c.query(`SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
+	err = c.query(sqlStoredChannels,
 		[]any{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}, func(st row) error {
 			stored = append(stored, st.Text(0))
 			return nil
@@ -372,14 +372,6 @@ func (db *DB) copyOf(ctx context.Context, cfg Config, extra Metadata, rollbackRu
 	db.afterCommit(*d)
 	return d.tuple.Config, nil
 }
-
-const (
-	sqlFirstOfRun = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints
-		WHERE thread_id = ? AND checkpoint_ns = '' AND run_id = ? ORDER BY checkpoint_id LIMIT 1`
-	sqlReattach = `INSERT INTO writes(thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, enc, data, task_path, run_id)
-		SELECT thread_id, checkpoint_ns, ?1, task_id, idx, channel, type, enc, data, task_path, run_id FROM writes
-		WHERE thread_id = ?2 AND checkpoint_ns = '' AND checkpoint_id = ?3 AND consumed_by = ?4 AND (run_id IS NULL OR run_id != ?5)`
-)
 
 // Rollback restores the state a thread had before run runID started, as a
 // new head (a checkpoint, not a database rollback), and gives it the pending

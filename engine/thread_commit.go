@@ -163,10 +163,6 @@ func (db *DB) Commit(ctx context.Context, thread string, step Step) (Config, err
 	return done[len(done)-1].tuple.Config, nil
 }
 
-// sqlLatestID is the greatest checkpoint id of a namespace (a seek at the
-// end of the primary key's prefix).
-const sqlLatestID = `SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`
-
 // committed is a checkpoint written by the thread API, with its state for
 // the state cache.
 type committed struct {
@@ -237,11 +233,6 @@ func (db *DB) putChild(c *conn, parent Config, cp Checkpoint, md Metadata, nv ma
 	}
 	return &committed{put: p, tuple: Tuple{Config: cfg, Checkpoint: cp, Metadata: md, ParentConfig: pc}, values: values}, nil
 }
-
-// No ORDER BY: SQLite would sort the rows, values included, in its own
-// memory (see limits.go); they are sorted here.
-const sqlUnconsumed = `SELECT task_id, idx, channel, enc, data, task_path FROM writes
-	WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND consumed_by IS NULL`
 
 // commitChild writes the child of parent that applies the parent's
 // unconsumed writes (or, with copyState, consumes none and copies the

@@ -63,34 +63,6 @@ func checkThreadStatus(s records.ThreadStatus) error {
 	return fmt.Errorf("%w: thread status %s (want idle, busy, interrupted or error)", ErrInvalidArgument, quoteCut(s))
 }
 
-const threadCols = `thread_id, assistant_id, user_id, display_name, status, metadata, created_at, updated_at`
-
-// Owner scoping: ?2 is 1 for AnyOwner, ?3 the user id.
-const (
-	sqlThreadInsert = `INSERT INTO threads(thread_id, assistant_id, user_id, display_name, status, metadata, pinned, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id) DO NOTHING`
-	sqlThreadGet    = `SELECT ` + threadCols + ` FROM threads WHERE thread_id=?1 AND (?2 OR user_id=?3)`
-	sqlThreadName   = `UPDATE threads SET display_name=?4, updated_at=?5 WHERE thread_id=?1 AND (?2 OR user_id=?3)`
-	sqlThreadStatus = `UPDATE threads SET status=?4, updated_at=?5 WHERE thread_id=?1 AND (?2 OR user_id=?3)`
-	sqlThreadMeta   = `UPDATE threads SET metadata=?4, pinned=?5, updated_at=coalesce(?6, updated_at)
-		WHERE thread_id=?1 AND (?2 OR user_id=?3)`
-	sqlThreadDelete = `DELETE FROM threads WHERE thread_id=?1 AND (?2 OR user_id=?3)`
-	// Search: ?1 status or NULL, ?2 owner, ?3 encoded metadata filter, ?4
-	// limit, ?5 offset. The owner variants walk threads_by_owner in order;
-	// the filter runs inside SQLite so LIMIT and OFFSET apply in SQL. Every
-	// variant names all five parameters, so one argument list binds them.
-	threadWhereOwner = ` WHERE user_id=?2 AND (?1 IS NULL OR status=?1)`
-	threadWhereAny   = ` WHERE (?1 IS NULL OR status=?1) AND ?2 IS NULL`
-	threadMatch      = ` AND agentstate_thread_match(metadata, ?3)`
-	threadPage       = ` ORDER BY pinned DESC, updated_at DESC, rowid DESC LIMIT ?4 OFFSET ?5`
-	threadSelect     = `SELECT ` + threadCols + ` FROM threads`
-
-	sqlThreadSearchOwner         = threadSelect + threadWhereOwner + ` AND ?3 IS NULL` + threadPage
-	sqlThreadSearchOwnerFiltered = threadSelect + threadWhereOwner + threadMatch + threadPage
-	sqlThreadSearchAny           = threadSelect + threadWhereAny + ` AND ?3 IS NULL` + threadPage
-	sqlThreadSearchAnyFiltered   = threadSelect + threadWhereAny + threadMatch + threadPage
-)
-
 func ownerArgs(o Owner, threadID string) []any { return []any{threadID, o.any, o.id} }
 
 // isPinned reads the pin flag search orders by.

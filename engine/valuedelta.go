@@ -175,16 +175,6 @@ type storedVal struct {
 	data  []byte
 }
 
-// The version a new value of channel ?1 diffs against, when its parent's
-// version holds no stored value: the nearest ancestor's that does (the
-// history walk's seed), from checkpoint ?4 (already inserted) up; with the
-// row's stamp.
-const sqlBaseSeed = walkChain + `SELECT b.version, b.checkpoint_id, length(b.data), substr(b.data, 1, 24)
-FROM chain CROSS JOIN blobs b ON b.thread_id = :thread AND b.checkpoint_ns = :ns AND b.channel = :ch AND b.version = chain.ver`
-
-// A row's stamp, without reading more than its first bytes.
-const sqlStamp = `SELECT checkpoint_id, length(data), substr(data, 1, 24) FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
-
 // baseFor finds the value a new version of chain k diffs against: the
 // value stored for the parent checkpoint's version pv, or where it stores
 // none, for the nearest ancestor's. ok is false when there is none.

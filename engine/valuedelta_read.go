@@ -105,32 +105,6 @@ func readValues(c *conn, reads []*valueRead) error {
 	return nil
 }
 
-// The rows of a chain, newest first: one range of the channel's versions
-// from ?4 down. Where versions sort in the order they were made (LangGraph's
-// zero-padded ones, ids that grow with time) and the thread did not branch
-// there, a chain is a run of consecutive rows, and reading it is one index
-// seek and a step per row. The caller follows the bases and stops reading
-// at the whole value, or at the first row that is not the next link.
-const sqlChainRange = `SELECT version, enc, base, data FROM blobs
-WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND channel = ?3 AND version <= ?4
-ORDER BY version DESC`
-
-// The links of a chain from some versions ?4 back to the nearest whole value
-// (or to a version of ?5, which the caller has already), with every row's
-// bytes: what the range above did not reach. One index search per link to
-// follow it and one to read it; UNION ends a walk that loops. CROSS JOIN
-// keeps the links as the outer loop (the planner cannot know the CTE holds
-// a few rows).
-const sqlChainLinks = `WITH RECURSIVE link(version) AS (
-	SELECT value FROM json_each(?4)
-	UNION
-	SELECT b.base FROM link CROSS JOIN blobs b
-	  ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = ?3 AND b.version = link.version
-	WHERE b.enc = 2 AND b.base NOT IN (SELECT value FROM json_each(?5))
-)
-SELECT link.version, b.enc, b.base, b.data FROM link
-CROSS JOIN blobs b ON b.thread_id = ?1 AND b.checkpoint_ns = ?2 AND b.channel = ?3 AND b.version = link.version`
-
 // readChain rebuilds delta values of one chain, starting from the cached
 // value where the chain passes through it (if cached).
 func readChain(c *conn, k valueKey, rs []*valueRead, cached bool) error {
@@ -354,8 +328,6 @@ func (r *chainReader) rebuild(v string) (chainValue, error) {
 	r.known[v] = cv
 	return cv, nil
 }
-
-const sqlValueRow = `SELECT type, enc, base, checkpoint_id, data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`
 
 // readValue returns the value stored for one version, rebuilt.
 func readValue(c *conn, k valueKey, version string) (codec.Blob, bool, error) {

@@ -16,8 +16,6 @@ import (
 // blobID names a stored value inside one thread.
 type blobID struct{ ns, ch, version string }
 
-const sqlThreadDeltas = `SELECT checkpoint_ns, channel, version, base FROM blobs WHERE thread_id = ? AND enc = 2`
-
 // deleteValues deletes stored values of a thread. A surviving delta whose
 // base goes is rebased first, never left dangling: it becomes a delta
 // against the nearest surviving version on its chain, or whole when none
@@ -94,8 +92,6 @@ func cmpString(a, b string) int {
 	}
 	return 0
 }
-
-const sqlRewriteValue = `UPDATE blobs SET enc = ?, base = ?, data = ? WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`
 
 // rebase rewrites version v of chain k as a delta against version base
 // when hasBase and that is smaller than the value, and whole otherwise.
@@ -188,7 +184,7 @@ type thinValue struct {
 // namespace and marks which have children.
 func (t *thinning) loadCheckpoints() error {
 	t.cps = map[string]*thinCheckpoint{}
-	err := t.c.query(`SELECT checkpoint_id, coalesce(parent_id, '') FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`, []any{t.thread, t.ns},
+	err := t.c.query(sqlNSParents, []any{t.thread, t.ns},
 		func(st row) error {
 			t.cps[st.Text(0)] = &thinCheckpoint{parent: st.Text(1), step: -1}
 			return nil
@@ -217,7 +213,7 @@ func (t *thinning) loadValues(skip func(ch string) bool) (map[string]bool, error
 			need[id] = true
 		}
 	}
-	err := t.c.query(`SELECT channel, version, checkpoint_id, enc, base, length(data) FROM blobs WHERE thread_id = ? AND checkpoint_ns = ?`, []any{t.thread, t.ns},
+	err := t.c.query(sqlThinBlobs, []any{t.thread, t.ns},
 		func(st row) error {
 			ch := st.Text(0)
 			if skip(ch) {
@@ -249,7 +245,7 @@ func (t *thinning) loadDetails(need map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	return t.c.query(`SELECT checkpoint_id, metadata, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN (SELECT value FROM json_each(?))`, []any{t.thread, t.ns, ids},
+	return t.c.query(sqlThinCheckpoints, []any{t.thread, t.ns, ids},
 		func(st row) error {
 			ci := t.cps[st.Text(0)]
 			if ci == nil {

@@ -215,7 +215,7 @@ func (v *verifier) schema() error {
 		return err
 	}
 	if v.reads("schema", "", "schema_history") {
-		n, err := v.c.queryInt64(`SELECT count(*) FROM schema_history`)
+		n, err := v.c.queryInt64(sqlSchemaVerify)
 		if err != nil {
 			return err
 		}
@@ -235,7 +235,7 @@ func (v *verifier) schema() error {
 	case mode == channels.ModeDelta && every < 1:
 		v.addf("mode", "", "", "", "the file records K=%d, must be >= 1", every)
 	}
-	return v.c.query(`SELECT thread_id, mode, every FROM thread_modes ORDER BY thread_id`, nil, func(st row) error {
+	return v.c.query(sqlThreadModesVerify, nil, func(st row) error {
 		th, m, k := st.Text(0), channels.Mode(st.Text(1)), int(st.Int64(2))
 		if v.o.ThreadID != "" && th != v.o.ThreadID {
 			return nil
@@ -323,7 +323,7 @@ var runStatuses = map[records.RunStatus]bool{records.RunPending: true, records.R
 
 func (v *verifier) runs() error {
 	active := map[string]string{}
-	q := `SELECT run_id, thread_id, status, metadata, kwargs, token_usage_by_model, created_at, updated_at FROM runs WHERE ?1 = '' OR thread_id = ?1 ORDER BY run_id`
+	q := sqlRunsVerify
 	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.Runs++
 		id, th, status := st.Text(0), st.Text(1), records.RunStatus(st.Text(2))
@@ -356,14 +356,14 @@ func (v *verifier) runs() error {
 
 func (v *verifier) events() error {
 	last := map[string]int64{}
-	err := v.c.query(`SELECT thread_id, last_seq FROM event_seqs WHERE ?1 = '' OR thread_id = ?1`, []any{v.o.ThreadID}, func(st row) error {
+	err := v.c.query(sqlEventSeqsVerify, []any{v.o.ThreadID}, func(st row) error {
 		last[st.Text(0)] = st.Int64(1)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	q := `SELECT thread_id, seq, run_id, event_type, category, content, metadata FROM events WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id, seq`
+	q := sqlEventsVerify
 	prevThread, prevSeq := "", int64(0)
 	err = v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.Events++
@@ -403,7 +403,7 @@ func (v *verifier) events() error {
 var threadStatuses = map[records.ThreadStatus]bool{records.ThreadIdle: true, records.ThreadBusy: true, records.ThreadInterrupted: true, records.ThreadError: true}
 
 func (v *verifier) threadRecords() error {
-	q := `SELECT thread_id, status, metadata, pinned FROM threads WHERE ?1 = '' OR thread_id = ?1 ORDER BY thread_id`
+	q := sqlThreadsVerify
 	return v.c.query(q, []any{v.o.ThreadID}, func(st row) error {
 		v.rep.ThreadRecords++
 		th := st.Text(0)
@@ -428,7 +428,7 @@ func (v *verifier) store() error {
 	if v.o.ThreadID != "" {
 		return nil // store items belong to no thread
 	}
-	return v.c.query(`SELECT namespace, key, value FROM store_items ORDER BY namespace, key`, nil, func(st row) error {
+	return v.c.query(sqlStoreVerify, nil, func(st row) error {
 		v.rep.StoreItems++
 		ns, key := st.Text(0), st.Text(1)
 		if ns == "" {

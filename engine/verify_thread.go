@@ -59,7 +59,7 @@ func (v *verifier) thread(th string) error {
 func (v *verifier) checkpoints(th string) (map[nsKey]*vcp, []*vcp, error) {
 	cps := map[nsKey]*vcp{}
 	var order []*vcp
-	err := v.c.query(`SELECT checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE thread_id = ?`, []any{th},
+	err := v.c.query(sqlCheckpointsVerify, []any{th},
 		func(st row) error {
 			cp := &vcp{ns: st.Text(0), id: st.Text(1), hasParent: !st.Null(2), parent: st.Text(2), ok: true}
 			var sc storedCheckpoint
@@ -104,7 +104,7 @@ func (v *verifier) checkpoints(th string) (map[nsKey]*vcp, []*vcp, error) {
 // those of the engine's type decode.
 func (v *verifier) writes(th string, cps map[nsKey]*vcp) ([]*vwrite, error) {
 	var writes []*vwrite
-	err := v.c.query(`SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, consumed_by, task_path, enc, data FROM writes WHERE thread_id = ?`, []any{th},
+	err := v.c.query(sqlWritesVerify, []any{th},
 		func(st row) error {
 			w := &vwrite{ns: st.Text(0), cp: st.Text(1), task: st.Text(2), idx: int(st.Int64(3)), channel: st.Text(4),
 				typ: st.Text(5), sealed: !st.Null(6), consumedBy: st.Text(6), taskPath: st.Text(7)}
@@ -158,7 +158,7 @@ func (v *verifier) channelValues(th string, order []*vcp, cps map[nsKey]*vcp, ou
 		}
 	}
 	var blobs []*blobRef
-	err := v.c.query(`SELECT checkpoint_ns, channel, version, checkpoint_id, type, enc, base FROM blobs WHERE thread_id = ?`, []any{th}, func(st row) error {
+	err := v.c.query(sqlBlobsVerify, []any{th}, func(st row) error {
 		blobs = append(blobs, &blobRef{ns: st.Text(0), ch: st.Text(1), ver: st.Text(2), owner: st.Text(3), typ: st.Text(4),
 			enc: st.Int64(5), base: st.Text(6), hasBase: !st.Null(6)})
 		return nil
@@ -254,7 +254,7 @@ func (v *verifier) values(th string, blobs []*blobRef, check func(b *blobRef, da
 	}
 	data := func(b *blobRef) ([]byte, error) {
 		var d []byte
-		_, err := v.c.queryRow(`SELECT data FROM blobs WHERE thread_id=? AND checkpoint_ns=? AND channel=? AND version=?`, []any{th, b.ns, b.ch, b.ver}, func(st row) error {
+		_, err := v.c.queryRow(sqlBlobsVerifyData, []any{th, b.ns, b.ch, b.ver}, func(st row) error {
 			d = copyBytes(st.Blob(0))
 			return nil
 		})
