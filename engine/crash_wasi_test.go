@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/channels"
 )
 
 // Built only with -tags wasicrash: .ci/run builds the wasip1 children this
@@ -57,7 +59,7 @@ func TestCrashKillWASI(t *testing.T) {
 	staleLocks := 0
 	files := func(epoch int) []*crashLog {
 		var logs []*crashLog
-		for _, mode := range []Mode{ModeDelta, ModeFull} {
+		for _, mode := range []channels.Mode{channels.ModeDelta, channels.ModeFull} {
 			name := fmt.Sprintf("%s%d.db", mode, epoch)
 			host := filepath.Join(dir, name)
 			logs = append(logs, &crashLog{
