@@ -18,25 +18,16 @@ type Batch struct {
 	threads map[string]bool
 }
 
-// Batch runs fn inside one write transaction. The Put, PutWrites and
-// NewThread calls fn makes on b commit together when fn returns nil; when fn
-// returns an error, or a call on b failed after it began writing (whatever
-// fn returns after it), nothing is applied and Batch returns that error.
-// Such a failure spoils the batch: every later call returns it, because the
-// call may have written part of its rows. Calls refused before they write
-// (invalid arguments, NewThread's ErrConflict and ErrModeMismatch) leave
-// the batch usable.
+// Batch runs fn inside one write transaction: the calls fn makes on b
+// commit together when fn returns nil. When fn returns an error or panics,
+// or a call on b failed after it began writing (every later call then
+// returns that error), nothing is applied. Calls refused before they write
+// leave the batch usable. Each call has its DB counterpart's limits; the
+// batch is not bound by MaxCallBytes.
 //
-// Each call is held to the limits of its DB counterpart; the batch as a
-// whole is not bound by MaxCallBytes: past about 150 MiB of large values in
-// its transaction it fails with ErrTooLarge and changes nothing. If fn
-// panics, the batch is rolled back and the panic continues.
-//
-// fn holds the file's only writer connection: other write calls of db
-// made inside fn wait for the batch to end (and so would wait for their
-// context), and reads inside fn do not see the batch's writes. In a GOOS=js
-// build a handle has one connection for reads and writes alike, so there
-// reads made inside fn wait for the batch too.
+// fn holds the writer connection: other writes of db made inside fn wait for
+// the batch (in a GOOS=js build, reads too), and reads inside fn do not see
+// its writes.
 func (db *DB) Batch(ctx context.Context, fn func(b *Batch) error) error {
 	b := &Batch{db: db, ctx: ctx, threads: map[string]bool{}}
 	err := db.write(ctx, func(c *conn) error {
@@ -117,17 +108,11 @@ func (b *Batch) PutWrites(cfg Config, writes []Write, taskID, taskPath string) e
 	})
 }
 
-// NewThread records threadID, which must have no checkpoint yet, as a
-// thread of the thread API in the handle's mode (Options.Mode and
-// SnapshotEvery), as Commit does for the threads it starts: State, Commit,
-// StateHistory and ReadState then rebuild its Schema channels from the
-// values and writes the batch stores, and Verify replays them. Those must
-// be what the thread API stores: a channel's state as codec.Marshal (or
-// codec.MarshalCompressed) of its value, its writes as the channel encodes
-// updates (channels.MessageUpdate.Encode for messages), and in delta mode
-// the snapshot counters in the metadata (channels.SetCounters). A thread
-// that has checkpoints already is ErrConflict; a file another handle
-// converted to another mode since this one opened, ErrModeMismatch.
+// NewThread records threadID, which must have no checkpoint yet
+// (ErrConflict), as a thread of the thread API in the handle's mode, as
+// Commit does for the threads it starts. What the batch then stores for it
+// must be what the thread API stores: states as codec.Marshal, writes as the
+// channel encodes updates, in delta mode the counters of channels.SetCounters.
 func (b *Batch) NewThread(threadID string) error {
 	if err := validateThread(Config{ThreadID: threadID}); err != nil {
 		return err

@@ -12,14 +12,9 @@ import (
 )
 
 // ConvertThread rewrites a thread of the thread API into another channel
-// mode, in one transaction: to full, every checkpoint gets the value of
-// every channel it changed; to delta (with the handle's K), only the
-// snapshots the cadence would have written stay, and the cadence counters
-// in the metadata are recomputed so the next commit continues the series.
-// Every checkpoint reads the same before and after. A thread the thread API
-// did not write (a LangGraph thread) is refused: its values are not ours to
-// fold. Converting to delta needs a delta handle (a full handle could not
-// read the result); a whole file changes mode with ConvertFile.
+// mode (delta with the handle's K, on a delta handle only) in one
+// transaction; every checkpoint reads the same before and after. A LangGraph
+// thread is refused; ConvertFile converts a whole file.
 func (db *DB) ConvertThread(ctx context.Context, thread string, mode channels.Mode) (admin.ConvertReport, error) {
 	if mode != channels.ModeFull && mode != channels.ModeDelta {
 		return admin.ConvertReport{}, fmt.Errorf("%w: mode %q is neither %q nor %q", ErrInvalidArgument, mode, channels.ModeFull, channels.ModeDelta)

@@ -50,12 +50,9 @@ type DB struct {
 }
 
 // CloseTimeout bounds how long Close waits, on PostgreSQL, for calls in
-// flight to end (a long import, a server that stopped answering): it then
-// ends them (they fail with ErrClosed) and closes every connection. Close
-// returns within CloseTimeout and 2.5 s more whatever the server does (2 s
-// to give back the handle's liveness lock, a tenth of a second for the
-// server to hang up). SQLite calls always end on their own, and Close
-// waits for them.
+// flight: it then ends them (they fail with ErrClosed), so Close returns
+// within CloseTimeout and 2.5 s more whatever the server does. On SQLite
+// Close waits for calls, which always end on their own.
 const CloseTimeout = 5 * time.Second
 
 // onClose registers fn to run when the DB closes, before its connections do.
@@ -67,17 +64,14 @@ func (db *DB) onClose(fn func()) {
 
 // Open opens or creates the agentstate file at path (or, for path Memory, a
 // fresh private in-memory database) and brings its schema to the current
-// version. opts may be nil for DefaultOptions. A bad option, a file written by
-// something else, or a schema newer than this build fails Open with a typed
-// error and leaves the file as it was.
+// version. opts may be nil for DefaultOptions. A refused Open (a bad option,
+// a file written by something else, a newer schema) returns a typed error and
+// leaves the file as it was.
 //
-// A path starting with postgres:// or postgresql:// opens a PostgreSQL
-// database instead (native builds, in a program that imports
-// engine/postgres; see docs/postgresql.md for what it promises):
-// the engine's tables live in the first schema of the URL's search_path
-// (search_path=NAME in the query string; it must exist), which must hold
-// nothing else. The same API and semantics apply; SQLite file maintenance
-// (integrity check, VACUUM of a file, WAL checkpoints) does not.
+// A postgres:// or postgresql:// path opens the PostgreSQL schema the URL's
+// search_path names, in a native program that imports engine/postgres
+// (docs/postgresql.md): the same API and semantics, without SQLite's file
+// maintenance.
 func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	o := DefaultOptions()
 	if opts != nil {
@@ -178,9 +172,7 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 
 // Close waits for running calls to finish and releases every connection.
 // Calls made after Close fail with ErrClosed. Closing twice is harmless.
-//
-// On PostgreSQL, Close returns within CloseTimeout and 2.5 s more
-// whatever the server does: calls still running then are ended.
+// On PostgreSQL it returns within CloseTimeout (and 2.5 s).
 func (db *DB) Close() error {
 	db.closing.Store(true)
 	db.hookMu.Lock()

@@ -14,14 +14,15 @@ import (
 
 // Sentinel errors. Every error the engine returns for bad input or a bad file
 // wraps one of these (or a context error), so callers can match with
-// errors.Is and still read which name or value was refused.
+// errors.Is and still read which name or value was refused. docs/contract.md
+// (§5, §7) says when each backend returns which.
 var (
 	// ErrClosed: the DB was closed before or during the call.
 	ErrClosed = errors.New("agentstate: database is closed")
 	// ErrInvalidOption: Open was given an option outside its range.
 	ErrInvalidOption = errors.New("agentstate: invalid option")
-	// ErrInvalidArgument: a call was given a missing or malformed argument
-	// (for Open, a path that is a directory, a named pipe or a device).
+	// ErrInvalidArgument: a missing or malformed argument (for Open, a path
+	// that is a directory, a named pipe or a device).
 	ErrInvalidArgument = errors.New("agentstate: invalid argument")
 	// ErrNotFound: the named thing does not exist (or belongs to another
 	// owner); for Open, the directory of the file's path.
@@ -29,63 +30,51 @@ var (
 	// ErrConflict: the call would break a rule the database enforces (one
 	// active run per thread, a duplicate id, a refused status transition).
 	ErrConflict = errors.New("agentstate: conflict")
-	// ErrNotAgentstate: the file is an SQLite database written by something
-	// else, or not an SQLite database at all.
+	// ErrNotAgentstate: an SQLite database written by something else, or
+	// not an SQLite database at all.
 	ErrNotAgentstate = errors.New("agentstate: not an agentstate database")
-	// ErrSchemaTooNew: the file was written by a newer agentstate than this one.
+	// ErrSchemaTooNew: the file was written by a newer agentstate.
 	ErrSchemaTooNew = errors.New("agentstate: database schema is newer than this build")
-	// ErrSchemaTooOld: a read-only handle was asked to open a file written
-	// by an older agentstate, whose schema it would have to upgrade (a
-	// handle opened without Options.ReadOnly does). It matches ErrReadOnly
-	// too; no other refusal of a read-only Open matches it.
+	// ErrSchemaTooOld: a read-only handle met a file of an older schema,
+	// which only a read-write Open upgrades. It matches ErrReadOnly too.
 	ErrSchemaTooOld = errors.New("agentstate: database schema is older than this build")
-	// ErrModeMismatch: the file was written in another channel mode, or a
-	// thread's mode does not match the handle's.
+	// ErrModeMismatch: the file, or a thread, is in another channel mode
+	// than the handle (see ModeMismatchError).
 	ErrModeMismatch = errors.New("agentstate: channel mode mismatch")
 	// ErrCorrupt: stored bytes or the file itself do not decode.
 	ErrCorrupt = errors.New("agentstate: corrupt data")
-	// ErrFormatTooNew: stored bytes were written in a format of a newer
-	// agentstate than this build (a newer envelope, delta or compression):
-	// not damage, but nothing this build can read; upgrade agentstate. It
-	// matches ErrSchemaTooNew too (the bindings' SCHEMA_TOO_NEW).
+	// ErrFormatTooNew: stored bytes in a format of a newer agentstate (not
+	// damage: upgrade agentstate). It matches ErrSchemaTooNew too.
 	ErrFormatTooNew error = formatTooNewError{}
-	// ErrReadOnly: a write was attempted on a handle opened read-only, or
-	// on a file its process cannot write (a read-only file system, a file
-	// or directory without write permission).
+	// ErrReadOnly: a write on a handle opened read-only, or on a file its
+	// process cannot write.
 	ErrReadOnly = errors.New("agentstate: database opened read-only")
-	// ErrTooLarge: a value is larger than the engine stores (see
-	// MaxValueBytes and the limits beside it), or a call needed more
-	// memory than SQLite has. It matches ErrInvalidArgument too.
+	// ErrTooLarge: a value past MaxValueBytes or the limits beside it, or a
+	// call that needed more memory than SQLite has. It matches
+	// ErrInvalidArgument too.
 	ErrTooLarge error = tooLargeError{}
-	// ErrDiskFull: the disk or the user's quota is full. The call wrote
-	// nothing; the file is as it was before it.
+	// ErrDiskFull: the disk or the user's quota is full; the call wrote
+	// nothing.
 	ErrDiskFull = errors.New("agentstate: disk or quota full")
-	// ErrBusy: another connection (usually another process's long write:
-	// convert, vacuum, import, retain) held the lock a call needed for
-	// longer than Options.BusyTimeout. Nothing was written; retry later.
+	// ErrBusy: another connection held the lock a call needed for longer
+	// than Options.BusyTimeout. Nothing was written; retry later.
 	ErrBusy = errors.New("agentstate: database is busy")
-	// ErrFileReplaced: the file was deleted, or another file was moved over
-	// its path, while the handle had it open. Every write fails with it,
-	// before writing, and so does Close; reads still see the file as it was.
-	// The handle is of no further use: close it and open the path again.
+	// ErrFileReplaced: the file was deleted or replaced while the handle had
+	// it open. Every write and Close fail with it, before writing: close the
+	// handle and open the path again.
 	ErrFileReplaced = errors.New("agentstate: database file was deleted or replaced while open")
-	// ErrConnectionLost: the connection to the database server failed or
-	// was ended by the server (a restart, a failover, pg_terminate_backend,
-	// idle_session_timeout, a network error). PostgreSQL only. The call
-	// changed nothing, unless the error is also ErrOutcomeUnknown; the
-	// handle dials a new session for the next call.
+	// ErrConnectionLost (PostgreSQL): the server connection failed or was
+	// ended. The call changed nothing, unless the error is also
+	// ErrOutcomeUnknown; the next call dials a new session.
 	ErrConnectionLost = errors.New("agentstate: connection to the database server lost")
-	// ErrOutcomeUnknown: a write's COMMIT was sent to the server and its
-	// answer never came (the call's context ended, or the connection
-	// broke, while the server was committing): the write may have been
-	// applied or not. Read before retrying (a retried Commit or event
-	// append could apply twice). PostgreSQL only. It also matches what
-	// ended the wait (context.DeadlineExceeded or context.Canceled, or
+	// ErrOutcomeUnknown (PostgreSQL): a COMMIT was sent and its answer never
+	// came, so the write may or may not be applied: read before retrying. It
+	// also matches what ended the wait (a context error or
 	// ErrConnectionLost): test for it first.
 	ErrOutcomeUnknown = errors.New("agentstate: outcome of the write is unknown")
-	// ErrInterrupted: the server cancelled a statement although the
-	// call's context had not ended: its statement_timeout, or someone's
-	// pg_cancel_backend. Nothing was written; the data is not at fault.
+	// ErrInterrupted (PostgreSQL): the server cancelled a statement (its
+	// statement_timeout, or pg_cancel_backend), not the call's context.
+	// Nothing was written.
 	ErrInterrupted = errors.New("agentstate: statement cancelled, not by the call's context (the server's statement_timeout, or pg_cancel_backend)")
 )
 
@@ -118,30 +107,21 @@ func (e *HeldError) Error() string { return ErrConflict.Error() + ": " + e.err.E
 func (e *HeldError) Unwrap() []error { return []error{ErrConflict, e.err} }
 
 // ModeMismatchError is every ErrModeMismatch error: what the file, thread
-// or export records and what was asked of it. Its message tells a Go caller
-// what to call; front ends with other vocabularies (the CLI, the JavaScript
-// package) read the fields and say what works there.
+// or export records (Mode, Every: K, 0 unless delta) and what was asked
+// (WantMode, WantEvery). Its message tells a Go caller what to call; other
+// front ends read the fields.
 type ModeMismatchError struct {
-	// Op is where the modes met: "open" (the handle's options against the
-	// file's), "thread" (a thread's mode against the handle's), "import" (an
-	// export against the file; with Thread, a thread of the export against
-	// the file), "convert" (ConvertThread to delta on a handle that is not
-	// in delta mode) or "converted" (another handle converted the file after
-	// this one opened it).
-	Op     string
-	Path   string // the file as the handle was opened
-	Thread string // the thread, for "thread" and "convert"
-	// Mode and Every are what the file (for "thread": the thread) records;
-	// Every is the delta cadence K (0 unless Mode is delta).
-	Mode  channels.Mode
-	Every int
-	// WantMode and WantEvery are what was asked: the handle's options, the
-	// export's mode, or the target of a conversion.
-	WantMode  channels.Mode
-	WantEvery int
-	// Race: the file had no mode when Open looked and another process
-	// recorded a different one before this one could.
-	Race bool
+	// Op is where the modes met: "open" (options against the file),
+	// "thread" (a thread against the handle), "import" (an export, or with
+	// Thread one of its threads, against the file), "convert"
+	// (ConvertThread to delta on a handle not in delta mode) or "converted"
+	// (another handle converted the file after this one opened it).
+	Op               string
+	Path             string // the file as the handle was opened
+	Thread           string // the thread, for "thread" and "convert"
+	Mode, WantMode   channels.Mode
+	Every, WantEvery int
+	Race             bool // another process recorded another mode while Open looked
 }
 
 func (e *ModeMismatchError) Error() string {

@@ -15,11 +15,8 @@ import (
 
 // Events is the per-thread event stream of a DB (contract §4, DeerFlow's
 // RunEventStore): messages, traces, middleware records, outputs, errors.
-// Get one with DB.Events; it only holds the handle.
-//
-// Seq numbers are handed out inside the write transaction that stores the
-// events, so they increase strictly and never repeat within a thread, across
-// goroutines, handles and processes sharing the file.
+// Get one with DB.Events; it only holds the handle. A thread's seq numbers
+// increase strictly and never repeat, across processes sharing the file.
 type Events struct{ db *DB }
 
 // Events returns the event surface of db.

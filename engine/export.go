@@ -295,21 +295,13 @@ func rowKey(t *exportTable, st row) string {
 // ErrBadExport: an import's input is not a well-formed export.
 var ErrBadExport = errors.New("agentstate: malformed export")
 
-// Import reads an export written by Export (from this or another file) and
-// inserts every row, in one transaction: it either imports everything,
-// into a file that verifies and whose every thread can still be written,
-// or changes nothing. Into a file that holds data, a dump adds whole
-// threads (a thread it names must be absent from every table of threads),
-// and store items and runs that exist already are ErrConflict; with
-// ImportOptions.User set, every thread record and run must be that user's.
-// The imported threads and items are verified before committing.
-// docs/cli.md ("Importing into a file that holds data") gives every rule.
-//
-// A malformed line or a truncated input (no trailer) is ErrBadExport; an
-// export in another channel mode than the file's, ErrModeMismatch
-// (ImportFile opens a file in the export's mode). Import holds one line's
-// values at a time: a line past MaxImportLineBytes, or whose values pass
-// MaxRowBytes, is ErrBadExport and ErrTooLarge, naming the line.
+// Import reads an export written by Export and inserts every row in one
+// transaction, verified before it commits: everything, or nothing. Into a
+// file that holds data it adds whole threads only; a store item or run that
+// exists is ErrConflict (docs/cli.md, "Importing into a file that holds
+// data", gives every rule). A malformed or truncated input is ErrBadExport,
+// one of another channel mode ErrModeMismatch. It holds one line's values at
+// a time: a line past MaxImportLineBytes is ErrBadExport and ErrTooLarge.
 func (db *DB) Import(ctx context.Context, r io.Reader, o admin.ImportOptions) (admin.ImportReport, error) {
 	lines := newImportLines(ctx, r)
 	h, err := readExportHeader(lines)

@@ -11,12 +11,9 @@ import (
 
 // DeltaChannelHistory returns, for each channel, the value to start from and
 // the writes to fold onto it to rebuild the channel at the checkpoint cfg
-// names (latest if cfg.CheckpointID is empty). The target's own writes are
-// pending for its next step and excluded; the seed ancestor's writes are
-// included; writes come oldest ancestor first, then by (task_path, task_id,
-// idx). Only writes each child on the path sealed are replayed, so forks
-// never see an abandoned sibling's writes. Answers come from the history
-// cache when it holds them.
+// names (latest if cfg.CheckpointID is empty): the sealed writes of the path
+// from the seed ancestor (its own included, the target's excluded), oldest
+// first, then by (task_path, task_id, idx), as contract §2.3 walks them.
 func (db *DB) DeltaChannelHistory(ctx context.Context, cfg Config, channels []string) (map[string]History, error) {
 	if err := validateThread(cfg); err != nil {
 		return nil, err

@@ -7,39 +7,27 @@ import (
 	"github.com/agentstate/agentstate/codec"
 )
 
-// Limits of what a call may store, chosen so that everything the engine
-// accepts reads back through every reader (SQLite, as ncruces/go-sqlite3
-// builds it, reads a row whole in a 256 MiB heap per connection; the "limits"
-// row of docs/storage.md gives the reasons and measurements). Each is checked
-// where the value is encoded, before anything is written, and refused with
-// ErrTooLarge naming the limit and the argument; nesting past codec.MaxDepth
-// (512 levels) is ErrInvalidArgument.
+// Limits of what a call may store, so that everything the engine accepts
+// reads back through every reader (the "limits" row of docs/storage.md gives
+// the reasons). Each is checked before anything is written and refused with
+// ErrTooLarge naming the limit and the argument; nesting past
+// codec.MaxDepth is ErrInvalidArgument.
 const (
-	// MaxValueBytes bounds one value a call stores, as msgpack: checkpoint
-	// metadata and versions, a pending write (its messages included), an
-	// event's content and metadata, a store value, a thread's or a run's
-	// metadata and kwargs.
-	MaxValueBytes = 16 << 20
-	// MaxMessageBytes bounds a message, which shares its write's
-	// MaxValueBytes.
+	// MaxValueBytes bounds one value a call stores, as msgpack: metadata,
+	// a pending write, an event's content, a store value, a record's
+	// metadata. A message (MaxMessageBytes) shares its write's.
+	MaxValueBytes   = 16 << 20
 	MaxMessageBytes = MaxValueBytes
-	// MaxListBytes bounds a channel's value at one checkpoint, as msgpack
-	// before compression (a Commit's message list, a channel value given to
-	// Put); Compact a thread whose list reaches it. It is codec.MaxSize, the
-	// most any reader inflates a stored value to, before allocating it.
+	// MaxListBytes (codec.MaxSize) bounds a channel's value at one
+	// checkpoint before compression; Compact a thread whose list reaches it.
 	MaxListBytes = codec.MaxSize
-	// MaxRowBytes bounds what one row stores: a channel value beside a few
-	// small columns.
+	// MaxRowBytes bounds one stored row: a channel value and small columns.
 	MaxRowBytes = MaxListBytes + 1<<20
-	// MaxCallBytes bounds what one call writes in all (SQLite holds a
-	// transaction's large pages until it commits). Import, Batch and
-	// ConvertFile write a file in one transaction without this bound: past
-	// about 150 MiB of large values they fail with ErrTooLarge, changing
-	// nothing.
+	// MaxCallBytes bounds what one call writes in all. Import, Batch and
+	// ConvertFile are not bound by it: past about 150 MiB of large values
+	// they fail with ErrTooLarge, changing nothing.
 	MaxCallBytes = 128 << 20
-	// MaxImportLineBytes bounds one line of an export that Import reads
-	// (JSON spends at most 8 bytes per msgpack byte); Import holds a line's
-	// values, never the line.
+	// MaxImportLineBytes bounds one line of an export that Import reads.
 	MaxImportLineBytes = 8 * MaxRowBytes
 )
 

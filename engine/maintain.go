@@ -9,19 +9,12 @@ import (
 )
 
 // Retain keeps storage linear in the length of a thread (contract §2.5), in
-// one transaction (rolled back for a dry run). Snapshots of delta threads
-// are a cache of replayable writes: it keeps, per channel, the snapshot
-// every branch tip starts from (so heads stay within K writes of one), the
-// snapshots of roots, and older snapshots only at geometrically shrinking
-// sizes, so their total is a small multiple of the newest (see
-// thinSnapshots); the rest go. With KeepLatest or DropBranches it also
-// removes checkpoints, first storing a snapshot at every surviving
-// checkpoint whose history would go with them, so every surviving checkpoint
-// reads exactly as before. Threads written by LangGraph (values the engine
-// cannot fold) lose no snapshot, and removing their checkpoints keeps the
-// ancestors their delta channels need. The report measures the stored bytes
-// of every surface before and after, so a dry run says what it would free in
-// total; o.Progress, if not nil, is called after each thread.
+// one transaction (rolled back for a dry run): it thins delta snapshots to
+// geometrically spaced ones (heads stay within K writes of one) and, with
+// KeepLatest or DropBranches, removes checkpoints. Every surviving checkpoint
+// reads exactly as before; LangGraph's threads lose no snapshot. The report
+// gives the stored bytes before and after; o.Progress, if set, is called
+// after each thread.
 func (db *DB) Retain(ctx context.Context, o admin.RetainOptions) (admin.RetainReport, error) {
 	if o.KeepLatest < 0 {
 		return admin.RetainReport{}, fmt.Errorf("%w: KeepLatest %d is negative", ErrInvalidArgument, o.KeepLatest)

@@ -44,17 +44,14 @@ type Options struct {
 	// backend's choice: 1 for SQLite (the only value it takes), 4 for
 	// PostgreSQL (transactions on different threads run at once). 0..64.
 	WriteConns int
-	// ReadOnly opens the file without ever writing to it: no schema upgrade,
-	// no reconciliation, and every write call fails with ErrReadOnly. The file
-	// must already hold the current schema. It works on media this process
-	// cannot write (docs/cli.md, "Read-only commands", says how).
+	// ReadOnly opens a file of the current schema without ever writing to
+	// it (no upgrade, no reconciliation; writes fail with ErrReadOnly), also
+	// on media this process cannot write (docs/cli.md, "Read-only commands").
 	ReadOnly bool
-	// Mode is the message channel mode: ModeAuto (default: an existing file
-	// opens in the mode and K it records, a new one is created in full
-	// mode, as the npm package does without a mode), ModeFull or ModeDelta.
-	// It is frozen for the handle's life; an explicit ModeFull or ModeDelta
-	// must match what the file records (ErrModeMismatch otherwise; see
-	// ConvertFile). After Open, Options reports the mode resolved.
+	// Mode is the message channel mode: ModeAuto (default: the mode and K
+	// the file records, full for a new file), ModeFull or ModeDelta, which
+	// must match what the file records (ErrModeMismatch; see ConvertFile).
+	// It is frozen for the handle's life; DB.Options reports it resolved.
 	Mode channels.Mode
 	// SnapshotEvery is K, the delta snapshot cadence with ModeDelta (with
 	// ModeAuto the file's K, or 10 for a new file). Default 10; must be >= 1.
@@ -68,11 +65,9 @@ type Options struct {
 	// thread API (Commit, State, ...) and how each reduces its writes.
 	// Default: one channel, "messages", with add_messages semantics.
 	Schema Schema
-	// AutoRetain runs snapshot retention on a thread whenever the thread API
-	// writes a new delta snapshot (and chain retention whenever a Put stores
-	// a new whole value), so a long-lived file grows linearly. Default on;
-	// off keeps every snapshot, and a delta thread grows as N^2/K. What it
-	// costs an old checkpoint's read: docs/contract.md §2.5.
+	// AutoRetain runs retention on a thread at each new delta snapshot or
+	// whole value, so a long-lived file grows linearly (off: a delta thread
+	// grows as N^2/K). Default on; docs/contract.md §2.5 gives its costs.
 	AutoRetain bool
 	// Now is the clock for every timestamp the engine writes (TTL, records,
 	// leases). Default time.Now; tests inject a fake clock instead of sleeping.
@@ -86,8 +81,7 @@ type Options struct {
 	// Default true.
 	StoreRefreshOnRead bool
 	// StoreSweepInterval is how often a background sweeper deletes expired
-	// store items. Default 0: no sweeper (expired items are never returned
-	// anyway; Store.Sweep deletes them on demand). Otherwise >= 10ms.
+	// store items (never returned anyway). Default 0: none; else >= 10ms.
 	StoreSweepInterval time.Duration
 	// TraceContentLimit bounds, in UTF-8 bytes, the content of events of
 	// category "trace"; longer content is cut on a rune boundary and the cut

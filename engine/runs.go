@@ -15,11 +15,8 @@ import (
 
 // Runs is the run-record surface of a DB (contract §4, DeerFlow's RunStore): one
 // record per run with its status, model, token usage and summary. Get one
-// with DB.Runs; it only holds the handle.
-//
-// At most one run per thread is active (pending or running); the database
-// enforces it with a partial unique index, so the rule holds across
-// goroutines, handles and processes.
+// with DB.Runs; it only holds the handle. The database itself keeps at most
+// one run per thread active (pending or running), across processes.
 type Runs struct{ db *DB }
 
 // Runs returns the run-record surface of db.

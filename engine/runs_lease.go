@@ -12,18 +12,12 @@ import (
 	"github.com/agentstate/agentstate/engine/records"
 )
 
-// Reconcile turns every active run whose owner is gone into an error with
-// OrphanReason, and returns how many it changed. An owner is gone when its
-// lease expired (or it recorded none) and it cannot be shown alive: where
-// the driver offers liveness (SQLite files on Linux, macOS and the BSDs: a
-// lock file per owner), a run whose owner's handle is open in a live
-// process is never reconciled, however long its lease has lapsed, because
-// renewing the lease needs the write lock, which another process's long
-// write (convert, vacuum, import, retain) or a starved CPU can keep from
-// it. Runs of this handle are never touched. Open runs it unless
-// Options.ReconcileOnOpen is false; the background loop repeats it every
-// RunLease/3. It takes the write lock only when there is something to
-// change; a lock held past the busy timeout fails it with ErrBusy.
+// Reconcile turns every active run whose owner is gone (its lease expired
+// and it cannot be shown alive: contract §4) into an error with
+// OrphanReason, and returns how many it changed; runs of this handle are
+// never touched. Open runs it unless Options.ReconcileOnOpen is false, and
+// the background loop every RunLease/3; a lock held past BusyTimeout fails
+// it with ErrBusy.
 func (r Runs) Reconcile(ctx context.Context) (int64, error) {
 	if r.db.opts.ReadOnly {
 		return 0, ErrReadOnly

@@ -14,12 +14,8 @@ import (
 
 // Store is the long-lived key/value surface of a DB, with LangGraph
 // BaseStore semantics (contract §3). Get one with DB.Store; it only holds the
-// handle, so it is free to copy.
-//
-// Every record surface (Store, Runs, Events, Threads) follows the same
-// shape: an accessor on DB returns a small value type whose methods take a
-// context first, validate everything before touching the file, and write in
-// one transaction or not at all.
+// handle, so it is free to copy. Like every record handle, its methods
+// validate everything first and write in one transaction or not at all.
 type Store struct{ db *DB }
 
 // Store returns the key/value surface of db.

@@ -273,10 +273,8 @@ type HistoryOptions struct {
 }
 
 // StateHistory yields the thread's checkpoints newest first, each with its
-// materialized state. Checkpoints are listed a page at a time and each
-// state is built in a snapshot of its own, so a checkpoint that another
-// handle or process removes while the loop runs (retention, a delete) is
-// skipped, as if it had been removed before.
+// materialized state, a page at a time; a checkpoint another handle removes
+// while the loop runs is skipped, as if it had been removed before.
 func (db *DB) StateHistory(ctx context.Context, thread string, o HistoryOptions) iter.Seq2[State, error] {
 	return func(yield func(State, error) bool) {
 		root := ""

@@ -13,11 +13,9 @@ import (
 
 // Threads is the thread-list surface of a DB (contract §4, DeerFlow's
 // ThreadMetaStore): owner, display name, status and free metadata of each
-// thread. Get one with DB.Threads; it only holds the handle.
-//
-// Every call is scoped to an Owner: a thread of another owner is reported
-// as not found and is never returned, changed or deleted. Admin tools pass
-// AnyOwner.
+// thread. Get one with DB.Threads; it only holds the handle. Every call is
+// scoped to an Owner: another owner's thread is not found, never returned,
+// changed or deleted; admin tools pass AnyOwner.
 type Threads struct{ db *DB }
 
 // Threads returns the thread-list surface of db.
@@ -222,11 +220,8 @@ func (t Threads) Search(ctx context.Context, owner Owner, q records.ThreadQuery)
 	return out, nil
 }
 
-// SetDisplayName sets the thread's display name (its title in thread lists).
-//
-// Syncing it from the "title" channel of the thread's latest checkpoint at
-// the end of a run (DeerFlow's worker does this) belongs with the
-// checkpointer and is not wired yet.
+// SetDisplayName sets the thread's display name (its title in thread lists);
+// SyncTitle sets it from the thread's "title" channel.
 func (t Threads) SetDisplayName(ctx context.Context, owner Owner, threadID, name string) error {
 	if err := t.check(owner, threadID); err != nil {
 		return err

@@ -15,18 +15,11 @@ import (
 	"github.com/agentstate/agentstate/engine/records"
 )
 
-// Verify checks a file without changing it: SQLite's integrity check, the
-// schema version, the tables and indexes against those this build creates,
-// the recorded modes, that every checkpoint and stored value
-// decodes, every parent exists, every write belongs to a checkpoint (and
-// every seal to one of its children), every stored channel value is named
-// by a checkpoint, and, for threads of the thread API, that every
-// checkpoint's state rebuilds from its parent's state and the writes it
-// consumed, equals its stored value where it has one, and reads the same
-// through the delta history walk. It also checks the records: runs (status,
-// one active run per thread), events (seq positive, counter not behind),
-// threads and store items decode. Problems are returned in the report;
-// the error is for failures to read at all (a closed DB, a cancelled ctx).
+// Verify checks a file without changing it: the schema, every checkpoint,
+// value, write and seal, that every thread-API state rebuilds from its
+// parent's, and the records (docs/cli.md, "What verify checks", lists it
+// all). Problems are returned in the report; the error is for failures to
+// read at all (a closed DB, a cancelled ctx).
 func (db *DB) Verify(ctx context.Context, o admin.VerifyOptions) (admin.VerifyReport, error) {
 	if o.MaxProblems < 0 {
 		return admin.VerifyReport{}, fmt.Errorf("%w: MaxProblems %d is negative", ErrInvalidArgument, o.MaxProblems)
