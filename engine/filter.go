@@ -15,16 +15,6 @@ type filterTerm struct {
 	Value any      `msgpack:"v"`
 }
 
-// validateFilterKey reports whether key may be used in a metadata filter:
-// fields of letters, digits, "_" and "-", joined by dots for nested ones
-// (the rule every filter of the engine applies; see splitFilterKey). Keys
-// never reach SQL text; the rule keeps them meaningful and refuses
-// payloads early.
-func validateFilterKey(key string) error {
-	_, err := splitFilterKey(key)
-	return err
-}
-
 // encodeFilter validates every key and encodes the filter as one bound
 // parameter for agentstate_meta_match.
 func encodeFilter(f map[string]any) ([]byte, error) {

@@ -58,20 +58,6 @@ func lcJSON(m map[string]any) []byte {
 	return b
 }
 
-// jsonList is the json serde of a list from its elements' bytes.
-func jsonList(elems [][]byte) []byte {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for i, e := range elems {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(e)
-	}
-	b.WriteByte(']')
-	return b.Bytes()
-}
-
 // msgpackList is a msgpack array of the elements' own msgpack bytes.
 func msgpackList(elems [][]byte) []byte {
 	var b bytes.Buffer
