@@ -46,6 +46,7 @@ import { DeltaValue, END, MessagesValue, START, StateGraph, StateSchema, message
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { z } from "zod/v4";
+import { chatGraph, text } from "./chat-graph.mjs";
 
 function flag(name, def) {
   const i = process.argv.indexOf(`--${name}`);
@@ -74,28 +75,8 @@ const current = await import(pathToFileURL(path.join(here, "../npm/src/index.js"
 const baseline = baselineDir ? await import(pathToFileURL(path.resolve(baselineDir, "src/index.js")).href) : undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-lg-bench-"));
 
-const words = "the agent model tool call result answer question search file plan step memory context thread checkpoint state message summary".split(" ");
-function text(seed, n) {
-  let s = "";
-  let x = seed * 2654435761;
-  while (s.length < n) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    s += (s ? " " : "") + words[x % words.length];
-  }
-  return s.slice(0, n);
-}
-
-function graph(checkpointer, channel) {
-  const messages =
-    channel === "delta"
-      ? new DeltaValue(z.custom().default(() => []), { inputSchema: z.custom(), reducer: messagesDeltaReducer, snapshotFrequency: every })
-      : MessagesValue;
-  return new StateGraph(new StateSchema({ messages }))
-    .addNode("agent", (s) => ({ messages: [new AIMessage({ id: `ai-${s.messages.length}`, content: text(s.messages.length, 800) })] }))
-    .addEdge(START, "agent")
-    .addEdge("agent", END)
-    .compile({ checkpointer });
-}
+const lg = { DeltaValue, END, MessagesValue, START, StateGraph, StateSchema, messagesDeltaReducer, AIMessage, z };
+const graph = (checkpointer, channel) => chatGraph(lg, checkpointer, channel, every);
 
 // Wall and CPU time of fn. CPU time (this process's, all its threads) moves
 // less than wall time when other processes compete for the cores.

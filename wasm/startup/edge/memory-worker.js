@@ -13,6 +13,7 @@ import { DeltaValue, END, MessagesValue, START, StateGraph, StateSchema, message
 import { z } from "zod/v4";
 import { DurableObject } from "cloudflare:workers";
 import { AgentStateSaver, durableObjectHost } from "langgraph-checkpoint-agentstate";
+import { chatGraph, text } from "../../bench/chat-graph.mjs";
 
 // Every WebAssembly memory of the isolate: the ones JavaScript makes
 // (SQLite's) and the ones an instance exports (the Go module's "mem").
@@ -32,28 +33,8 @@ WebAssembly.instantiate = async function instantiate(...args) {
   return r;
 };
 
-// The bench's text and graph, unchanged.
-const words = "the agent model tool call result answer question search file plan step memory context thread checkpoint state message summary".split(" ");
-function text(seed, n) {
-  let s = "";
-  let x = seed * 2654435761;
-  while (s.length < n) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    s += (s ? " " : "") + words[x % words.length];
-  }
-  return s.slice(0, n);
-}
-function graph(checkpointer, channel, every = 10) {
-  const messages =
-    channel === "delta"
-      ? new DeltaValue(z.custom().default(() => []), { inputSchema: z.custom(), reducer: messagesDeltaReducer, snapshotFrequency: every })
-      : MessagesValue;
-  return new StateGraph(new StateSchema({ messages }))
-    .addNode("agent", (s) => ({ messages: [new AIMessage({ id: `ai-${s.messages.length}`, content: text(s.messages.length, 800) })] }))
-    .addEdge(START, "agent")
-    .addEdge("agent", END)
-    .compile({ checkpointer });
-}
+const lg = { DeltaValue, END, MessagesValue, START, StateGraph, StateSchema, messagesDeltaReducer, AIMessage, z };
+const graph = (checkpointer, channel, every = 10) => chatGraph(lg, checkpointer, channel, every);
 
 export class Agent extends DurableObject {
   constructor(ctx, env) {
