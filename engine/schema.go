@@ -161,6 +161,11 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	if err != nil {
 		return fmt.Errorf("agentstate: open %s: set journal mode: %w", db.path, wrapErr(ctx, err))
 	}
+	if st.version == 0 && st.objects == 0 {
+		if err := db.createSchema(ctx, w); err != nil {
+			return openErr(db.path, err)
+		}
+	}
 	for {
 		done, err := db.migrateStep(ctx, w, SchemaVersion)
 		if err != nil {
@@ -170,6 +175,55 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 			return nil
 		}
 	}
+}
+
+// freshSchema is what the migrations leave in sqlite_master, statement by
+// statement in the order they created the objects: an empty file gets it in
+// one transaction instead of running the migrations' table rebuilds and
+// renames, each of which has SQLite parse the whole schema again (on the
+// WebAssembly builds that work is most of a fresh open's CPU). Written by
+// TestFreshSchemaIsTheMigrations (AGENTSTATE_UPDATE=1), which also holds
+// that it gives the text the migrations give, object for object.
+//
+//go:embed schema_fresh.sql
+var freshSchema string
+
+// createSchema gives an empty file the current schema in one write
+// transaction, with the history every migration would have recorded. If
+// another process gave the file a schema first, it leaves the file to the
+// migrations (which then find nothing to do, or upgrade what it wrote).
+func (db *DB) createSchema(ctx context.Context, w *conn) (err error) {
+	if err := db.retryBusy(ctx, func() error { return w.d.Begin(driver.TxWrite) }); err != nil {
+		return wrapErr(ctx, err)
+	}
+	defer func() {
+		if err != nil {
+			w.d.Rollback()
+		}
+	}()
+	st, err := readFileState(w)
+	if err != nil {
+		return wrapErr(ctx, err)
+	}
+	if st.version != 0 || st.objects != 0 {
+		return wrapErr(ctx, w.d.Commit())
+	}
+	if err := schemaErr(w.d.ExecScript(freshSchema, nil)); err != nil {
+		return fmt.Errorf("create the schema: %w", wrapErr(ctx, err))
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	for _, m := range migrations {
+		if err := w.exec(sqlSchemaRecord, m.version, m.name, now); err != nil {
+			return fmt.Errorf("create the schema: record migration %d: %w", m.version, wrapErr(ctx, err))
+		}
+	}
+	if err := w.exec(fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {
+		return wrapErr(ctx, err)
+	}
+	if err := w.exec(fmt.Sprintf("PRAGMA user_version=%d", SchemaVersion)); err != nil {
+		return wrapErr(ctx, err)
+	}
+	return wrapErr(ctx, w.d.Commit())
 }
 
 // migrateStep applies the next migration missing below target, if any, in
