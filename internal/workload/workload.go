@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/agentstate/agentstate/codec"
 )
@@ -28,7 +29,14 @@ func Turn(i int) [2]codec.Message {
 	}
 }
 
-var benchWords = strings.Fields(`the of and to in is that for it as with was on be at by this had not are but from or
+// benchWords is split on first use, not at package init: the GOOS=js
+// engine module links this package (its bench call), and every init runs on
+// its start-up path.
+var benchWords = sync.OnceValue(func() []string {
+	return strings.Fields(benchWordList)
+})
+
+const benchWordList = `the of and to in is that for it as with was on be at by this had not are but from or
 have an they which one you were her all she there would their we him been has when who will more no if out so
 said what up its about into than them can only other new some could time these two may then do first any my now
 such like our over man me even most made after also did many before must through back years where much your way
@@ -36,7 +44,7 @@ well down should because each just those people how too little state good very m
 long get here between both life being under never day same another know while last might us great old year off
 come since against go came right used take three agent model tool call result answer question search file plan
 step memory context thread checkpoint state message summary error retry weather report data table query user
-assistant system reply update review draft final version branch merge deploy server client request response`)
+assistant system reply update review draft final version branch merge deploy server client request response`
 
 // benchText returns deterministic text of exactly n bytes for seed.
 func benchText(seed uint64, n int) string {
@@ -46,7 +54,8 @@ func benchText(seed uint64, n int) string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(benchWords[rng.IntN(len(benchWords))])
+		words := benchWords()
+		b.WriteString(words[rng.IntN(len(words))])
 	}
 	return b.String()[:n]
 }
