@@ -5,6 +5,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/agentstate/agentstate/engine/internal/driver/hostsqlite"
@@ -34,6 +36,7 @@ type hostBackend struct {
 	name  string // what the connection opens
 	mem   bool
 	image []byte // deserialized into the connection, for OpenImage
+	fresh bool   // image is emptyImage's: its history is stamped at open
 	o     Options
 	funcs []driver.Func
 }
@@ -48,6 +51,13 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 		// A memdb database without a leading slash in its name is private
 		// to its connection; memdb hands out its bytes without a copy.
 		b.name = "file:agentstate-memory?vfs=memdb"
+		if runtime.GOOS == "js" {
+			img, err := emptyImage()
+			if err != nil {
+				return nil, fmt.Errorf("agentstate: the build's empty database: %w", err)
+			}
+			b.image, b.fresh = img, true
+		}
 	}
 	return b, nil
 }
@@ -68,6 +78,14 @@ func (b *hostBackend) dial(_ context.Context, write bool) (driver.Conn, error) {
 			return nil, err
 		}
 		b.image = nil
+		if b.fresh {
+			// The schema is the build's; its history says when this
+			// database got it.
+			if _, err := c.Exec(sqlSchemaStamp, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+				c.Close()
+				return nil, err
+			}
+		}
 	}
 	// The official wasm build defaults to 8 KiB pages and a 16 MiB page
 	// cache; native builds to 4 KiB and 2 MB: the same here, so that a file

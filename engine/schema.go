@@ -208,22 +208,28 @@ func (db *DB) createSchema(ctx context.Context, w *conn) (err error) {
 	if st.version != 0 || st.objects != 0 {
 		return wrapErr(ctx, w.d.Commit())
 	}
-	if err := schemaErr(w.d.ExecScript(freshSchema, nil)); err != nil {
-		return fmt.Errorf("create the schema: %w", wrapErr(ctx, err))
-	}
-	now := time.Now().UTC().Format(time.RFC3339Nano)
-	for _, m := range migrations {
-		if err := w.exec(sqlSchemaRecord, m.version, m.name, now); err != nil {
-			return fmt.Errorf("create the schema: record migration %d: %w", m.version, wrapErr(ctx, err))
-		}
-	}
-	if err := w.exec(fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {
-		return wrapErr(ctx, err)
-	}
-	if err := w.exec(fmt.Sprintf("PRAGMA user_version=%d", SchemaVersion)); err != nil {
+	if err := writeFreshSchema(w, time.Now()); err != nil {
 		return wrapErr(ctx, err)
 	}
 	return wrapErr(ctx, w.d.Commit())
+}
+
+// writeFreshSchema writes freshSchema, the history of every migration
+// (applied at now) and the header fields, in w's transaction.
+func writeFreshSchema(w *conn, now time.Time) error {
+	if err := schemaErr(w.d.ExecScript(freshSchema, nil)); err != nil {
+		return fmt.Errorf("create the schema: %w", err)
+	}
+	at := now.UTC().Format(time.RFC3339Nano)
+	for _, m := range migrations {
+		if err := w.exec(sqlSchemaRecord, m.version, m.name, at); err != nil {
+			return fmt.Errorf("create the schema: record migration %d: %w", m.version, err)
+		}
+	}
+	if err := w.exec(fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {
+		return err
+	}
+	return w.exec(fmt.Sprintf("PRAGMA user_version=%d", SchemaVersion))
 }
 
 // migrateStep applies the next migration missing below target, if any, in

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/engine/admin"
 )
@@ -130,5 +131,50 @@ func BenchmarkOpenFreshMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		db.Close()
+	}
+}
+
+// TestMemoryOpensTheSchema: a fresh in-memory database (in the GOOS=js
+// build, the build's empty image) has the migrations' schema, one history
+// row per migration stamped at this open, and verifies.
+func TestMemoryOpensTheSchema(t *testing.T) {
+	before := time.Now().UTC().Add(-time.Second)
+	db, err := Open(rctx, Memory, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	exp, err := expectedSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]schemaObject
+	var stamps []string
+	err = db.read(rctx, func(c *conn) (err error) {
+		if got, err = readSchema(c); err != nil {
+			return err
+		}
+		return c.query(`SELECT applied_at FROM schema_history ORDER BY version`, nil, func(r row) error {
+			stamps = append(stamps, r.Text(0))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, exp) {
+		t.Errorf("an in-memory database has %d schema objects unlike the migrations' %d", len(got), len(exp))
+	}
+	if len(stamps) != len(migrations) {
+		t.Fatalf("history %v, want %d rows", stamps, len(migrations))
+	}
+	for _, s := range stamps {
+		if at, err := time.Parse(time.RFC3339Nano, s); err != nil || at.Before(before) {
+			t.Errorf("a migration recorded at %q, before this open (%v)", s, before)
+		}
+	}
+	rep, err := db.Verify(rctx, admin.VerifyOptions{})
+	if err != nil || !rep.OK {
+		t.Fatalf("does not verify: %v %v", err, rep.Problems)
 	}
 }

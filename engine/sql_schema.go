@@ -10,6 +10,8 @@ package engine
 const (
 	// A migration applied.
 	sqlSchemaRecord = "INSERT INTO schema_history(version, name, applied_at) VALUES (?, ?, ?)"
+	// An empty database opened from the build's image gets its own time.
+	sqlSchemaStamp = "UPDATE schema_history SET applied_at = ?"
 	// Verify counts the migrations recorded.
 	sqlSchemaVerify = `SELECT count(*) FROM schema_history`
 )
