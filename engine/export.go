@@ -11,6 +11,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
@@ -74,10 +75,13 @@ type exportTable struct {
 	sel, ins  string // built from the columns (constants), never from input
 }
 
-// exportTables are the exported tables in the order a dump lists them;
+// exportTables returns the exported tables in the order a dump lists them;
 // each one's columns are beside its statements, in its sql_<table>.go.
-var exportTables = buildExportTables([]exportTable{
-	exportThreadModes, exportCheckpoints, exportBlobs, exportWrites, exportThreads, exportRuns, exportEventSeqs, exportEvents, exportStoreItems,
+// They are built on first use, off the start-up path of every open.
+var exportTables = sync.OnceValue(func() []exportTable {
+	return buildExportTables([]exportTable{
+		exportThreadModes, exportCheckpoints, exportBlobs, exportWrites, exportThreads, exportRuns, exportEventSeqs, exportEvents, exportStoreItems,
+	})
 })
 
 func buildExportTables(ts []exportTable) []exportTable {
@@ -101,9 +105,10 @@ func buildExportTables(ts []exportTable) []exportTable {
 }
 
 func exportTableByName(name string) *exportTable {
-	for i := range exportTables {
-		if exportTables[i].name == name {
-			return &exportTables[i]
+	ts := exportTables()
+	for i := range ts {
+		if ts[i].name == name {
+			return &ts[i]
 		}
 	}
 	return nil
@@ -134,7 +139,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, o admin.ExportOptions) (a
 	bw := bufio.NewWriterSize(w, 1<<16)
 	err := db.read(ctx, func(c *conn) error {
 		var total int64
-		for _, t := range exportTables {
+		for _, t := range exportTables() {
 			n, err := c.queryInt64("SELECT count(*) FROM ("+t.sel+")", o.ThreadID)
 			if err != nil {
 				return err
@@ -147,7 +152,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, o admin.ExportOptions) (a
 			return err
 		}
 		var line bytes.Buffer
-		for _, t := range exportTables {
+		for _, t := range exportTables() {
 			err := c.query(t.sel, []any{o.ThreadID}, func(st row) error {
 				line.Reset()
 				if err := exportRow(ctx, &line, &t, st); err != nil {
