@@ -12,16 +12,23 @@ import (
 	"github.com/agentstate/agentstate/engine/admin"
 )
 
-// renderFreshSchema is schema_fresh.sql as the migrations make it: every
-// object they leave in sqlite_master, in the order they created it.
-func renderFreshSchema(t *testing.T) string {
+// scratchTest is a private empty in-memory database, closed with the test.
+func scratchTest(t *testing.T) *conn {
 	t.Helper()
 	d, err := scratchConn()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &conn{d: d}
-	defer c.close()
+	t.Cleanup(func() { c.close() })
+	return c
+}
+
+// renderFreshSchema is schema_fresh.sql as the migrations make it: every
+// object they leave in sqlite_master, in the order they created it.
+func renderFreshSchema(t *testing.T) string {
+	t.Helper()
+	c := scratchTest(t)
 	for _, m := range migrations {
 		if err := applyMigration(c, m); err != nil {
 			t.Fatalf("migration %d: %v", m.version, err)
@@ -31,7 +38,7 @@ func renderFreshSchema(t *testing.T) string {
 	b.WriteString("-- The schema the migrations of migrations/ leave, object by object in\n" +
 		"-- the order they created them, for an empty file to get in one step.\n" +
 		"-- Written by TestFreshSchemaIsTheMigrations (AGENTSTATE_UPDATE=1): do not edit.\n")
-	err = c.query(`SELECT sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\' AND sql IS NOT NULL ORDER BY rowid`, nil, func(r row) error {
+	err := c.query(`SELECT sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\' AND sql IS NOT NULL ORDER BY rowid`, nil, func(r row) error {
 		b.WriteString("\n" + r.Text(0) + ";\n")
 		return nil
 	})

@@ -18,12 +18,8 @@ import (
 // an open replaces), in an S2 envelope.
 func renderEmptyImage(t *testing.T) []byte {
 	t.Helper()
-	d, err := scratchConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &conn{d: d}
-	defer c.close()
+	c := scratchTest(t)
+	d := c.d
 	for _, p := range []string{"PRAGMA page_size=4096", "PRAGMA auto_vacuum=INCREMENTAL"} {
 		if err := c.exec(p); err != nil {
 			t.Fatal(err)
