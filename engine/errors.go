@@ -60,8 +60,8 @@ var (
 	// than Options.BusyTimeout. Nothing was written; retry later.
 	ErrBusy = errors.New("agentstate: database is busy")
 	// ErrFileReplaced: the file was deleted or replaced while the handle had
-	// it open. Every write and Close fail with it, before writing: close the
-	// handle and open the path again.
+	// it open. Every write and Close fail with it, before writing (reads see
+	// the file as it was): close the handle and open the path again.
 	ErrFileReplaced = errors.New("agentstate: database file was deleted or replaced while open")
 	// ErrConnectionLost (PostgreSQL): the server connection failed or was
 	// ended. The call changed nothing, unless the error is also
