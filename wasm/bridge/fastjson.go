@@ -337,17 +337,8 @@ func fStr(v any, path string) (string, error) {
 }
 
 func fInt(v any, path string) (int, error) {
-	switch x := v.(type) {
-	case nil:
-		return 0, nil
-	case json.Number:
-		n, err := strconv.ParseInt(string(x), 10, 0)
-		if err != nil {
-			return 0, errArg("request: json: cannot unmarshal number %s into field %s of type int", x, path)
-		}
-		return int(n), nil
-	}
-	return 0, typeErr(path, v, "an integer")
+	n, err := fIntBits(v, path, 0, "int")
+	return int(n), err
 }
 
 func fBool(v any, path string) (bool, error) {
@@ -567,14 +558,18 @@ func readPutWrites(m map[string]any) (r putWritesRequest, err error) {
 	return r, err
 }
 
-func fInt64(v any, path string) (int64, error) {
+func fInt64(v any, path string) (int64, error) { return fIntBits(v, path, 64, "int64") }
+
+// fIntBits reads an integer field of Go type typ (bits wide, 0 for int)
+// with encoding/json's errors.
+func fIntBits(v any, path string, bits int, typ string) (int64, error) {
 	switch x := v.(type) {
 	case nil:
 		return 0, nil
 	case json.Number:
-		n, err := strconv.ParseInt(string(x), 10, 64)
+		n, err := strconv.ParseInt(string(x), 10, bits)
 		if err != nil {
-			return 0, errArg("request: json: cannot unmarshal number %s into field %s of type int64", x, path)
+			return 0, errArg("request: json: cannot unmarshal number %s into field %s of type %s", x, path, typ)
 		}
 		return n, nil
 	}
