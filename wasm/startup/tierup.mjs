@@ -14,6 +14,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { readModule } from "./wasm-module.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.resolve(process.argv[2] ?? path.join(here, "../npm"));
@@ -21,44 +22,8 @@ const caseFile = path.join(here, "cases", process.argv[3] ?? "engine.mjs");
 const top = Number(process.argv[4] ?? 30);
 
 const buf = fs.readFileSync(path.join(pkg, "dist/agentstate.wasm"));
-let pos = 8;
-const u32 = () => {
-  let r = 0, shift = 0, b;
-  do { b = buf[pos++]; r |= (b & 0x7f) << shift; shift += 7; } while (b & 0x80);
-  return r >>> 0;
-};
-const str = () => { const n = u32(); const s = buf.toString("utf8", pos, pos + n); pos += n; return s; };
-let imported = 0;
-const sizes = new Map();
-const names = new Map();
-while (pos < buf.length) {
-  const id = buf[pos++];
-  const size = u32();
-  const end = pos + size;
-  if (id === 2) {
-    const n = u32();
-    for (let i = 0; i < n; i++) {
-      str(); str();
-      const kind = buf[pos++];
-      if (kind === 0) { u32(); imported++; }
-      else if (kind === 1) { pos++; const f = u32(); u32(); if (f & 1) u32(); }
-      else if (kind === 2) { const f = u32(); u32(); if (f & 1) u32(); }
-      else if (kind === 3) pos += 2;
-    }
-  } else if (id === 10) {
-    const n = u32();
-    for (let i = 0; i < n; i++) { const sz = u32(); sizes.set(imported + i, sz); pos += sz; }
-  } else if (id === 0 && str() === "name") {
-    while (pos < end) {
-      const sub = buf[pos++];
-      const sz = u32();
-      const subEnd = pos + sz;
-      if (sub === 1) { const n = u32(); for (let i = 0; i < n; i++) { const idx = u32(); names.set(idx, str()); } }
-      pos = subEnd;
-    }
-  }
-  pos = end;
-}
+const { bodies, names } = readModule(buf);
+const sizes = new Map(bodies.map((f) => [f.index, f.size]));
 if (names.size === 0) throw new Error(`${pkg}/dist/agentstate.wasm has no name section: build it without -ldflags=-s`);
 
 const t0 = performance.now();
