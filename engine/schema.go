@@ -162,8 +162,12 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 		return fmt.Errorf("agentstate: open %s: set journal mode: %w", db.path, wrapErr(ctx, err))
 	}
 	if st.version == 0 && st.objects == 0 {
-		if err := db.createSchema(ctx, w); err != nil {
+		created, err := db.createSchema(ctx, w)
+		if err != nil {
 			return openErr(db.path, err)
+		}
+		if created {
+			return nil
 		}
 	}
 	for {
@@ -189,12 +193,13 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 var freshSchema string
 
 // createSchema gives an empty file the current schema in one write
-// transaction, with the history every migration would have recorded. If
-// another process gave the file a schema first, it leaves the file to the
-// migrations (which then find nothing to do, or upgrade what it wrote).
-func (db *DB) createSchema(ctx context.Context, w *conn) (err error) {
+// transaction, with the history every migration would have recorded, and
+// reports whether it did. If another process gave the file a schema first,
+// it leaves the file to the migrations (which then find nothing to do, or
+// upgrade what it wrote).
+func (db *DB) createSchema(ctx context.Context, w *conn) (created bool, err error) {
 	if err := db.retryBusy(ctx, func() error { return w.d.Begin(driver.TxWrite) }); err != nil {
-		return wrapErr(ctx, err)
+		return false, wrapErr(ctx, err)
 	}
 	defer func() {
 		if err != nil {
@@ -203,15 +208,18 @@ func (db *DB) createSchema(ctx context.Context, w *conn) (err error) {
 	}()
 	st, err := readFileState(w)
 	if err != nil {
-		return wrapErr(ctx, err)
+		return false, wrapErr(ctx, err)
 	}
 	if st.version != 0 || st.objects != 0 {
-		return wrapErr(ctx, w.d.Commit())
+		return false, wrapErr(ctx, w.d.Commit())
 	}
 	if err := writeFreshSchema(w, time.Now()); err != nil {
-		return wrapErr(ctx, err)
+		return false, wrapErr(ctx, err)
 	}
-	return wrapErr(ctx, w.d.Commit())
+	if err := w.d.Commit(); err != nil {
+		return false, wrapErr(ctx, err)
+	}
+	return true, nil
 }
 
 // writeFreshSchema writes freshSchema, the history of every migration
