@@ -198,28 +198,14 @@ var freshSchema string
 // it leaves the file to the migrations (which then find nothing to do, or
 // upgrade what it wrote).
 func (db *DB) createSchema(ctx context.Context, w *conn) (created bool, err error) {
-	if err := db.retryBusy(ctx, func() error { return w.d.Begin(driver.TxWrite) }); err != nil {
-		return false, wrapErr(ctx, err)
-	}
-	defer func() {
-		if err != nil {
-			w.d.Rollback()
+	err = db.schemaTx(ctx, w, func(st fileState) error {
+		if st.version != 0 || st.objects != 0 {
+			return nil
 		}
-	}()
-	st, err := readFileState(w)
-	if err != nil {
-		return false, wrapErr(ctx, err)
-	}
-	if st.version != 0 || st.objects != 0 {
-		return false, wrapErr(ctx, w.d.Commit())
-	}
-	if err := writeFreshSchema(w, time.Now()); err != nil {
-		return false, wrapErr(ctx, err)
-	}
-	if err := w.d.Commit(); err != nil {
-		return false, wrapErr(ctx, err)
-	}
-	return true, nil
+		created = true
+		return wrapErr(ctx, writeFreshSchema(w, time.Now()))
+	})
+	return created && err == nil, err
 }
 
 // writeFreshSchema writes freshSchema, the history of every migration
@@ -228,23 +214,48 @@ func writeFreshSchema(w *conn, now time.Time) error {
 	if err := schemaErr(w.d.ExecScript(freshSchema, nil)); err != nil {
 		return fmt.Errorf("create the schema: %w", err)
 	}
+	return recordMigrations(w, migrations, now)
+}
+
+// recordMigrations records ms as applied at now, and sets the header's
+// application id and the version of the last of them, in w's transaction.
+func recordMigrations(w *conn, ms []migration, now time.Time) error {
 	at := now.UTC().Format(time.RFC3339Nano)
-	for _, m := range migrations {
+	for _, m := range ms {
 		if err := w.exec(sqlSchemaRecord, m.version, m.name, at); err != nil {
-			return fmt.Errorf("create the schema: record migration %d: %w", m.version, err)
+			return fmt.Errorf("migration %d (%s): record: %w", m.version, m.name, err)
 		}
 	}
 	if err := w.exec(fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {
 		return err
 	}
-	return w.exec(fmt.Sprintf("PRAGMA user_version=%d", SchemaVersion))
+	// PRAGMA takes no bound parameters; the version is an int we computed.
+	return w.exec(fmt.Sprintf("PRAGMA user_version=%d", ms[len(ms)-1].version))
 }
 
 // migrateStep applies the next migration missing below target, if any, in
 // one transaction; done reports that the file had reached target already.
 func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, err error) {
+	err = db.schemaTx(ctx, w, func(st fileState) error {
+		if st.version >= int64(target) {
+			done = true
+			return nil
+		}
+		m := migrations[st.version]
+		if err := applyMigration(w, m); err != nil {
+			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, wrapErr(ctx, err))
+		}
+		return recordMigrations(w, []migration{m}, time.Now())
+	})
+	return done && err == nil, err
+}
+
+// schemaTx runs fn in one write transaction on the state of the file read
+// under its lock (refused as check refuses it), and commits what fn wrote;
+// when fn fails nothing of it stays, and its error is returned as it is.
+func (db *DB) schemaTx(ctx context.Context, w *conn, fn func(st fileState) error) (err error) {
 	if err := db.retryBusy(ctx, func() error { return w.d.Begin(driver.TxWrite) }); err != nil {
-		return false, wrapErr(ctx, err)
+		return wrapErr(ctx, err)
 	}
 	defer func() {
 		if err != nil {
@@ -253,33 +264,15 @@ func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, 
 	}()
 	st, err := readFileState(w)
 	if err != nil {
-		return false, wrapErr(ctx, err)
+		return wrapErr(ctx, err)
 	}
 	if err := st.check(db.path); err != nil {
-		return false, err
+		return err
 	}
-	if st.version >= int64(target) {
-		return true, wrapErr(ctx, w.d.Commit())
+	if err := fn(st); err != nil {
+		return err
 	}
-	m := migrations[st.version]
-	if err := applyMigration(w, m); err != nil {
-		return false, fmt.Errorf("migration %d (%s): %w", m.version, m.name, wrapErr(ctx, err))
-	}
-	if err := w.exec(sqlSchemaRecord,
-		m.version, m.name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
-		return false, fmt.Errorf("migration %d (%s): record: %w", m.version, m.name, err)
-	}
-	if err := w.exec(fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {
-		return false, err
-	}
-	// PRAGMA takes no bound parameters; the version is an int we computed.
-	if err := w.exec(fmt.Sprintf("PRAGMA user_version=%d", m.version)); err != nil {
-		return false, err
-	}
-	if err := w.d.Commit(); err != nil {
-		return false, wrapErr(ctx, err)
-	}
-	return false, nil
+	return wrapErr(ctx, w.d.Commit())
 }
 
 // addColumn matches the start of an ALTER TABLE ... ADD [COLUMN] statement
