@@ -2,25 +2,89 @@ package engine
 
 import (
 	_ "embed"
-
-	"github.com/agentstate/agentstate/codec"
+	"encoding/binary"
+	"errors"
 )
 
-// emptyImageS2 is an empty database of the current schema, as a fresh open
-// leaves it before it records a mode (freshSchema and its history, the
-// header fields, 4 KiB pages, incremental auto-vacuum), in a codec.FormatV1S2
-// envelope: 143,360 bytes of file in 2,539. The GOOS=js build opens a fresh
+// emptyImageRuns is an empty database of the current schema, as a fresh
+// open leaves it before it records a mode (freshSchema and its history, the
+// header fields, 4 KiB pages, incremental auto-vacuum), stored as runs of
+// zeros and of bytes (zeroRuns): its 143,360 bytes of file, mostly the
+// empty parts of pages, in a few KB. The GOOS=js build opens a fresh
 // in-memory database from it, so that SQLite runs none of the schema's
 // statements at start-up (they had V8 compile SQLite's parser with its
 // optimising tier while the first call waited). Written by
 // TestEmptyImageIsTheSchema (AGENTSTATE_UPDATE=1), which also holds it to
 // the migrations.
 //
-//go:embed schema_empty.s2
-var emptyImageS2 []byte
+//go:embed schema_empty.runs
+var emptyImageRuns []byte
 
 // emptyImage returns a copy of the empty database's bytes.
 func emptyImage() ([]byte, error) {
-	b, _, err := codec.Body(emptyImageS2)
-	return b, err
+	return expandRuns(emptyImageRuns)
+}
+
+// The image's form: the file's length, then pairs of (zeros, n) and n
+// bytes, every number a uvarint. Expanding it is a few dozen copies into a
+// zeroed slice: unlike a general decompressor, no loop of it runs long
+// enough for V8 to recompile it with its optimising tier while the first
+// call waits (S2's decoder did, for 16 ms of a core at start-up).
+func zeroRuns(b []byte) []byte {
+	out := binary.AppendUvarint(nil, uint64(len(b)))
+	for i := 0; i < len(b); {
+		z := i
+		for z < len(b) && b[z] == 0 {
+			z++
+		}
+		// A literal run ends at the next 16 zeros (shorter gaps cost less
+		// kept than split).
+		e, zeros := z, 0
+		for ; e < len(b) && zeros < 16; e++ {
+			if b[e] == 0 {
+				zeros++
+			} else {
+				zeros = 0
+			}
+		}
+		e -= zeros
+		out = binary.AppendUvarint(out, uint64(z-i))
+		out = binary.AppendUvarint(out, uint64(e-z))
+		out = append(out, b[z:e]...)
+		i = e
+	}
+	return out
+}
+
+var errImageRuns = errors.New("agentstate: the build's empty database image is malformed")
+
+func expandRuns(r []byte) ([]byte, error) {
+	n, k := binary.Uvarint(r)
+	if k <= 0 || n > 1<<24 {
+		return nil, errImageRuns
+	}
+	r = r[k:]
+	out := make([]byte, n)
+	pos := uint64(0)
+	for len(r) > 0 {
+		zeros, k1 := binary.Uvarint(r)
+		if k1 <= 0 {
+			return nil, errImageRuns
+		}
+		lit, k2 := binary.Uvarint(r[k1:])
+		if k2 <= 0 {
+			return nil, errImageRuns
+		}
+		r = r[k1+k2:]
+		if zeros > n-pos || lit > n-pos-zeros || lit > uint64(len(r)) {
+			return nil, errImageRuns
+		}
+		pos += zeros
+		pos += uint64(copy(out[pos:], r[:lit]))
+		r = r[lit:]
+	}
+	if pos != n {
+		return nil, errImageRuns
+	}
+	return out, nil
 }
