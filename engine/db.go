@@ -287,29 +287,36 @@ func (db *DB) acquire(ctx context.Context, pool *connPool) (*conn, func(), error
 		db.closeMu.RUnlock()
 		return nil, nil, ErrClosed
 	}
+	// A free connection is taken without a two-case select (the common
+	// case; the runtime's select was hot enough at start-up in the js build
+	// for V8 to recompile it with its optimising tier).
 	select {
 	case <-pool.tokens:
-		c := pool.take()
-		cctx, stop := ctx, func() {}
-		if db.abort != nil {
-			// The call's statements end when its context does, or when
-			// Close gives up waiting for it.
-			var cancel context.CancelFunc
-			cctx, cancel = context.WithCancel(ctx)
-			unhook := context.AfterFunc(db.abort, cancel)
-			stop = func() { unhook(); cancel() }
-		}
-		restore := c.withCtx(cctx)
-		return c, func() {
-			restore()
-			stop()
-			pool.put(c)
+	default:
+		select {
+		case <-pool.tokens:
+		case <-ctx.Done():
 			db.closeMu.RUnlock()
-		}, nil
-	case <-ctx.Done():
-		db.closeMu.RUnlock()
-		return nil, nil, ctx.Err()
+			return nil, nil, ctx.Err()
+		}
 	}
+	c := pool.take()
+	cctx, stop := ctx, func() {}
+	if db.abort != nil {
+		// The call's statements end when its context does, or when
+		// Close gives up waiting for it.
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithCancel(ctx)
+		unhook := context.AfterFunc(db.abort, cancel)
+		stop = func() { unhook(); cancel() }
+	}
+	restore := c.withCtx(cctx)
+	return c, func() {
+		restore()
+		stop()
+		pool.put(c)
+		db.closeMu.RUnlock()
+	}, nil
 }
 
 // write runs fn inside one write transaction (BEGIN IMMEDIATE) on the writer

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,7 +47,9 @@ func mustLoadMigrations() []migration {
 		if !ok || err != nil {
 			panic("agentstate: migration file name " + e.Name() + " is not NNNN_name.sql")
 		}
-		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
+		// A ReadDir name has no separator, so no path.Join: in the js build
+		// V8 recompiled its Clean with the optimising tier at every start.
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
 		if err != nil {
 			panic(err)
 		}
