@@ -88,6 +88,11 @@ function runChild(argv, cwd) {
   });
 }
 
+// The SqliteSaver peer of the AgentStateSaver case comes from wasm/bench
+// (better-sqlite3 compiles from source where no prebuilt binary fits).
+const benchDir = path.resolve(here, "../bench");
+const sqliteSaverReady = fs.existsSync(path.join(benchDir, "node_modules/@langchain/langgraph-checkpoint-sqlite/dist/index.js"));
+
 if (hosts.includes("node")) {
   const cases = [
     { label: "agentstate, this build, AgentStateSaver", argv: [path.join(here, "cases/agentstate.mjs"), current] },
@@ -95,7 +100,9 @@ if (hosts.includes("node")) {
     previous && { label: "agentstate, previous build, AgentStateSaver", argv: [path.join(here, "cases/agentstate.mjs"), previous] },
     previous && { label: "agentstate, previous build, engine only", argv: [path.join(here, "cases/engine.mjs"), previous] },
     { label: "sql.js 1.17", argv: [path.join(here, "cases/sqljs.mjs")] },
+    sqliteSaverReady && { label: "SqliteSaver (better-sqlite3)", argv: [path.join(here, "cases/sqlitesaver.mjs"), benchDir] },
   ].filter(Boolean);
+  if (!sqliteSaverReady) log(`node: no SqliteSaver case: ${benchDir}/node_modules lacks @langchain/langgraph-checkpoint-sqlite (cd wasm/bench && npm ci)`);
   const got = new Map(cases.map((c) => [c, []]));
   for (let i = 0; i < runs; i++) {
     for (const c of cases) {
@@ -260,6 +267,26 @@ if (asJSON) {
     out.push("| case | first open+put+getTuple (ms from process start) | main thread CPU by then (ms) | close() to exit (ms) | process CPU (ms) | peak RSS (MB) |\n|---|---:|---:|---:|---:|---:|");
     const cell = (xs) => (xs && xs.every((x) => typeof x === "number") ? range(xs) : "n/a");
     for (const r of results.node) out.push(`| ${r.label} | ${range(r.firstMs)} | ${cell(r.mainCpuFirstMs)} | ${cell(r.exitAfterCloseMs)} | ${cell(r.cpuMs)} | ${range(r.maxRssMB)} |`);
+    // The goals' ratios, run by run (the cases of one run ran back to back).
+    const byLabel = (l) => results.node.find((r) => r.label === l);
+    const pairs = [
+      ["this build's engine module / sql.js", "agentstate, this build, engine only", "sql.js 1.17"],
+      ["previous build's engine module / sql.js", "agentstate, previous build, engine only", "sql.js 1.17"],
+      ["this build's AgentStateSaver / SqliteSaver", "agentstate, this build, AgentStateSaver", "SqliteSaver (better-sqlite3)"],
+      ["previous build's AgentStateSaver / SqliteSaver", "agentstate, previous build, AgentStateSaver", "SqliteSaver (better-sqlite3)"],
+    ];
+    const rows = [];
+    for (const [label, a, b] of pairs) {
+      const ra = byLabel(a), rb = byLabel(b);
+      if (!ra || !rb) continue;
+      for (const [what, k] of [["first result", "firstMs"], ["main thread CPU", "mainCpuFirstMs"]]) {
+        if (!ra[k].every((x) => typeof x === "number") || !rb[k].every((x) => typeof x === "number")) continue;
+        const per = ra[k].map((x, i) => x / rb[k][i]);
+        const r2 = (x) => x.toFixed(2);
+        rows.push(`| ${label} | ${what} | ${r2(median(per))} (${r2(Math.min(...per))}-${r2(Math.max(...per))}) | ${r2(median(ra[k]) / median(rb[k]))} |`);
+      }
+    }
+    if (rows.length) out.push("\n| ratio | of | per run, median (min-max) | of the medians |\n|---|---|---:|---:|", ...rows);
   }
   for (const w of results.workerd) {
     if (!w.runs.length) continue;
