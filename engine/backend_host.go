@@ -5,7 +5,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
@@ -51,13 +50,11 @@ func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
 		// A memdb database without a leading slash in its name is private
 		// to its connection; memdb hands out its bytes without a copy.
 		b.name = "file:agentstate-memory?vfs=memdb"
-		if runtime.GOOS == "js" {
-			img, err := emptyImage()
-			if err != nil {
-				return nil, fmt.Errorf("agentstate: the build's empty database: %w", err)
-			}
-			b.image, b.fresh = img, true
+		img, err := emptyImage()
+		if err != nil {
+			return nil, fmt.Errorf("agentstate: the build's empty database: %w", err)
 		}
+		b.image, b.fresh = img, true
 	}
 	return b, nil
 }

@@ -141,9 +141,10 @@ func BenchmarkOpenFreshMemory(b *testing.B) {
 	}
 }
 
-// TestMemoryOpensTheSchema: a fresh in-memory database (in the GOOS=js
-// build, the build's empty image) has the migrations' schema, one history
-// row per migration stamped at this open, and verifies.
+// TestMemoryOpensTheSchema: a fresh in-memory database (in the builds on
+// the host's SQLite, the build's empty image; CI runs this under GOOS=js,
+// and the Python suite checks the reactor's) has the migrations' schema,
+// one history row per migration stamped at this open, and verifies.
 func TestMemoryOpensTheSchema(t *testing.T) {
 	before := time.Now().UTC().Add(-time.Second)
 	db, err := Open(rctx, Memory, nil)

@@ -10,10 +10,12 @@ import (
 // open leaves it before it records a mode (freshSchema and its history, the
 // header fields, 4 KiB pages, incremental auto-vacuum), stored as runs of
 // zeros and of bytes (zeroRuns): its 143,360 bytes of file, mostly the
-// empty parts of pages, in a few KB. The GOOS=js build opens a fresh
-// in-memory database from it, so that SQLite runs none of the schema's
-// statements at start-up (they had V8 compile SQLite's parser with its
-// optimising tier while the first call waited). Written by
+// empty parts of pages, in a few KB. The builds on the host's SQLite (the
+// npm package's GOOS=js module and the Python package's WASI reactor) open
+// a fresh in-memory database from it, so that SQLite runs none of the
+// schema's statements (in V8 they had SQLite's parser recompiled with the
+// optimising tier while the first call waited; in Python an open took 2-3
+// ms of CPU instead of 1). Written by
 // TestEmptyImageIsTheSchema (AGENTSTATE_UPDATE=1), which also holds it to
 // the migrations.
 //

@@ -221,3 +221,24 @@ def test_keyboard_interrupt_inside_a_call_leaves_the_engine_usable(db_path, monk
     drive(g, "ki", 1, start=1)  # the same handle goes on
     assert [m.content for m in g.get_state(cfg).values["messages"] if m.type == "human"][-1] == "hi 1"
     saver.close()
+
+
+def test_an_in_memory_database_is_the_schema_a_file_gets(tmp_path, agentstate_cli):
+    # ":memory:" opens from the build's empty image (no schema statements run);
+    # its bytes must be what a file opened fresh holds: the CLI's verify compares
+    # the schema text and the history with the build's.
+    saver = AgentStateSaver()
+    try:
+        drive(chat(saver), "mem-thread", 3)
+        info = saver.db.info()["info"]
+        assert info["schema_version"] >= 6 and info["rows"]["schema_history"] == info["schema_version"]
+        res, bufs = saver.db.call("image")
+        image = bufs[res["image"]]
+    finally:
+        saver.db.close()
+    path = tmp_path / "from-memory.db"
+    path.write_bytes(image)
+    r = agentstate_cli("verify", str(path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = agentstate_cli("history", "--json", str(path), "mem-thread")
+    assert r.returncode == 0 and len([l for l in r.stdout.splitlines() if l.strip()]) > 0, r.stdout + r.stderr
