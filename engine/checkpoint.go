@@ -150,7 +150,7 @@ func preparePutValues(cfg Config, cp Checkpoint, md Metadata, newVersions map[st
 	budget := callBudget{what: "Put"}
 	for ch := range newVersions {
 		if b, ok := cp.ChannelValues[ch]; ok {
-			if err := checkBlob(fmt.Sprintf("value of channel %q", ch), b, MaxListBytes, "MaxListBytes"); err != nil {
+			if err := checkBlob(subject{"value of channel", ch, true}, b, MaxListBytes, "MaxListBytes"); err != nil {
 				return nil, err
 			}
 			if err := budget.add(len(b.Data)); err != nil {
@@ -490,7 +490,7 @@ func validateWrites(cfg Config, writes []Write, taskID string) error {
 		if err := w.Value.Validate(); err != nil {
 			return fmt.Errorf("%w: write to %q: %w", ErrInvalidArgument, w.Channel, err)
 		}
-		if err := checkBlob(fmt.Sprintf("write to %q", w.Channel), w.Value, MaxValueBytes, "MaxValueBytes"); err != nil {
+		if err := checkBlob(subject{"write to", w.Channel, true}, w.Value, MaxValueBytes, "MaxValueBytes"); err != nil {
 			return err
 		}
 	}

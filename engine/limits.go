@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/agentstate/agentstate/codec"
 )
@@ -65,10 +66,24 @@ func encodeError(what, limit string, n int, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrInvalidArgument, what, err)
 }
 
+// subject names what a check is about, as "what" or `what "name"`; its
+// text is made only for an error (a put checks every channel it writes).
+type subject struct {
+	what, name string
+	named      bool
+}
+
+func (s subject) String() string {
+	if !s.named {
+		return s.what
+	}
+	return s.what + " " + strconv.Quote(s.name)
+}
+
 // checkBlob checks a payload a caller gives as bytes (LangGraph's serde
 // output) against limit, and, when its type says it is the engine's own
 // msgpack, that it reads back.
-func checkBlob(what string, b codec.Blob, limit int, limitName string) error {
+func checkBlob(what subject, b codec.Blob, limit int, limitName string) error {
 	if len(b.Data) > limit {
 		return fmt.Errorf("%w: %s is %d bytes, more than %s (%d)", ErrTooLarge, what, len(b.Data), limitName, limit)
 	}
@@ -110,5 +125,5 @@ func checkPacked(what, typ string, packed []byte, limit int, limitName string) e
 	case len(body) > limit:
 		return fmt.Errorf("%w: %s inflates to %d bytes, more than %s (%d)", ErrTooLarge, what, len(body), limitName, limit)
 	}
-	return checkBlob(what, codec.Blob{Type: typ, Data: body}, limit, limitName)
+	return checkBlob(subject{what: what}, codec.Blob{Type: typ, Data: body}, limit, limitName)
 }
