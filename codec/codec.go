@@ -29,6 +29,20 @@ var ErrCorrupt = errors.New("codec: corrupt value")
 // ErrUnsupported reports an envelope written by a newer codec than this one.
 var ErrUnsupported = errors.New("codec: unsupported format version")
 
+// refines is the error fmt.Errorf("%w: "+msg, err) makes (the same text,
+// unwrapping to err), for the package's error variables: fmt at package
+// init was most of the js build's init time of this package, and the only
+// use of fmt before an engine's first result.
+func refines(err error, msg string) error { return &refined{err.Error() + ": " + msg, err} }
+
+type refined struct {
+	msg string
+	err error
+}
+
+func (e *refined) Error() string { return e.msg }
+func (e *refined) Unwrap() error { return e.err }
+
 // Marshal encodes v as msgpack inside the current envelope. Map keys are
 // sorted so that equal values always give equal bytes. A value that nests
 // deeper than MaxDepth (or is cyclic) is refused with ErrTooDeep, one that

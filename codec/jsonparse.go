@@ -45,7 +45,7 @@ type JSONLines struct {
 
 // ErrLineTooLong reports a line of a JSONLines stream longer than its
 // bound. It matches ErrTooLarge.
-var ErrLineTooLong = fmt.Errorf("%w: line too long", ErrTooLarge)
+var ErrLineTooLong = refines(ErrTooLarge, "line too long")
 
 // NewJSONLines reads lines from r. A line may be at most maxLine bytes, and
 // its value's msgpack at most maxValue bytes. ctx, if not nil, is checked

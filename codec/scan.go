@@ -13,7 +13,7 @@ import (
 // three levels down in a stored write).
 const MaxDepth = 512
 
-var errHead = fmt.Errorf("%w: malformed msgpack header", ErrCorrupt)
+var errHead = refines(ErrCorrupt, "malformed msgpack header")
 
 // Head reads the header of the msgpack value at b[pos] without decoding it.
 // It returns the position of the first byte after the header, the payload

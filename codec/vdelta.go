@@ -92,7 +92,7 @@ const MaxDeltaOverhead = 24
 
 // ErrDeltaBase reports a delta applied to a base it was not made from; it
 // matches ErrCorrupt too.
-var ErrDeltaBase = fmt.Errorf("%w: delta applied to another base", ErrCorrupt)
+var ErrDeltaBase = refines(ErrCorrupt, "delta applied to another base")
 
 // ErrDeltaTooLarge reports a version over MaxDeltaValue given to Diff: it
 // has no delta, and is stored whole.
@@ -326,7 +326,7 @@ type opReader struct {
 	left    int // result bytes not yet produced
 }
 
-var errDeltaOp = fmt.Errorf("%w: malformed delta op", ErrCorrupt)
+var errDeltaOp = refines(ErrCorrupt, "malformed delta op")
 
 func (r *opReader) next() (deltaOp, bool, error) {
 	if r.pos == len(r.d) {
