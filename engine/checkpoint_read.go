@@ -163,15 +163,22 @@ func loadValues(c *conn, tuples []Tuple) error {
 }
 
 func loadPendingWrites(c *conn, tuples []Tuple) error {
-	keys := make([][3]string, len(tuples))
-	for i, t := range tuples {
-		keys[i] = [3]string{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}
+	sql, args := sqlTupleWrites, []any(nil)
+	if len(tuples) == 1 {
+		cfg := tuples[0].Config
+		args = []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}
+	} else {
+		keys := make([][3]string, len(tuples))
+		for i, t := range tuples {
+			keys[i] = [3]string{t.Config.ThreadID, t.Config.CheckpointNS, t.Config.CheckpointID}
+		}
+		arg, err := jsonArg(keys)
+		if err != nil {
+			return err
+		}
+		sql, args = sqlPageWrites, []any{arg}
 	}
-	arg, err := jsonArg(keys)
-	if err != nil {
-		return err
-	}
-	err = c.query(sqlPageWrites, []any{arg}, func(st row) error {
+	err := c.query(sql, args, func(st row) error {
 		i := int(st.Int64(0))
 		data, err := loadWrite(st, 4)
 		if err != nil {

@@ -74,6 +74,11 @@ const sqlPageValues = `SELECT j.key, b.channel, b.type, b.data, b.enc, b.base, b
 const sqlPageWrites = `SELECT j.key, w.task_id, w.channel, w.type, w.enc, w.data, w.task_path, w.idx FROM json_each(?) j
 	CROSS JOIN writes w ON w.thread_id = j.value->>0 AND w.checkpoint_ns = j.value->>1 AND w.checkpoint_id = j.value->>2`
 
+// sqlTupleWrites is sqlPageWrites for one checkpoint (GetTuple's case),
+// without a JSON argument to make and parse.
+const sqlTupleWrites = `SELECT 0, task_id, channel, type, enc, data, task_path, idx FROM writes
+	WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`
+
 // List's query starts from every checkpoint; listQuery adds the
 // conditions its options ask for.
 const sqlListBase = `SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata FROM checkpoints WHERE 1`
