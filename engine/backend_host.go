@@ -104,6 +104,11 @@ func (b *hostBackend) dial(_ context.Context, write bool) (driver.Conn, error) {
 	return c, nil
 }
 
+// builtSchema reports that the connection holds the build's empty image,
+// deserialized and stamped by dial: its header and schema are this build's,
+// which prepareSchema then need not read back.
+func (b *hostBackend) builtSchema() bool { return b.fresh && b.image == nil }
+
 func (b *hostBackend) memory() bool  { return b.mem }
 func (b *hostBackend) close()        {}
 func (b *hostBackend) oneConn() bool { return true }

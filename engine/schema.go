@@ -117,8 +117,10 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	restore := w.withCtx(ctx)
 	defer restore()
 	var st fileState
-	err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err })
-	if err != nil {
+	if b, ok := db.b.(interface{ builtSchema() bool }); ok && b.builtSchema() {
+		// The build's own image (objects only needs to be non-zero here).
+		st = fileState{appID: ApplicationID, version: SchemaVersion, objects: 1}
+	} else if err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err }); err != nil {
 		return openErr(db.path, wrapErr(ctx, err))
 	}
 	if err := st.check(db.path); err != nil {
@@ -158,7 +160,7 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	if db.b.memory() {
 		journal = "MEMORY"
 	}
-	err = db.retryBusy(ctx, func() error { return w.exec("PRAGMA journal_mode=" + journal) })
+	err := db.retryBusy(ctx, func() error { return w.exec("PRAGMA journal_mode=" + journal) })
 	if err != nil {
 		return fmt.Errorf("agentstate: open %s: set journal mode: %w", db.path, wrapErr(ctx, err))
 	}
