@@ -139,8 +139,12 @@ async function wasmModule(what, bytes, url, file) {
     }
   }
   if (isNode) {
-    const { readFile } = await import("node:fs/promises");
-    return WebAssembly.compile(await readFile(url));
+    // One synchronous read (8 MB, a few ms, once a process): readFile's
+    // 512 KiB steps, each a trip through the thread pool and the event
+    // loop, started the engine module's compile about 10 ms later, and
+    // nothing else runs on this thread while the first open waits for it.
+    const { readFileSync } = await import("node:fs");
+    return WebAssembly.compile(readFileSync(url));
   }
   const res = fetch(url);
   return WebAssembly.compileStreaming(res).catch(async () => {
