@@ -69,7 +69,8 @@ func (b *hostBackend) dial(_ context.Context, write bool) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.image != nil {
+	imaged := b.image != nil
+	if imaged {
 		if err := c.Deserialize("main", b.image, b.o.ReadOnly); err != nil {
 			c.Close()
 			return nil, err
@@ -95,6 +96,9 @@ func (b *hostBackend) dial(_ context.Context, write bool) (driver.Conn, error) {
 		}
 	}
 	settings := []string{"PRAGMA page_size=4096", "PRAGMA cache_size=-2000", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=" + b.o.Synchronous}
+	if imaged && b.fresh {
+		settings = settings[1:] // the build's image has 4 KiB pages
+	}
 	for _, p := range settings {
 		if _, err := c.Exec(p); err != nil {
 			c.Close()

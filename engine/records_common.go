@@ -148,9 +148,10 @@ func (db *DB) startRecords(ctx context.Context) error {
 			db.onClose(func() { hold.Release() })
 		}
 	}
-	if db.opts.ReconcileOnOpen {
+	if db.opts.ReconcileOnOpen && !db.fromBuildImage() {
 		// Another process's long write must not make Open fail: the
-		// background loop reconciles on its next tick.
+		// background loop reconciles on its next tick. (A database just
+		// made from the build's image has no runs to reconcile.)
 		if _, err := db.Runs().Reconcile(ctx); err != nil && !errors.Is(err, ErrBusy) {
 			return fmt.Errorf("reconcile runs: %w", err)
 		}

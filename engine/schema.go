@@ -106,6 +106,13 @@ func (s fileState) check(path string) error {
 	return nil
 }
 
+// fromBuildImage reports a private in-memory database this open made from
+// the build's empty image (backend_host.go): it holds no one's rows yet.
+func (db *DB) fromBuildImage() bool {
+	b, ok := db.b.(interface{ builtSchema() bool })
+	return ok && b.builtSchema()
+}
+
 // prepareSchema inspects the file before writing anything to it, then
 // switches it to WAL and applies the missing migrations. Each migration runs
 // in its own write transaction and re-reads the version under the lock, so
@@ -117,8 +124,10 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	restore := w.withCtx(ctx)
 	defer restore()
 	var st fileState
-	if b, ok := db.b.(interface{ builtSchema() bool }); ok && b.builtSchema() {
-		// The build's own image (objects only needs to be non-zero here).
+	built := db.fromBuildImage()
+	if built {
+		// The build's own image, private to this handle: nothing to read
+		// back or migrate (objects only needs to be non-zero here).
 		st = fileState{appID: ApplicationID, version: SchemaVersion, objects: 1}
 	} else if err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err }); err != nil {
 		return openErr(db.path, wrapErr(ctx, err))
@@ -163,6 +172,9 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	err := db.retryBusy(ctx, func() error { return w.exec("PRAGMA journal_mode=" + journal) })
 	if err != nil {
 		return fmt.Errorf("agentstate: open %s: set journal mode: %w", db.path, wrapErr(ctx, err))
+	}
+	if built {
+		return nil
 	}
 	if st.version == 0 && st.objects == 0 {
 		created, err := db.createSchema(ctx, w)
