@@ -44,3 +44,20 @@ export async function engineFirstResult(db) {
   const r = await db.call("getTuple", { config });
   if (r.tuple?.checkpoint?.id !== id) throw new Error(`getTuple did not return the checkpoint: ${JSON.stringify(r).slice(0, 200)}`);
 }
+
+/** The first result of the saver cases (AgentStateSaver, SqliteSaver): put
+ * one checkpoint through a LangGraph.js saver and read it back. */
+export async function saverFirstResult(saver) {
+  const config = { configurable: { thread_id: "t1", checkpoint_ns: "" } };
+  const checkpoint = {
+    v: 4,
+    id: "1ef0c2d4-0000-6000-8000-000000000001",
+    ts: new Date().toISOString(),
+    channel_values: { messages: ["hello"] },
+    channel_versions: { messages: 1 },
+    versions_seen: {},
+  };
+  await saver.put(config, checkpoint, { source: "input", step: -1, parents: {} }, { messages: 1 });
+  const tuple = await saver.getTuple(config);
+  if (tuple?.checkpoint.id !== checkpoint.id) throw new Error("getTuple did not return the checkpoint");
+}

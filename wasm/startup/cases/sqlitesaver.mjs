@@ -6,7 +6,7 @@
 //   node sqlitesaver.mjs [BENCH_DIR]
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { measure } from "./measure.mjs";
+import { measure, saverFirstResult } from "./measure.mjs";
 
 const bench = path.resolve(process.argv[2] ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "../../bench"));
 const m = measure();
@@ -14,18 +14,7 @@ const m = measure();
 // in an ES module resolves it (agentstate.mjs imports ESM too).
 const { SqliteSaver } = await import(path.join(bench, "node_modules/@langchain/langgraph-checkpoint-sqlite/dist/index.js"));
 const saver = SqliteSaver.fromConnString(":memory:");
-const config = { configurable: { thread_id: "t1", checkpoint_ns: "" } };
-const checkpoint = {
-  v: 4,
-  id: "1ef0c2d4-0000-6000-8000-000000000001",
-  ts: new Date().toISOString(),
-  channel_values: { messages: ["hello"] },
-  channel_versions: { messages: 1 },
-  versions_seen: {},
-};
-await saver.put(config, checkpoint, { source: "input", step: -1, parents: {} }, { messages: 1 });
-const tuple = await saver.getTuple(config);
-if (tuple?.checkpoint.id !== checkpoint.id) throw new Error("getTuple did not return the checkpoint");
+await saverFirstResult(saver);
 m.first();
 saver.db.close();
 m.closed();
