@@ -14,8 +14,8 @@ import (
 // npm package's GOOS=js module and the Python package's WASI reactor) open
 // a fresh in-memory database from it, so that SQLite runs none of the
 // schema's statements (in V8 they had SQLite's parser recompiled with the
-// optimising tier while the first call waited; in Python an open took 2-3
-// ms of CPU instead of 1). Written by
+// optimising tier while the first call waited; in Python an open took about
+// 2 ms of CPU instead of 0.7). Written by
 // TestEmptyImageIsTheSchema (AGENTSTATE_UPDATE=1), which also holds it to
 // the migrations.
 //
