@@ -15,7 +15,7 @@ import (
 // a fresh in-memory database from it, so that SQLite runs none of the
 // schema's statements (in V8 they had SQLite's parser recompiled with the
 // optimising tier while the first call waited; in Python an open took about
-// 2 ms of CPU instead of 0.7). Written by
+// 2 ms of CPU instead of under 1). Written by
 // TestEmptyImageIsTheSchema (AGENTSTATE_UPDATE=1), which also holds it to
 // the migrations.
 //
