@@ -163,10 +163,11 @@ func loadValues(c *conn, tuples []Tuple) error {
 }
 
 func loadPendingWrites(c *conn, tuples []Tuple) error {
-	sql, args := sqlTupleWrites, []any(nil)
+	var sql string
+	var args []any
 	if len(tuples) == 1 {
 		cfg := tuples[0].Config
-		args = []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}
+		sql, args = sqlTupleWrites, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID}
 	} else {
 		keys := make([][3]string, len(tuples))
 		for i, t := range tuples {

@@ -123,13 +123,13 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	}
 	restore := w.withCtx(ctx)
 	defer restore()
+	if db.fromBuildImage() {
+		// The build's own image, private to this handle: its header and
+		// schema are this build's, nothing to read back or migrate.
+		return db.setJournalMode(ctx, w)
+	}
 	var st fileState
-	built := db.fromBuildImage()
-	if built {
-		// The build's own image, private to this handle: nothing to read
-		// back or migrate (objects only needs to be non-zero here).
-		st = fileState{appID: ApplicationID, version: SchemaVersion, objects: 1}
-	} else if err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err }); err != nil {
+	if err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err }); err != nil {
 		return openErr(db.path, wrapErr(ctx, err))
 	}
 	if err := st.check(db.path); err != nil {
@@ -165,16 +165,8 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 			return openErr(db.path, wrapErr(ctx, err))
 		}
 	}
-	journal := "WAL"
-	if db.b.memory() {
-		journal = "MEMORY"
-	}
-	err := db.retryBusy(ctx, func() error { return w.exec("PRAGMA journal_mode=" + journal) })
-	if err != nil {
-		return fmt.Errorf("agentstate: open %s: set journal mode: %w", db.path, wrapErr(ctx, err))
-	}
-	if built {
-		return nil
+	if err := db.setJournalMode(ctx, w); err != nil {
+		return err
 	}
 	if st.version == 0 && st.objects == 0 {
 		created, err := db.createSchema(ctx, w)
@@ -194,6 +186,19 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 			return nil
 		}
 	}
+}
+
+// setJournalMode switches the connection to WAL, or MEMORY for an
+// in-memory database.
+func (db *DB) setJournalMode(ctx context.Context, w *conn) error {
+	journal := "WAL"
+	if db.b.memory() {
+		journal = "MEMORY"
+	}
+	if err := db.retryBusy(ctx, func() error { return w.exec("PRAGMA journal_mode=" + journal) }); err != nil {
+		return fmt.Errorf("agentstate: open %s: set journal mode: %w", db.path, wrapErr(ctx, err))
+	}
+	return nil
 }
 
 // freshSchema is what the migrations leave in sqlite_master, statement by
