@@ -27,39 +27,13 @@ func emptyImage() ([]byte, error) {
 	return expandRuns(emptyImageRuns)
 }
 
-// The image's form: the file's length, then pairs of (zeros, n) and n
-// bytes, every number a uvarint. Expanding it is a few dozen copies into a
-// zeroed slice: unlike a general decompressor, no loop of it runs long
-// enough for V8 to recompile it with its optimising tier while the first
-// call waits (S2's decoder did, for 16 ms of a core at start-up).
-func zeroRuns(b []byte) []byte {
-	out := binary.AppendUvarint(nil, uint64(len(b)))
-	for i := 0; i < len(b); {
-		z := i
-		for z < len(b) && b[z] == 0 {
-			z++
-		}
-		// A literal run ends at the next 16 zeros (shorter gaps cost less
-		// kept than split).
-		e, zeros := z, 0
-		for ; e < len(b) && zeros < 16; e++ {
-			if b[e] == 0 {
-				zeros++
-			} else {
-				zeros = 0
-			}
-		}
-		e -= zeros
-		out = binary.AppendUvarint(out, uint64(z-i))
-		out = binary.AppendUvarint(out, uint64(e-z))
-		out = append(out, b[z:e]...)
-		i = e
-	}
-	return out
-}
-
 var errImageRuns = errors.New("agentstate: the build's empty database image is malformed")
 
+// expandRuns reads the image's form: the file's length, then pairs of
+// (zeros, n) and n bytes, every number a uvarint (zeroRuns writes it, in
+// the test). Expanding it is a few dozen copies into a zeroed slice: unlike a general decompressor, no loop of it runs long
+// enough for V8 to recompile it with its optimising tier while the first
+// call waits (S2's decoder did, for 16 ms of a core at start-up).
 func expandRuns(r []byte) ([]byte, error) {
 	n, k := binary.Uvarint(r)
 	if k <= 0 || n > 1<<24 {

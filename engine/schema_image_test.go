@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"testing"
 	"time"
@@ -37,6 +38,33 @@ func renderEmptyImage(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return zeroRuns(img)
+}
+
+// zeroRuns writes b in the form expandRuns reads.
+func zeroRuns(b []byte) []byte {
+	out := binary.AppendUvarint(nil, uint64(len(b)))
+	for i := 0; i < len(b); {
+		z := i
+		for z < len(b) && b[z] == 0 {
+			z++
+		}
+		// A literal run ends at the next 16 zeros (shorter gaps cost less
+		// kept than split).
+		e, zeros := z, 0
+		for ; e < len(b) && zeros < 16; e++ {
+			if b[e] == 0 {
+				zeros++
+			} else {
+				zeros = 0
+			}
+		}
+		e -= zeros
+		out = binary.AppendUvarint(out, uint64(z-i))
+		out = binary.AppendUvarint(out, uint64(e-z))
+		out = append(out, b[z:e]...)
+		i = e
+	}
+	return out
 }
 
 // TestEmptyImageIsTheSchema holds schema_empty.runs to what freshSchema
