@@ -2,7 +2,11 @@
 // script, fresh processes, runs interleaved (A B C A B C ...), medians.
 //
 //   node wasm/startup/startup.mjs [--previous PACKAGE_DIR]
-//        [--runs N] [--hosts node,workerd,chromium] [--json]
+//        [--runs N] [--hosts node,workerd,chromium] [--worker] [--json]
+//
+// --worker adds a design measured but not adopted: the engine module
+// started in a worker thread while the main thread imports LangGraph.js's
+// checkpoint library (cases/engine-worker.mjs).
 //
 // --previous names the npm package directory of an older build (its src/
 // and a built dist/), run by its own JavaScript: for example
@@ -38,6 +42,7 @@ const hosts = opt("hosts", "node,workerd,chromium").split(",");
 const previous = opt("previous") && path.resolve(opt("previous"));
 const current = npmDir;
 const asJSON = args.includes("--json");
+const withWorker = args.includes("--worker");
 const log = (...a) => asJSON || console.error(...a);
 
 const median = (xs) => {
@@ -101,6 +106,7 @@ if (hosts.includes("node")) {
     previous && { label: "agentstate, previous build, engine only", argv: [path.join(here, "cases/engine.mjs"), previous] },
     { label: "sql.js 1.17", argv: [path.join(here, "cases/sqljs.mjs")] },
     sqliteSaverReady && { label: "SqliteSaver (better-sqlite3)", argv: [path.join(here, "cases/sqlitesaver.mjs"), benchDir] },
+    withWorker && { label: "agentstate, this build, engine in a worker during the import", argv: [path.join(here, "cases/engine-worker.mjs"), current] },
   ].filter(Boolean);
   if (!sqliteSaverReady) log(`node: no SqliteSaver case: ${benchDir}/node_modules lacks @langchain/langgraph-checkpoint-sqlite (cd wasm/bench && npm ci)`);
   const got = new Map(cases.map((c) => [c, []]));
@@ -274,6 +280,7 @@ if (asJSON) {
       ["previous build's engine module / sql.js", "agentstate, previous build, engine only", "sql.js 1.17"],
       ["this build's AgentStateSaver / SqliteSaver", "agentstate, this build, AgentStateSaver", "SqliteSaver (better-sqlite3)"],
       ["previous build's AgentStateSaver / SqliteSaver", "agentstate, previous build, AgentStateSaver", "SqliteSaver (better-sqlite3)"],
+      ["the engine in a worker during the import / SqliteSaver", "agentstate, this build, engine in a worker during the import", "SqliteSaver (better-sqlite3)"],
     ];
     const rows = [];
     for (const [label, a, b] of pairs) {
