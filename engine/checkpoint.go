@@ -319,11 +319,11 @@ func (p *put) run(c *conn) error {
 			// version deltas when that is smaller.
 			pv, hasPV := parentVersions[ch]
 			var err error
-			var newWhole bool
-			if sv, newWhole, err = encodeChannelValue(c, valueKey{cfg.ThreadID, cfg.CheckpointNS, ch}, v, cp.ID, b, pv, hasPV); err != nil {
+			var worth bool
+			if sv, worth, err = encodeChannelValue(c, valueKey{cfg.ThreadID, cfg.CheckpointNS, ch}, v, cp.ID, b, pv, hasPV); err != nil {
 				return err
 			}
-			if newWhole && p.autoRetain {
+			if worth && p.autoRetain {
 				thin = append(thin, ch)
 			}
 		}

@@ -104,7 +104,11 @@ var deltaPolicy = struct {
 	// length. Whole values then grow geometrically, so their total is a
 	// small multiple of the newest.
 	share float64
-}{minValue: 256, maxChain: 100, share: 1}
+	// thinMin: AutoRetain thins a chain after a new whole value only when
+	// the whole value the chain started from is at least this long
+	// (worthThinning).
+	thinMin int
+}{minValue: 256, maxChain: 100, share: 1, thinMin: 4 << 10}
 
 // valueKey names a chain: the versions of one channel in one namespace of
 // one thread.
@@ -215,9 +219,9 @@ func baseFor(c *conn, k valueKey, pv, childID string) (version string, cv chainV
 // chain allows one, otherwise whole (packed when that saves an eighth). The
 // new value goes to the cache once the transaction commits.
 //
-// newWhole reports a whole value stored where a delta could have been (the
-// chain's cap or share was reached), after which AutoRetain thins.
-func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv string, hasPV bool) (sv storedVal, newWhole bool, err error) {
+// thin reports a whole value stored where a delta could have been, after
+// which AutoRetain thins the chain (see worthThinning).
+func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv string, hasPV bool) (sv storedVal, thin bool, err error) {
 	next := b.Data
 	sv = storedVal{typ: b.Type, enc: encPlain, owner: cpID, data: nonNil(next)}
 	if len(next) < deltaPolicy.minValue {
@@ -242,17 +246,18 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 			return storedVal{}, false, err
 		}
 		if ok && bv != v {
-			newWhole = true
+			smaller := false
 			d, n, err := base.val.Diff(nil, next)
 			if err == nil {
 				d = codec.PackDelta(d)
 				nb = n
 				cv = chainValue{val: n, depth: base.depth + 1, since: base.since + int64(len(d)), whole: base.whole}
-				if len(d) < len(next) && cv.depth <= deltaPolicy.maxChain && float64(cv.since) <= deltaPolicy.share*float64(base.whole) {
+				smaller = len(d) < len(next)
+				if smaller && cv.depth <= deltaPolicy.maxChain && float64(cv.since) <= deltaPolicy.share*float64(base.whole) {
 					sv.enc, sv.base, sv.data = encDelta, bv, d
-					newWhole = false
 				}
 			}
+			thin = sv.enc != encDelta && worthThinning(base, smaller)
 		}
 	}
 	if sv.enc != encDelta {
@@ -273,7 +278,26 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 	if keep {
 		c.remember(newBaseEntry(k, v, sv, cv))
 	}
-	return sv, newWhole, nil
+	return sv, thin, nil
+}
+
+// worthThinning reports whether a new whole value, stored after the chain
+// value base (whose delta against it would have been smaller when
+// smaller), is worth a thinning run (thinValues). A run reads every
+// checkpoint and value row of the namespace, O(thread) however little it
+// finds, and what it can newly turn into a delta is the whole value base's
+// chain started from: base.whole bytes, less that value's own delta.
+// So a run waits for a whole value of at least thinMin bytes (a value
+// below it stays whole until a run for a larger one of its chain, or an
+// explicit Retain, thins it), and for one the chain may have reached by
+// deltas: when base is itself whole and the new value's delta against it
+// was not smaller, the value changed all at once, and base, whole for the
+// same reason as a rule, would not be smaller as a delta either.
+func worthThinning(base chainValue, smaller bool) bool {
+	if base.whole < int64(deltaPolicy.thinMin) {
+		return false
+	}
+	return smaller || base.depth > 0
 }
 
 // pack returns a whole value compressed as the engine compresses delta

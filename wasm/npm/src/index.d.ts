@@ -125,7 +125,8 @@ export interface OpenOptions {
   cacheBytes?: number;
   /**
    * Snapshot retention as the engine's thread API writes delta snapshots
-   * (and as puts store whole values): default true, so a delta thread's
+   * (and as puts store large whole values, docs/contract.md §2.5):
+   * default true, so a delta thread's
    * storage stays linear in its messages; false keeps every snapshot (a
    * delta thread then grows as N^2/K).
    */

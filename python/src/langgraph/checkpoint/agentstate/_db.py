@@ -35,8 +35,9 @@ class Database:
         store_default_ttl_minutes, store_refresh_on_read,
         store_sweep_interval_minutes: the store's TTL settings.
         auto_retain: snapshot retention as delta snapshots are written (and
-            as puts store whole values); default on, so a delta thread's
-            storage stays linear; False keeps every snapshot (N^2/K).
+            as puts store large whole values, docs/contract.md §2.5);
+            default on, so a delta thread's storage stays linear; False
+            keeps every snapshot (N^2/K).
     """
 
     def __init__(
