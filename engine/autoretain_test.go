@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -13,24 +12,16 @@ import (
 )
 
 // putChain stores value i of channel ch as checkpoint i+1 of thread, a
-// child of checkpoint i, with a new version of ch at every step.
+// child of checkpoint i.
 func putChain(tb testing.TB, db *DB, thread, ch string, i int, value []byte) Config {
 	tb.Helper()
-	id := fmt.Sprintf("%08d", i+1)
-	parent := Config{ThreadID: thread}
-	if i > 0 {
-		parent.CheckpointID = fmt.Sprintf("%08d", i)
-	}
-	cp := Checkpoint{V: 4, ID: id, TS: "2026-01-01T00:00:00Z",
-		ChannelVersions: map[string]string{ch: id},
-		ChannelValues:   map[string]codec.Blob{ch: {Type: "json", Data: value}},
-		VersionsSeen:    map[string]map[string]string{},
-	}
-	cfg, err := db.Put(bg, parent, cp, Metadata{"source": "loop", "step": int64(i), "parents": map[string]any{}}, map[string]string{ch: id})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return cfg
+	return putStep(tb, db, thread, ch, i, func(id string) Checkpoint {
+		return Checkpoint{V: 4, ID: id, TS: "2026-01-01T00:00:00Z",
+			ChannelVersions: map[string]string{ch: id},
+			ChannelValues:   map[string]codec.Blob{ch: {Type: "json", Data: value}},
+			VersionsSeen:    map[string]map[string]string{},
+		}
+	})
 }
 
 // countThinRuns counts thinValues runs while fn runs.
@@ -87,17 +78,7 @@ func TestAutoRetainThinsLargeWholeValues(t *testing.T) {
 	if rep.ValuesThinned != 0 || len(auto) > 8 {
 		t.Fatalf("%d whole values after the puts; an explicit Retain thinned %d more", len(auto), rep.ValuesThinned)
 	}
-	cold := DefaultOptions()
-	cold.HistoryCacheBytes = 0
-	fresh := openTest(t, path, &cold)
-	for cfg, v := range want {
-		if got := mustGet(t, fresh, cfg); !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, v) {
-			t.Fatalf("%v reads back different bytes", cfg)
-		}
-	}
-	if v := verifyPath(t, path); !v.OK {
-		t.Fatal(v.Problems)
-	}
+	valuesReadBack(t, path, "messages", want)
 }
 
 // Values a thinning run could not shrink enough to pay for its scan start
@@ -156,15 +137,8 @@ func TestAutoRetainSkipsRunsThatCannotPay(t *testing.T) {
 			if thinned := rep.ValuesThinned > 0; thinned != tc.thins {
 				t.Fatalf("an explicit Retain thinned %d of %d whole values", rep.ValuesThinned, len(before))
 			}
-			for cfg, v := range want {
-				if got := mustGet(t, db, cfg); !bytes.Equal(got.Checkpoint.ChannelValues["__start__"].Data, v) {
-					t.Fatalf("%v reads back different bytes", cfg)
-				}
-			}
 			db.Close()
-			if v := verifyPath(t, path); !v.OK {
-				t.Fatal(v.Problems)
-			}
+			valuesReadBack(t, path, "__start__", want)
 		})
 	}
 }

@@ -59,17 +59,25 @@ func (g *growingList) version(i int) []byte {
 // child of checkpoint i.
 func putVersion(tb testing.TB, db *DB, thread string, i int, value []byte) Config {
 	tb.Helper()
+	return putStep(tb, db, thread, "messages", i, func(id string) Checkpoint {
+		return Checkpoint{V: 4, ID: id, TS: "2026-01-01T00:00:00Z",
+			ChannelVersions: map[string]string{"messages": id, "__start__": "00000001"},
+			ChannelValues:   map[string]codec.Blob{"messages": {Type: "json", Data: value}},
+			VersionsSeen:    map[string]map[string]string{"agent": {"messages": id}},
+		}
+	})
+}
+
+// putStep stores checkpoint i+1 of thread, child of checkpoint i, as cp
+// makes it from its id, with a new version of channel ch.
+func putStep(tb testing.TB, db *DB, thread, ch string, i int, cp func(id string) Checkpoint) Config {
+	tb.Helper()
 	id := fmt.Sprintf("%08d", i+1)
 	parent := Config{ThreadID: thread}
 	if i > 0 {
 		parent.CheckpointID = fmt.Sprintf("%08d", i)
 	}
-	cp := Checkpoint{V: 4, ID: id, TS: "2026-01-01T00:00:00Z",
-		ChannelVersions: map[string]string{"messages": id, "__start__": "00000001"},
-		ChannelValues:   map[string]codec.Blob{"messages": {Type: "json", Data: value}},
-		VersionsSeen:    map[string]map[string]string{"agent": {"messages": id}},
-	}
-	cfg, err := db.Put(bg, parent, cp, Metadata{"source": "loop", "step": int64(i), "parents": map[string]any{}}, map[string]string{"messages": id})
+	cfg, err := db.Put(bg, parent, cp(id), Metadata{"source": "loop", "step": int64(i), "parents": map[string]any{}}, map[string]string{ch: id})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -881,6 +881,23 @@ func rawExec(t *testing.T, path, q string) {
 // Retention thins a chain's whole values like delta snapshots: the tip's
 // and a geometric series stay whole, the others become deltas, every
 // version reads the same, and the file verifies.
+// valuesReadBack checks that every checkpoint in want reads back its value of
+// channel ch, on a handle without caches, and that the file verifies.
+func valuesReadBack(t *testing.T, path, ch string, want map[Config][]byte) {
+	t.Helper()
+	cold := DefaultOptions()
+	cold.HistoryCacheBytes = 0
+	fresh := openTest(t, path, &cold)
+	for cfg, v := range want {
+		if got := mustGet(t, fresh, cfg); !bytes.Equal(got.Checkpoint.ChannelValues[ch].Data, v) {
+			t.Fatalf("%v reads back different bytes", cfg)
+		}
+	}
+	if v := verifyPath(t, path); !v.OK {
+		t.Fatal(v.Problems)
+	}
+}
+
 func TestRetainThinsValueChains(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v.db")
 	want := map[Config][]byte{}
@@ -926,17 +943,7 @@ func TestRetainThinsValueChains(t *testing.T) {
 			t.Fatalf("the head is %d deltas past a whole value", n)
 		}
 	}
-	cold := DefaultOptions()
-	cold.HistoryCacheBytes = 0
-	fresh := openTest(t, path, &cold)
-	for cfg, v := range want {
-		if got := mustGet(t, fresh, cfg); !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, v) {
-			t.Fatalf("%v reads back different bytes after retention", cfg)
-		}
-	}
-	if v := verifyPath(t, path); !v.OK {
-		t.Fatal(v.Problems)
-	}
+	valuesReadBack(t, path, "messages", want)
 	// Once thinned, a second run finds nothing more to do.
 	if rep, err := db.Retain(bg, admin.RetainOptions{}); err != nil || rep.ValuesThinned != 0 {
 		t.Fatalf("second retain: %+v %v", rep, err)
