@@ -30,6 +30,12 @@ type backend interface {
 // its connection). Calls then take turns on it.
 type oneConn interface{ oneConn() bool }
 
+// builtImage is implemented by backends that may open a private in-memory
+// database from the build's empty image (SQLite in a host): builtSchema
+// reports that this handle's connection holds it, so its header and schema
+// are this build's and it holds no one's rows yet.
+type builtImage interface{ builtSchema() bool }
+
 // serverBackend is a backend whose database is a server (PostgreSQL):
 // several writers at once, SQL translated from the engine's SQLite text,
 // and its own schema management. The engine asks for it where a file and a

@@ -69,8 +69,7 @@ func (b *hostBackend) dial(_ context.Context, write bool) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	imaged := b.image != nil
-	if imaged {
+	if b.image != nil {
 		if err := c.Deserialize("main", b.image, b.o.ReadOnly); err != nil {
 			c.Close()
 			return nil, err
@@ -96,7 +95,7 @@ func (b *hostBackend) dial(_ context.Context, write bool) (driver.Conn, error) {
 		}
 	}
 	settings := []string{"PRAGMA page_size=4096", "PRAGMA cache_size=-2000", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=" + b.o.Synchronous}
-	if imaged && b.fresh {
+	if b.builtSchema() {
 		settings = settings[1:] // the build's image has 4 KiB pages
 	}
 	for _, p := range settings {

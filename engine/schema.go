@@ -109,7 +109,7 @@ func (s fileState) check(path string) error {
 // fromBuildImage reports a private in-memory database this open made from
 // the build's empty image (backend_host.go): it holds no one's rows yet.
 func (db *DB) fromBuildImage() bool {
-	b, ok := db.b.(interface{ builtSchema() bool })
+	b, ok := db.b.(builtImage)
 	return ok && b.builtSchema()
 }
 

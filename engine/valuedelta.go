@@ -219,9 +219,9 @@ func baseFor(c *conn, k valueKey, pv, childID string) (version string, cv chainV
 // chain allows one, otherwise whole (packed when that saves an eighth). The
 // new value goes to the cache once the transaction commits.
 //
-// thin reports a whole value stored where a delta could have been, after
-// which AutoRetain thins the chain (see worthThinning).
-func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv string, hasPV bool) (sv storedVal, thin bool, err error) {
+// worth reports a whole value stored where a delta could have been that is
+// worth a thinning run of the chain afterwards (worthThinning, AutoRetain).
+func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv string, hasPV bool) (sv storedVal, worth bool, err error) {
 	next := b.Data
 	sv = storedVal{typ: b.Type, enc: encPlain, owner: cpID, data: nonNil(next)}
 	if len(next) < deltaPolicy.minValue {
@@ -257,7 +257,7 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 					sv.enc, sv.base, sv.data = encDelta, bv, d
 				}
 			}
-			thin = sv.enc != encDelta && worthThinning(base, smaller)
+			worth = sv.enc != encDelta && worthThinning(base, smaller)
 		}
 	}
 	if sv.enc != encDelta {
@@ -278,7 +278,7 @@ func encodeChannelValue(c *conn, k valueKey, v, cpID string, b codec.Blob, pv st
 	if keep {
 		c.remember(newBaseEntry(k, v, sv, cv))
 	}
-	return sv, thin, nil
+	return sv, worth, nil
 }
 
 // worthThinning reports whether a new whole value, stored after the chain

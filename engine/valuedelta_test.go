@@ -878,9 +878,6 @@ func rawExec(t *testing.T, path, q string) {
 	db.Close()
 }
 
-// Retention thins a chain's whole values like delta snapshots: the tip's
-// and a geometric series stay whole, the others become deltas, every
-// version reads the same, and the file verifies.
 // valuesReadBack checks that every checkpoint in want reads back its value of
 // channel ch, on a handle without caches, and that the file verifies.
 func valuesReadBack(t *testing.T, path, ch string, want map[Config][]byte) {
@@ -898,6 +895,9 @@ func valuesReadBack(t *testing.T, path, ch string, want map[Config][]byte) {
 	}
 }
 
+// Retention thins a chain's whole values like delta snapshots: the tip's
+// and a geometric series stay whole, the others become deltas, every
+// version reads the same, and the file verifies.
 func TestRetainThinsValueChains(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v.db")
 	want := map[Config][]byte{}
