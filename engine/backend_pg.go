@@ -62,12 +62,12 @@ var pgMigrations = func() []migration {
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i, m := range ms {
-		if m.version != i+1 || m.name != migrations[i].name {
-			panic(fmt.Sprintf("agentstate: migrations_pg/%04d_%s does not match migrations/%04d_%s", m.version, m.name, i+1, migrations[i].name))
+		if m.version != i+1 || m.name != migrations()[i].name {
+			panic(fmt.Sprintf("agentstate: migrations_pg/%04d_%s does not match migrations/%04d_%s", m.version, m.name, i+1, migrations()[i].name))
 		}
 	}
-	if len(ms) != len(migrations) {
-		panic(fmt.Sprintf("agentstate: %d PostgreSQL migrations for %d SQLite ones: every migration needs both", len(ms), len(migrations)))
+	if len(ms) != len(migrations()) {
+		panic(fmt.Sprintf("agentstate: %d PostgreSQL migrations for %d SQLite ones: every migration needs both", len(ms), len(migrations())))
 	}
 	return ms
 }()

@@ -130,7 +130,7 @@ func TestUpgradeFromV1Fixture(t *testing.T) {
 		t.Fatalf("rows written at v1 (-want +got):\n%s", diff)
 	}
 	// Upgrading is idempotent: running migration 2 again changes nothing.
-	err = db.write(context.Background(), func(c *conn) error { return applyMigration(c, migrations[1]) })
+	err = db.write(context.Background(), func(c *conn) error { return applyMigration(c, migrations()[1]) })
 	if err != nil {
 		t.Fatalf("re-applying migration 2: %v", err)
 	}
@@ -283,7 +283,7 @@ func TestUpgradeFromV5File(t *testing.T) {
 	}
 	withNew := exportOf(t, db, "")
 	tuples := allTuples(t, db)
-	err = db.write(ctx, func(c *conn) error { return applyMigration(c, migrations[5]) })
+	err = db.write(ctx, func(c *conn) error { return applyMigration(c, migrations()[5]) })
 	if err != nil {
 		t.Fatalf("re-applying migration 6: %v", err)
 	}

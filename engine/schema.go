@@ -27,9 +27,12 @@ type migration struct {
 	sql     string
 }
 
-// migrations are the numbered files of migrations/, in order. Their count is
-// the current schema version.
-var migrations = mustLoadMigrations()
+// migrations returns the numbered files of migrations/, in order. Their
+// count is the current schema version. They are read at first use, not at
+// package initialisation: a fresh in-memory database (the build's image)
+// and a file already at this version never need them, and in the
+// WebAssembly builds reading them was a start-up cost of every process.
+var migrations = sync.OnceValue(mustLoadMigrations)
 
 // SchemaVersion is the schema version this build writes and reads: the
 // number of files in migrations/ (TestSchemaVersionCountsMigrations).
@@ -234,7 +237,7 @@ func writeFreshSchema(w *conn, now time.Time) error {
 	if err := schemaErr(w.d.ExecScript(freshSchema, nil)); err != nil {
 		return fmt.Errorf("create the schema: %w", err)
 	}
-	return recordMigrations(w, migrations, now)
+	return recordMigrations(w, migrations(), now)
 }
 
 // recordMigrations records ms as applied at now, and sets the header's
@@ -261,7 +264,7 @@ func (db *DB) migrateStep(ctx context.Context, w *conn, target int) (done bool, 
 			done = true
 			return nil
 		}
-		m := migrations[st.version]
+		m := migrations()[st.version]
 		if err := applyMigration(w, m); err != nil {
 			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, wrapErr(ctx, err))
 		}
@@ -429,7 +432,7 @@ var expectedSchema = sync.OnceValues(func() (map[string]schemaObject, error) {
 	}
 	c := &conn{d: d}
 	defer c.close()
-	for _, m := range migrations {
+	for _, m := range migrations() {
 		if err := applyMigration(c, m); err != nil {
 			return nil, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 		}

@@ -29,7 +29,7 @@ func scratchTest(t *testing.T) *conn {
 func renderFreshSchema(t *testing.T) string {
 	t.Helper()
 	c := scratchTest(t)
-	for _, m := range migrations {
+	for _, m := range migrations() {
 		if err := applyMigration(c, m); err != nil {
 			t.Fatalf("migration %d: %v", m.version, err)
 		}
@@ -108,8 +108,8 @@ func TestFreshSchemaIsTheMigrations(t *testing.T) {
 			}
 		}
 	}
-	if history != int64(len(migrations)) || st.version != SchemaVersion || st.appID != ApplicationID {
-		t.Errorf("history %d rows, version %d, application id %#x; want %d, %d, %#x", history, st.version, st.appID, len(migrations), SchemaVersion, ApplicationID)
+	if history != int64(len(migrations())) || st.version != SchemaVersion || st.appID != ApplicationID {
+		t.Errorf("history %d rows, version %d, application id %#x; want %d, %d, %#x", history, st.version, st.appID, len(migrations()), SchemaVersion, ApplicationID)
 	}
 	rep, err := db.Verify(rctx, admin.VerifyOptions{})
 	if err != nil || !rep.OK {
@@ -173,8 +173,8 @@ func TestMemoryOpensTheSchema(t *testing.T) {
 	if !maps.Equal(got, exp) {
 		t.Errorf("an in-memory database has %d schema objects unlike the migrations' %d", len(got), len(exp))
 	}
-	if len(stamps) != len(migrations) {
-		t.Fatalf("history %v, want %d rows", stamps, len(migrations))
+	if len(stamps) != len(migrations()) {
+		t.Fatalf("history %v, want %d rows", stamps, len(migrations()))
 	}
 	for _, s := range stamps {
 		if at, err := time.Parse(time.RFC3339Nano, s); err != nil || at.Before(before) {
