@@ -149,3 +149,56 @@ func TestDefaultOpenIsTheFilesMode(t *testing.T) {
 		t.Errorf("the new file did not record full mode: delta opens it: %v", err)
 	}
 }
+
+// TestMemoryDatabaseRecordsItsMode: a fresh in-memory database (in the
+// WebAssembly builds, the build's image, whose mode the open records
+// without reading first) records the handle's mode and K, full without
+// one, as a new file does: its image reopens in that mode, and another
+// mode mismatches it.
+func TestMemoryDatabaseRecordsItsMode(t *testing.T) {
+	delta := DefaultOptions()
+	delta.Mode, delta.SnapshotEvery = channels.ModeDelta, 7
+	full := DefaultOptions()
+	full.Mode = channels.ModeFull
+	for _, tc := range []struct {
+		name  string
+		opts  *Options
+		mode  channels.Mode
+		every int
+		other *Options
+	}{
+		{"no mode", nil, channels.ModeFull, DefaultOptions().SnapshotEvery, &delta},
+		{"full", &full, channels.ModeFull, DefaultOptions().SnapshotEvery, &delta},
+		{"delta K=7", &delta, channels.ModeDelta, 7, &full},
+	} {
+		db := openTest(t, Memory, tc.opts)
+		if got := db.Options(); got.Mode != tc.mode || got.SnapshotEvery != tc.every {
+			t.Errorf("%s: opened in %s K=%d, want %s K=%d", tc.name, got.Mode, got.SnapshotEvery, tc.mode, tc.every)
+		}
+		var mode channels.Mode
+		var every int
+		var found bool
+		if err := db.read(bg, func(c *conn) (err error) { mode, every, found, err = fileMode(c); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if !found || mode != tc.mode || (mode == channels.ModeDelta && every != tc.every) {
+			t.Errorf("%s: the database records %s K=%d (found %v), want %s K=%d", tc.name, mode, every, found, tc.mode, tc.every)
+		}
+		mustCommit(t, db, "th", Step{Tasks: []TaskWrites{say("t", human("h1", "hi"))}})
+		img, err := db.Image(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := OpenImage(bg, img, nil)
+		if err != nil {
+			t.Fatalf("%s: reopen its image: %v", tc.name, err)
+		}
+		if got := again.Options(); got.Mode != tc.mode || got.SnapshotEvery != tc.every {
+			t.Errorf("%s: its image reopened in %s K=%d, want %s K=%d", tc.name, got.Mode, got.SnapshotEvery, tc.mode, tc.every)
+		}
+		again.Close()
+		if _, err := OpenImage(bg, img, tc.other); !errors.Is(err, ErrModeMismatch) {
+			t.Errorf("%s: its image opened in another mode: %v, want ErrModeMismatch", tc.name, err)
+		}
+	}
+}

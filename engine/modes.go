@@ -45,6 +45,26 @@ func fileMode(c *conn) (mode channels.Mode, every int, found bool, err error) {
 func (db *DB) checkFileMode(ctx context.Context, w *conn) error {
 	restore := w.withCtx(ctx)
 	defer restore()
+	if db.fromBuildImage() {
+		// The build's image records no mode and no one else sees this
+		// database: record the handle's with nothing to read first (in
+		// the js build the reads and the retry were a tenth of an open).
+		if db.opts.Mode == channels.ModeAuto {
+			db.opts.Mode, db.opts.SnapshotEvery = channels.ModeFull, DefaultOptions().SnapshotEvery
+		}
+		err := w.d.Begin(driver.TxWrite)
+		if err == nil {
+			if err = setFileMode(w, db.opts.Mode, db.opts.SnapshotEvery); err != nil {
+				w.d.Rollback()
+			} else {
+				err = w.d.Commit()
+			}
+		}
+		if err != nil {
+			return openErr(db.path, wrapErr(ctx, err))
+		}
+		return nil
+	}
 	mode, every, found, err := fileMode(w)
 	if err != nil {
 		return openErr(db.path, wrapErr(ctx, err))
