@@ -205,44 +205,65 @@ const (
 )
 
 // encodeArgs writes args at the start of buf (grown if needed).
+//
+// It is kept small, with the copy of each value in appendArg: V8 charges a
+// WebAssembly function's tier-up budget by the size of the code each loop
+// iteration spans, and the inlined appends of one loop made this function
+// large enough to be recompiled by the optimising tier at every start-up.
 func encodeArgs(buf []byte, args []any) ([]byte, int, error) {
 	b := buf[:0]
-	le := binary.LittleEndian
 	for _, a := range args {
-		switch v := a.(type) {
-		case nil:
-			b = append(b, tagNull)
-		case string:
-			b = append(le.AppendUint32(append(b, tagText), uint32(len(v))), v...)
-		case []byte:
-			if v == nil {
-				b = append(b, tagNull)
-			} else {
-				b = append(le.AppendUint32(append(b, tagBlob), uint32(len(v))), v...)
-			}
-		case int:
-			b = le.AppendUint64(append(b, tagInt), uint64(v))
-		case int64:
-			b = le.AppendUint64(append(b, tagInt), uint64(v))
-		case float64:
-			b = le.AppendUint64(append(b, tagFloat), math.Float64bits(v))
-		case bool:
-			i := uint64(0)
-			if v {
-				i = 1
-			}
-			b = le.AppendUint64(append(b, tagInt), i)
-		case *string:
-			if v == nil {
-				b = append(b, tagNull)
-			} else {
-				b = append(le.AppendUint32(append(b, tagText), uint32(len(*v))), *v...)
-			}
-		default:
+		var ok bool
+		if b, ok = appendArg(b, a); !ok {
 			return buf, 0, fmt.Errorf("agentstate: internal: cannot bind %T", a)
 		}
 	}
 	return b[:cap(b)], len(b), nil
+}
+
+// appendArg appends a's tag and value; ok is false for a type the host
+// cannot bind.
+//
+//go:noinline
+func appendArg(b []byte, a any) (_ []byte, ok bool) {
+	switch v := a.(type) {
+	case nil:
+		return append(b, tagNull), true
+	case string:
+		return appendBytes(b, tagText, v), true
+	case []byte:
+		if v == nil {
+			return append(b, tagNull), true
+		}
+		return appendBytes(b, tagBlob, v), true
+	case int:
+		return appendWord(b, tagInt, uint64(v)), true
+	case int64:
+		return appendWord(b, tagInt, uint64(v)), true
+	case float64:
+		return appendWord(b, tagFloat, math.Float64bits(v)), true
+	case bool:
+		if v {
+			return appendWord(b, tagInt, 1), true
+		}
+		return appendWord(b, tagInt, 0), true
+	case *string:
+		if v == nil {
+			return append(b, tagNull), true
+		}
+		return appendBytes(b, tagText, *v), true
+	}
+	return b, false
+}
+
+//go:noinline
+func appendWord(b []byte, tag byte, v uint64) []byte {
+	return binary.LittleEndian.AppendUint64(append(b, tag), v)
+}
+
+//go:noinline
+func appendBytes[T string | []byte](b []byte, tag byte, v T) []byte {
+	return append(binary.LittleEndian.AppendUint32(append(b, tag), uint32(len(v))), v...)
 }
 
 // done is the context's error, or DeadlineExceeded once its deadline has
