@@ -320,7 +320,7 @@ func (p *put) run(c *conn) error {
 			pv, hasPV := parentVersions[ch]
 			var err error
 			var worth bool
-			if sv, worth, err = encodeChannelValue(c, valueKey{cfg.ThreadID, cfg.CheckpointNS, ch}, v, cp.ID, b, pv, hasPV); err != nil {
+			if sv, worth, err = encodeChannelValue(c, valueKey{cfg.ThreadID, cfg.CheckpointNS, ch}, v, cp.ID, cfg.CheckpointID, b, pv, hasPV); err != nil {
 				return err
 			}
 			if worth && p.autoRetain {
@@ -362,11 +362,15 @@ func (p *put) run(c *conn) error {
 
 // afterPut feeds the history cache once the put has committed.
 func (db *DB) afterPut(p *put) {
-	switch {
-	case p.replaced:
+	if p.replaced {
 		// A re-put may change a parent link: forget what was derived from it.
 		db.purge(p.cfg.ThreadID)
-	case p.wantSealed:
+		return
+	}
+	if !p.trusted && p.cfg.CheckpointID != "" {
+		db.cache.advanceSeeds(p)
+	}
+	if p.wantSealed {
 		sortWrites(p.sealed)
 		db.cache.extend(p.cfg, p.cp, p.newVersions, p.sealed)
 	}

@@ -87,3 +87,58 @@ func (hc *historyCache) publish(pending map[valueKey]*baseEntry) {
 		hc.putBase(e)
 	}
 }
+
+// seedHint returns the version of chain k whose value is the nearest stored
+// one up the parent links from checkpoint parent, when the cache knows it
+// (a baseEntry whose tip is parent), or "". The caller checks that the
+// row is still stored; a hint that another handle has made stale (by
+// re-putting an ancestor) still names a stored value of the chain, which
+// is a sound base: the writer's choice of base is not part of the format.
+func (c *conn) seedHint(k valueKey, parent string) string {
+	if parent == "" {
+		return ""
+	}
+	if e, ok := c.pending[k]; ok {
+		if e.tip == parent {
+			return e.version
+		}
+		return ""
+	}
+	hc := c.hc
+	if !hc.enabled() {
+		return ""
+	}
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if e := hc.bases[k]; e != nil && e.tip == parent {
+		return e.version
+	}
+	return ""
+}
+
+// advanceSeeds moves the cached chains' tips from a committed put's parent
+// to the put's checkpoint, for each channel whose nearest stored value the
+// checkpoint does not change: it stores no value for the channel, and its
+// version is either new (listed in newVersions without a value, so no row
+// holds it: checkVersionUnused) or the parent's.
+func (hc *historyCache) advanceSeeds(p *put) {
+	if !hc.enabled() {
+		return
+	}
+	parent := p.cfg.CheckpointID
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	for ch, ver := range p.cp.ChannelVersions {
+		nv, listed := p.newVersions[ch]
+		if _, stored := p.cp.ChannelValues[ch]; stored && listed {
+			continue // its own value, published with itself as the tip
+		}
+		e := hc.bases[valueKey{p.cfg.ThreadID, p.cfg.CheckpointNS, ch}]
+		if e == nil || e.tip != parent {
+			continue
+		}
+		if listed && nv == ver || !listed && ver == e.tipVersion {
+			e.tip, e.tipVersion = p.cp.ID, ver
+		}
+	}
+}

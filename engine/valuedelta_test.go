@@ -564,34 +564,120 @@ func TestValueDeltasChainShape(t *testing.T) {
 
 // A version whose parent checkpoint stores no value (LangGraph's
 // DeltaChannel between snapshots) diffs against the nearest ancestor's.
+// The handle that put the checkpoints between knows that value (the
+// cache's seed hint) and takes it without walking the chain; a handle
+// without that knowledge (no cache, or another handle) walks, and both
+// choose the same base. Between two values the channel's version moves
+// each way a LangGraph saver sees: listed as new without a value (the
+// channel emptied, or a DeltaChannel's update), or left as the parent's.
 func TestValueDeltasSkipVersionsWithoutValue(t *testing.T) {
 	defer withPolicyOn(256, 100, math.Inf(1))()
+	for _, tc := range []struct {
+		name      string
+		noCache   bool  // Options.HistoryCacheBytes 0
+		coldEvery bool  // each value put through a new handle
+		walks     int64 // seed walks over the 9 values after the first
+	}{
+		{name: "warm", walks: 0},
+		{name: "no cache", noCache: true, walks: 9},
+		{name: "other handle", coldEvery: true, walks: 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "v.db")
+			var opts *Options
+			if tc.noCache {
+				o := DefaultOptions()
+				o.HistoryCacheBytes = 0
+				opts = &o
+			}
+			db := openTest(t, path, opts)
+			g := newGrowingList(4, 30, false)
+			parent := Config{ThreadID: "t"}
+			var want [][]byte
+			var walks int64
+			version := ""
+			for i := range 30 {
+				id := fmt.Sprintf("%08d", i+1)
+				newVersions := map[string]string{}
+				if i%3 != 2 { // every third checkpoint keeps its parent's version
+					version = id
+					newVersions["messages"] = id
+				}
+				c := Checkpoint{V: 4, ID: id, ChannelVersions: map[string]string{"messages": version}, ChannelValues: map[string]codec.Blob{}}
+				v := g.version(i)
+				if i%3 == 0 {
+					c.ChannelValues["messages"] = codec.Blob{Type: "json", Data: v}
+					want = append(want, bytes.Clone(v))
+					if tc.coldEvery && i > 0 {
+						db = openTest(t, path, opts)
+					}
+				}
+				before := seedWalks.Load()
+				parent = mustPut(t, db, parent, c, nil, newVersions)
+				walks += seedWalks.Load() - before
+			}
+			if walks != tc.walks {
+				t.Fatalf("%d seed walks, want %d", walks, tc.walks)
+			}
+			rows := storedRows(t, db, "t", "messages")
+			if len(rows) != 10 {
+				t.Fatalf("%d values stored, want 10", len(rows))
+			}
+			for i := 1; i < 10; i++ {
+				v, base := fmt.Sprintf("%08d", 3*i+1), fmt.Sprintf("%08d", 3*i-2)
+				if r := rows[v]; r.enc != encDelta || r.base != base {
+					t.Fatalf("version %s stored as %+v, want a delta of %s", v, r, base)
+				}
+				got := mustGet(t, db, Config{ThreadID: "t", CheckpointID: v})
+				if !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, want[i]) {
+					t.Fatalf("version %s reads back different bytes", v)
+				}
+			}
+		})
+	}
+}
+
+// The seed hint names the nearest stored value for the checkpoint the
+// handle put last on the chain's line, not for other checkpoints: a fork
+// from an older checkpoint walks, and so does a put on the line the fork
+// left, each diffing against the nearest value of its own ancestors.
+func TestValueDeltasSeedHintOnlyForItsCheckpoint(t *testing.T) {
+	defer withPolicyOn(256, 100, math.Inf(1))()
 	db := openTest(t, filepath.Join(t.TempDir(), "v.db"), nil)
-	g := newGrowingList(4, 30, false)
-	parent := Config{ThreadID: "t"}
-	var want [][]byte
-	for i := range 30 {
-		id := fmt.Sprintf("%08d", i+1)
+	g := newGrowingList(7, 10, false)
+	var values [][]byte
+	put := func(parent Config, id string, value bool, walks int64) Config {
+		t.Helper()
 		c := Checkpoint{V: 4, ID: id, ChannelVersions: map[string]string{"messages": id}, ChannelValues: map[string]codec.Blob{}}
-		v := g.version(i)
-		if i%3 == 0 {
-			c.ChannelValues["messages"] = codec.Blob{Type: "json", Data: v}
-			want = append(want, bytes.Clone(v))
+		if value {
+			c.ChannelValues["messages"] = codec.Blob{Type: "json", Data: g.version(len(values))}
+			values = append(values, bytes.Clone(c.ChannelValues["messages"].Data))
 		}
-		parent = mustPut(t, db, parent, c, nil, map[string]string{"messages": id})
+		before := seedWalks.Load()
+		cfg := mustPut(t, db, parent, c, nil, map[string]string{"messages": id})
+		if n := seedWalks.Load() - before; n != walks {
+			t.Fatalf("the put of %s ran %d seed walks, want %d", id, n, walks)
+		}
+		return cfg
 	}
+	c1 := put(Config{ThreadID: "t"}, "00000001", true, 0)
+	c2 := put(c1, "00000002", false, 0)
+	c3 := put(c2, "00000003", true, 0) // the hint: from 00000002, 00000001's value
+	c4 := put(c3, "00000004", false, 0)
+	put(c2, "00000005", true, 1)       // a fork of 00000002: the chain's last value was 00000003's
+	c6 := put(c4, "00000006", true, 1) // the chain's last value is now the fork's
+	c7 := put(c6, "00000007", false, 0)
+	put(c7, "00000008", true, 0)
 	rows := storedRows(t, db, "t", "messages")
-	if len(rows) != 10 {
-		t.Fatalf("%d values stored, want 10", len(rows))
-	}
-	for i := 1; i < 10; i++ {
-		v, base := fmt.Sprintf("%08d", 3*i+1), fmt.Sprintf("%08d", 3*i-2)
+	for v, base := range map[string]string{"00000003": "00000001", "00000005": "00000001", "00000006": "00000003", "00000008": "00000006"} {
 		if r := rows[v]; r.enc != encDelta || r.base != base {
 			t.Fatalf("version %s stored as %+v, want a delta of %s", v, r, base)
 		}
-		got := mustGet(t, db, Config{ThreadID: "t", CheckpointID: v})
-		if !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, want[i]) {
-			t.Fatalf("version %s reads back different bytes", v)
+	}
+	for i, id := range []string{"00000001", "00000003", "00000005", "00000006", "00000008"} {
+		got := mustGet(t, db, Config{ThreadID: "t", CheckpointID: id})
+		if !bytes.Equal(got.Checkpoint.ChannelValues["messages"].Data, values[i]) {
+			t.Fatalf("%s reads back different bytes", id)
 		}
 	}
 }
