@@ -17,6 +17,11 @@ Layers (exclusive, ms of CPU per turn):
 --cprofile FILE also writes a cProfile of the main thread (LangGraph runs
 puts and writes in its background threads: py-spy sees those,
 `py-spy record -r 1000 -f raw -o FILE -- python bench/turn_profile.py`).
+
+--statements also prints the host's CPU per SQL statement (the engine's
+statements by their text, the most costly first: CPU per turn, runs per turn,
+CPU per run), each including the SQL functions it calls back into Go
+(agentstate_version).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 
 ACC: dict[str, float] = defaultdict(float)
 CALLS: dict[str, int] = defaultdict(int)
+STMT: dict[str, list] = defaultdict(lambda: [0.0, 0])  # SQL text -> [CPU, runs]
 _tls = threading.local()
 
 
@@ -63,11 +69,30 @@ def timed(layer: str, fn):
     return wrapper
 
 
-def instrument_classes() -> None:
+def by_statement(fn, counts: bool):
+    """fn (SQLiteHost.run or next) timed by the text of its statement."""
+
+    def wrapper(self, stmt, *a):
+        s = self.stmts.get(stmt)
+        t0 = time.thread_time()
+        try:
+            return fn(self, stmt, *a)
+        finally:
+            acc = STMT[s.sql if s is not None else "?"]
+            acc[0] += time.thread_time() - t0
+            acc[1] += counts
+
+    return wrapper
+
+
+def instrument_classes(statements: bool) -> None:
     """Before the engine starts: its imports are bound at instantiation."""
     from langgraph.checkpoint.agentstate import _engine, _sqlite_host
 
     H = _sqlite_host.SQLiteHost
+    if statements:
+        H.run = by_statement(H.run, True)
+        H.next = by_statement(H.next, False)
     for name in ("run", "next", "prepare", "reset", "finalize", "autocommit"):
         setattr(H, name, timed("host", getattr(H, name)))
     E = _engine.Engine
@@ -97,16 +122,18 @@ def main() -> None:
     p.add_argument("--every", type=int, default=10)
     p.add_argument("--cprofile", default="")
     p.add_argument("--no-timers", action="store_true", help="no wrappers (for py-spy)")
+    p.add_argument("--statements", action="store_true", help="the host's CPU per SQL statement")
     args = p.parse_args()
     from langgraph.checkpoint.agentstate import AgentStateSaver
 
     if not args.no_timers:
-        instrument_classes()
+        instrument_classes(args.statements)
     tmp = tempfile.mkdtemp(prefix="agentstate-py-prof-")
     try:
         for channel in args.channels.split(","):
             ACC.clear()
             CALLS.clear()
+            STMT.clear()
             s = AgentStateSaver(os.path.join(tmp, f"{channel}.db"))
             if not args.no_timers:
                 instrument(s)
@@ -137,6 +164,13 @@ def main() -> None:
                 v = rest if layer == "langgraph" else ACC[layer]
                 calls = "" if layer == "langgraph" else f"  ({CALLS[layer] / n:.1f} calls a turn)"
                 print(f"  {layer:<10} {v / n * 1000:7.2f} ms  {v / total * 100:5.1f}%{calls}")
+            if args.statements:
+                print("  host statements (CPU ms a turn, runs a turn, us a run, SQL):")
+                for sql, (cpu, runs) in sorted(STMT.items(), key=lambda kv: -kv[1][0])[:12]:
+                    text_ = " ".join(sql.split())
+                    if len(text_) > 100:
+                        text_ = text_[:50] + " ... " + text_[-45:]
+                    print(f"    {cpu / n * 1000:6.3f} {runs / n:6.2f} {cpu / max(runs, 1) * 1e6:7.1f}  {text_}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
