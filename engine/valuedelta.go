@@ -213,15 +213,16 @@ func baseFor(c *conn, k valueKey, pv, parentID, childID string) (version string,
 		return "", chainValue{}, false, err
 	}
 	version = pv
-	if hint := c.seedHint(k, parentID); !found && hint != "" {
-		found, err = c.queryRow(sqlStamp, []any{k.thread, k.ns, k.ch, hint}, func(r row) error {
-			scan(r, 0)
-			return nil
-		})
-		if err != nil {
-			return "", chainValue{}, false, err
+	if !found {
+		if version = c.seedHint(k, parentID); version != "" {
+			found, err = c.queryRow(sqlStamp, []any{k.thread, k.ns, k.ch, version}, func(r row) error {
+				scan(r, 0)
+				return nil
+			})
+			if err != nil {
+				return "", chainValue{}, false, err
+			}
 		}
-		version = hint
 	}
 	if !found {
 		seedWalks.Add(1)
