@@ -18,6 +18,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 if (process.env.PHASES_CHILD) {
   const pkg = process.argv[2];
+  const { enginePut, engineGet } = await import("./cases/measure.mjs");
   const stat = () => fs.readFileSync("/proc/thread-self/schedstat", "utf8").split(" ").map(Number);
   const marks = [];
   const mark = (phase) => {
@@ -29,17 +30,9 @@ if (process.env.PHASES_CHILD) {
   mark("import src/engine.js");
   const db = await Database.open({});
   mark("Database.open (compile, instantiate, Go's start, open)");
-  const config = { thread_id: "t1", checkpoint_ns: "" };
-  const id = "1ef0c2d4-0000-6000-8000-000000000001";
-  await db.call("put", {
-    config,
-    checkpoint: { v: 4, id, ts: new Date().toISOString(), channel_values: {}, channel_versions: { messages: "1" }, versions_seen: {} },
-    metadata: { source: "input", step: -1, parents: {} },
-    newVersions: {},
-  });
+  await enginePut(db);
   mark("first put");
-  const r = await db.call("getTuple", { config });
-  if (r.tuple?.checkpoint?.id !== id) throw new Error("getTuple did not return the checkpoint");
+  await engineGet(db);
   mark("first getTuple");
   await db.close();
   // The first mark's figures are the process's own until then (its wall

@@ -33,16 +33,27 @@ export function measure() {
 /** The first result of the engine module's cases: put one checkpoint on a
  * Database of src/engine.js and read it back with getTuple. */
 export async function engineFirstResult(db) {
-  const config = { thread_id: "t1", checkpoint_ns: "" };
-  const id = "1ef0c2d4-0000-6000-8000-000000000001";
+  await enginePut(db);
+  await engineGet(db);
+}
+
+const engineConfig = { thread_id: "t1", checkpoint_ns: "" };
+const engineCheckpointID = "1ef0c2d4-0000-6000-8000-000000000001";
+
+/** engineFirstResult's put. */
+export async function enginePut(db) {
   await db.call("put", {
-    config,
-    checkpoint: { v: 4, id, ts: new Date().toISOString(), channel_values: {}, channel_versions: { messages: "1" }, versions_seen: {} },
+    config: engineConfig,
+    checkpoint: { v: 4, id: engineCheckpointID, ts: new Date().toISOString(), channel_values: {}, channel_versions: { messages: "1" }, versions_seen: {} },
     metadata: { source: "input", step: -1, parents: {} },
     newVersions: {},
   });
-  const r = await db.call("getTuple", { config });
-  if (r.tuple?.checkpoint?.id !== id) throw new Error(`getTuple did not return the checkpoint: ${JSON.stringify(r).slice(0, 200)}`);
+}
+
+/** engineFirstResult's getTuple, checked. */
+export async function engineGet(db) {
+  const r = await db.call("getTuple", { config: engineConfig });
+  if (r.tuple?.checkpoint?.id !== engineCheckpointID) throw new Error(`getTuple did not return the checkpoint: ${JSON.stringify(r).slice(0, 200)}`);
 }
 
 /** The first result of the saver cases (AgentStateSaver, SqliteSaver): put
