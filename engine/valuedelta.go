@@ -205,21 +205,20 @@ func baseFor(c *conn, k valueKey, pv, parentID, childID string) (version string,
 		st = stamp{owner: r.Text(at), stored: r.Int64(at + 1), head: r.Blob(at + 2)}
 		st.head = bytes.Clone(st.head)
 	}
-	found, err := c.queryRow(sqlStamp, []any{k.thread, k.ns, k.ch, pv}, func(r row) error {
-		scan(r, 0)
-		return nil
-	})
+	stampAt := func(version string) (bool, error) {
+		return c.queryRow(sqlStamp, []any{k.thread, k.ns, k.ch, version}, func(r row) error {
+			scan(r, 0)
+			return nil
+		})
+	}
+	found, err := stampAt(pv)
 	if err != nil {
 		return "", chainValue{}, false, err
 	}
 	version = pv
 	if !found {
 		if version = c.seedHint(k, parentID); version != "" {
-			found, err = c.queryRow(sqlStamp, []any{k.thread, k.ns, k.ch, version}, func(r row) error {
-				scan(r, 0)
-				return nil
-			})
-			if err != nil {
+			if found, err = stampAt(version); err != nil {
 				return "", chainValue{}, false, err
 			}
 		}
