@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import random
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any
 
@@ -26,7 +29,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
 from ._db import Database
-from .errors import AgentStateError, ConflictError, InvalidArgumentError, NotFoundError, error_for
+from .errors import AgentStateError, ClosedError, ConflictError, InvalidArgumentError, NotFoundError, error_for
 
 
 class MissingThreadIdError(InvalidArgumentError, KeyError):
@@ -122,20 +125,73 @@ class _Bufs:
 
 
 _STORED_KEYS = 1024
-_PARK_GRACE = 0.005
+# Writes held for checkpoints whose put has not come (see put_writes): at
+# most this many bytes in all; tried alone again after _HELD_RETRY seconds.
+_HELD_BYTES = 256 << 20
+_HELD_RETRY = 1.0
+# Turns of the event loop aput_writes gives a put that is likely on its way
+# before it tries its writes alone, and that an aput's thread keeps counting
+# as putting after it ends (aput).
+_YIELDS = 4
+_LINGER_TURNS = 4
 
 
-class _Parked:
-    """Writes waiting for their checkpoint's put (AgentStateSaver._park)."""
+def _after_turns(loop: asyncio.AbstractEventLoop, n: int, fn: Callable[[], None]) -> None:
+    """Runs fn after n turns of loop (callbacks scheduled now run first)."""
+    if n <= 0:
+        fn()
+    else:
+        loop.call_soon(_after_turns, loop, n - 1, fn)
 
-    __slots__ = ("req", "bufs", "done", "settled", "error")
+_log = logging.getLogger("langgraph.checkpoint.agentstate")
+
+
+class _Writes:
+    """One put_writes call's request, on its way to the engine."""
+
+    __slots__ = ("req", "bufs", "size", "held", "since", "settled", "error")
 
     def __init__(self, req: dict, bufs: list[bytes]) -> None:
         self.req = req
         self.bufs = bufs
-        self.done = False  # the put that took them has ended
-        self.settled = False  # ... and stored them, or refused them (error)
+        self.size = sum(len(b) for b in bufs) + 256
+        self.held = False  # acknowledged before its checkpoint's put came
+        self.since = 0.0
+        self.settled = False  # a put sent it with itself: stored, or refused (error)
         self.error: AgentStateError | None = None
+
+
+class _Put:
+    """A put in progress, for the writes that come for its checkpoint."""
+
+    __slots__ = ("began", "sent", "done", "writes", "wakers", "linger")
+
+    def __init__(self) -> None:
+        self.linger = False  # aput ends its thread's count later (_release)
+        self.began = False  # its worker has begun it
+        self.sent = False  # its request (and the writes in it) has gone
+        self.done = False
+        self.writes: list[_Writes] = []  # what goes with it
+        self.wakers: list[Callable[[], None]] = []  # coroutines waiting for it to end
+
+
+# How put_writes routes writes (AgentStateSaver._route).
+_DIRECT, _TRY, _WITH_PUT, _AFTER_PUT, _HELD = (object() for _ in range(5))
+
+
+def _settle(ws: list[_Writes], error: AgentStateError | None) -> None:
+    for w in ws:
+        w.settled = True
+        w.error = error
+
+
+def _reused_version(e: AgentStateError, values: dict) -> bool:
+    return isinstance(e, ConflictError) and "already holds" in str(e) and bool(values)
+
+
+def _show_key(k: str) -> str:
+    t, ns, cid = k.split("\0", 2)
+    return f"{cid!r} of thread {t!r}" + (f" (namespace {ns!r})" if ns else "")
 
 
 class AgentStateSaver(BaseCheckpointSaver[str]):
@@ -173,12 +229,15 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         self._owns_db = db is None
         self.db = db if db is not None else Database(path, **options)
         self._cond = threading.Condition()
-        self._stored: OrderedDict[str, None] = OrderedDict()
+        self._pid = os.getpid()
+        _savers.add(self)
         # How writes meet their checkpoint (see put_writes): under _cond.
+        self._stored: OrderedDict[str, None] = OrderedDict()  # checkpoint keys stored or read (the latest _STORED_KEYS)
         self._inflight: dict[str, int] = {}  # thread key -> puts in progress
-        self._putting: dict[str, bool] = {}  # checkpoint key -> its put has sent its request
-        self._parked: dict[str, list[_Parked]] = {}  # checkpoint key -> writes waiting for its put
-        self._active: OrderedDict[str, None] = OrderedDict()  # thread keys this saver put to (the latest _STORED_KEYS)
+        self._puts: dict[str, _Put] = {}  # checkpoint key -> its put, in progress
+        self._held: dict[str, list[_Writes]] = {}  # checkpoint key -> writes acknowledged before its put came
+        self._held_bytes = 0
+        self._recent: OrderedDict[str, None] = OrderedDict()  # thread keys this saver put to (the latest _STORED_KEYS)
         self._prefetched: tuple[str, set[str], dict[str, Any], list[bytes]] | None = None
 
     # ---- life cycle
@@ -190,9 +249,32 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         return _Opener(lambda: cls(path, **options))
 
     def close(self) -> None:
-        """Closes the file if this saver opened it."""
+        """Stores the writes still held for a checkpoint whose put has not
+        come (reporting, as a warning, those whose checkpoint the file does
+        not hold), then closes the file if this saver opened it."""
+        if self._held and self._pid == os.getpid() and not self.db.closed:
+            self._flush_held(lambda k: True)
+            with self._cond:
+                lost, self._held, self._held_bytes = self._held, {}, 0
+            for k, ws in lost.items():
+                _log.warning(
+                    "agentstate: %d writes for checkpoint %s were not stored: the checkpoint was never put",
+                    len(ws), _show_key(k),
+                )
         if self._owns_db:
             self.db.close()
+
+    def setup(self) -> None:
+        """LangGraph's set-up call. The file is opened, migrated and checked
+        when the saver is made, so there is nothing left to do: setup checks
+        that the saver is open (``ClosedError`` if not) and may be called
+        any number of times."""
+        if self.db.closed:
+            raise ClosedError(f"agentstate: {self.db.path} is closed")
+
+    async def asetup(self) -> None:
+        """The async form of :meth:`setup`."""
+        self.setup()
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
@@ -249,6 +331,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         """The checkpoint config names (its checkpoint_id), or the thread's
         latest in its namespace; None when there is none."""
         self._prefetched = None
+        self._flush_held_of(config)
         r, bufs = self.db.call("getTuple", {"config": _wire_config(config, "get_tuple"), "deltaHistory": True})
         t = r.get("tuple")
         if not t:
@@ -270,6 +353,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         """Checkpoints newest first: of config's thread (and namespace, when
         it names one), or of every thread when config is None."""
         self._prefetched = None
+        self._flush_held_of(config)
         c = (config or {}).get("configurable") or {}
         if limit is not None and limit <= 0:
             return
@@ -325,7 +409,13 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         if pre is not None and "checkpoint_id" in wc and pre[0] == _key(wc, wc["checkpoint_id"]) and set(channels) <= pre[1]:
             hist, bufs = pre[2], pre[3]
         else:
-            hist, bufs = self.db.call("deltaHistory", {"config": wc, "channels": list(channels)})
+            try:
+                hist, bufs = self.db.call("deltaHistory", {"config": wc, "channels": list(channels)})
+            except NotFoundError:
+                # No such thread or checkpoint: no writes, no seed, as
+                # LangGraph's own walk answers (it asks before a new
+                # thread's first checkpoint).
+                hist, bufs = {}, []
         out: dict[str, DeltaChannelHistory] = {}
         for ch in channels:
             h = hist.get(ch) or {}
@@ -338,6 +428,27 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         return out
 
     # ---- writing
+    #
+    # How writes meet their checkpoint. LangGraph sends a task's writes as
+    # soon as the task ends, while the put of their checkpoint may still be
+    # queued behind the put before it (in a background thread, or a task of
+    # the event loop), and the engine refuses writes to a checkpoint it does
+    # not hold. No call here ever waits for a call that may be queued behind
+    # it (the executor's threads are not ours to hold):
+    #
+    # - writes whose checkpoint this saver has stored (or read) go at once;
+    # - writes whose checkpoint's put is running go with it, in its crossing
+    #   (writes.batch), and return when it has stored them, or wait for it
+    #   to end when it has already sent its request, then go alone;
+    # - writes whose checkpoint's put has not begun are held: they return at
+    #   once, and the put of their checkpoint stores them (in its crossing,
+    #   before it returns, so before LangGraph's next put, which waits for
+    #   both). A write held while no put of its thread runs is first tried
+    #   alone; only a NOT_FOUND holds it. Held writes whose put does not come
+    #   are tried again by later puts (after _HELD_RETRY seconds), by reads
+    #   of their thread, and at close, where what still has no checkpoint is
+    #   reported (a warning naming it), as LangGraph's savers, which store
+    #   writes without their checkpoint, would keep rows no read returns.
 
     def put(
         self,
@@ -350,25 +461,69 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         its versions, metadata and parent (config's checkpoint_id)."""
         self._prefetched = None
         cfg = _wire_config(config, "put")
-        key = _key(cfg, checkpoint["id"])
-        tkey = _key(cfg, None)
+        key, tkey = _key(cfg, checkpoint["id"]), _key(cfg, None)
         with self._cond:
-            # Writes for this checkpoint that come from now on wait for it.
-            self._inflight[tkey] = self._inflight.get(tkey, 0) + 1
-            self._putting[key] = False
-        try:
-            return self._put_registered(cfg, key, checkpoint, metadata, new_versions, config)
-        finally:
-            with self._cond:
-                n = self._inflight[tkey] - 1
-                if n:
-                    self._inflight[tkey] = n
-                else:
-                    del self._inflight[tkey]
-                self._putting.pop(key, None)
-                self._cond.notify_all()
+            while key in self._puts:  # the same checkpoint put twice at once: after the running one
+                self._check_fork()
+                self._cond.wait()
+            p = self._begin_put(key, tkey)
+        return self._put_begun(cfg, key, tkey, p, checkpoint, metadata, new_versions, config)
 
-    def _put_registered(self, cfg, key, checkpoint, metadata, new_versions, config) -> RunnableConfig:
+    def _put_begun(self, cfg, key, tkey, p: _Put, checkpoint, metadata, new_versions, config) -> RunnableConfig:
+        with self._cond:
+            if p.done:  # ended before it began (aput was cancelled)
+                raise asyncio.CancelledError()
+            p.began = True
+        try:
+            req, values, bufs = self._put_request(cfg, checkpoint, metadata, new_versions, config)
+            with self._cond:
+                ws = self._take_held(key)
+                ws.extend(p.writes)
+                p.writes = ws
+                p.sent = True
+            r = self._send_put(req, checkpoint["id"], values, bufs, ws)
+            self._remember(_key(r["config"], r["config"].get("checkpoint_id")), tkey)
+            failed = next((w.error for w in ws if w.held and w.error is not None), None)
+            if failed is not None:
+                # Writes this saver had acknowledged were refused: the run
+                # must not go on as if they were stored.
+                raise failed
+            return _lg_config(r["config"])
+        finally:
+            self._end_put(key, tkey, p)
+
+    def _begin_put(self, key: str, tkey: str) -> _Put:
+        # under _cond, with no put of key in progress
+        self._check_fork()
+        p = self._puts[key] = _Put()
+        self._inflight[tkey] = self._inflight.get(tkey, 0) + 1
+        return p
+
+    def _end_put(self, key: str, tkey: str, p: _Put) -> None:
+        with self._cond:
+            if p.done:
+                return
+            if not p.linger:
+                self._release(tkey)
+            del self._puts[key]
+            p.done = True
+            wakers, p.wakers = p.wakers, []
+            retry = self._held and min(ws[0].since for ws in self._held.values()) < time.monotonic() - _HELD_RETRY
+            self._cond.notify_all()
+        for wake in wakers:
+            wake()
+        if retry:
+            self._flush_held(lambda k: True, older=_HELD_RETRY)
+
+    def _release(self, tkey: str) -> None:
+        # under _cond: a put of tkey's thread no longer in progress
+        n = self._inflight[tkey] - 1
+        if n:
+            self._inflight[tkey] = n
+        else:
+            del self._inflight[tkey]
+
+    def _put_request(self, cfg, checkpoint, metadata, new_versions, config) -> tuple[dict, dict, list[bytes]]:
         bufs = _Bufs()
         values: dict[str, Any] = {}
         cv = checkpoint.get("channel_values") or {}
@@ -389,70 +544,69 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             cp["updated"] = list(updated)
         md = get_checkpoint_metadata(config, metadata)
         req = {"config": cfg, "checkpoint": cp, "metadata": md, "newVersions": _versions_out(new_versions, "new_versions")}
-        with self._cond:
-            parked = self._parked.pop(key, None)
-            self._putting[key] = True
-        try:
-            r = self._put(req, cp, checkpoint["id"], values, bufs.list, parked)
-            self._remember(_key(r["config"], r["config"].get("checkpoint_id")), _key(cfg, None))
-            return _lg_config(r["config"])
-        finally:
-            if parked:
-                with self._cond:
-                    for p in parked:
-                        p.done = True  # those the batch did not settle send themselves
-                    self._cond.notify_all()
+        return req, values, bufs.list
 
-    def _put(self, req: dict, cp: dict, cid: str, values: dict, bufs: list[bytes], parked: list[_Parked] | None) -> dict:
+    def _send_put(self, req: dict, cid: str, values: dict, bufs: list[bytes], ws: list[_Writes]) -> dict:
+        if not ws:
+            try:
+                return self.db.call("put", req, bufs)[0]
+            except ConflictError as e:
+                if not _reused_version(e, values):
+                    raise
+                return self._put_reusing(req, cid, values, bufs)
+        # The writes that came for this checkpoint go with it, in one
+        # crossing (writes.batch: each op in its own transaction, in order).
+        # Their blob references index the batch's one list.
+        ops: list[dict[str, Any]] = [{"op": "put", "req": req}]
+        allbufs = list(bufs)
+        for w in ws:
+            base = len(allbufs)
+            allbufs.extend(w.bufs)
+            wreq = dict(w.req)
+            wreq["writes"] = [{"channel": x["channel"], "value": {"t": x["value"]["t"], "b": x["value"]["b"] + base}} for x in w.req["writes"]]
+            ops.append({"op": "putWrites", "req": wreq})
         try:
-            if not parked:
-                r, _ = self.db.call("put", req, bufs)
-                return r
-            # The writes that waited for this checkpoint go with it, in one
-            # crossing (writes.batch: each op in its own transaction, in
-            # order). Their blob references index the batch's one list.
-            ops: list[dict[str, Any]] = [{"op": "put", "req": req}]
-            allbufs = list(bufs)
-            for p in parked:
-                base = len(allbufs)
-                allbufs.extend(p.bufs)
-                wreq = dict(p.req)
-                wreq["writes"] = [{"channel": w["channel"], "value": {"t": w["value"]["t"], "b": w["value"]["b"] + base}} for w in p.req["writes"]]
-                ops.append({"op": "putWrites", "req": wreq})
-            rb, _ = self.db.call("writes.batch", {"ops": ops}, allbufs)
-            res = rb["results"]
-            if "error" in res[0]:
-                # The put failed: its writes were refused with it (NOT_FOUND)
-                # and send themselves again, after what follows.
-                raise error_for(res[0]["code"], res[0]["error"])
-            for p, wr in zip(parked, res[1:]):
-                p.error = error_for(wr["code"], wr["error"]) if "error" in wr else None
-                p.settled = True
+            res = self.db.call("writes.batch", {"ops": ops}, allbufs)[0]["results"]
+        except AgentStateError as e:
+            _settle(ws, e)
+            raise
+        if "error" not in res[0]:
+            for w, wr in zip(ws, res[1:]):
+                _settle([w], error_for(wr["code"], wr["error"]) if "error" in wr else None)
             return res[0]["ok"]
-        except ConflictError as e:
-            # The engine keeps one value per (channel, version) of a thread;
-            # LangGraph's versions are unique, but a caller may reuse one
-            # for another value. Each checkpoint then keeps its own value,
-            # under a version only it uses, read back as the one put.
-            if "already holds" not in str(e) or not values:
-                raise
-            for ch in values:
-                sv = f"{cp['versions'][ch]}{_REUSED}{cid}"
-                cp["versions"][ch] = sv
-                req["newVersions"][ch] = sv
-            r, _ = self.db.call("put", req, bufs)
-            return r
+        err = error_for(res[0]["code"], res[0]["error"])
+        if not (isinstance(err, ConflictError) and _reused_version(err, values)):
+            _settle(ws, err)  # no checkpoint, so none of its writes
+            raise err
+        r = self._put_reusing(req, cid, values, bufs)
+        for w in ws:
+            try:
+                self.db.call("putWrites", w.req, w.bufs)
+                _settle([w], None)
+            except AgentStateError as e:
+                _settle([w], e)
+        return r
+
+    def _put_reusing(self, req: dict, cid: str, values: dict, bufs: list[bytes]) -> dict:
+        # The engine keeps one value per (channel, version) of a thread;
+        # LangGraph's versions are unique, but a caller may reuse one for
+        # another value. Each checkpoint then keeps its own value, under a
+        # version only it uses, read back as the one put.
+        cp = req["checkpoint"]
+        for ch in values:
+            sv = f"{cp['versions'][ch]}{_REUSED}{cid}"
+            cp["versions"][ch] = sv
+            req["newVersions"][ch] = sv
+        return self.db.call("put", req, bufs)[0]
 
     def _remember(self, key: str, tkey: str | None = None) -> None:
         with self._cond:
-            for d, k in ((self._stored, key), (self._active, tkey)):
-                if k is None:
-                    continue
-                d.pop(k, None)
-                d[k] = None
-                if len(d) > _STORED_KEYS:
-                    d.popitem(last=False)
-            self._cond.notify_all()
+            for d, k in ((self._stored, key), (self._recent, tkey)):
+                if k is not None:
+                    d.pop(k, None)
+                    d[k] = None
+                    if len(d) > _STORED_KEYS:
+                        d.popitem(last=False)
 
     def put_writes(
         self,
@@ -461,10 +615,32 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Stores a task's writes under config's checkpoint, which must have
-        been put (LangGraph may send them while that put is still on its
-        way in another thread: they then wait for it)."""
+        """Stores a task's writes under config's checkpoint. Writes that come
+        before their checkpoint's put (LangGraph sends them while that put
+        is still on its way) are stored with it (see above)."""
         self._prefetched = None
+        key, tkey, w = self._writes(config, writes, task_id, task_path)
+        while True:
+            how, p = self._route(key, tkey, w)
+            if how is _HELD:
+                return
+            if how is _WITH_PUT or how is _AFTER_PUT:
+                with self._cond:
+                    while not p.done and not w.settled:
+                        self._cond.wait()
+                if w.settled:
+                    if w.error is not None:
+                        raise w.error
+                    return
+                continue
+            try:
+                self.db.call("putWrites", w.req, w.bufs)
+                return
+            except NotFoundError as e:
+                if not self._hold_missing(key, tkey, w, e):
+                    continue
+
+    def _writes(self, config, writes, task_id, task_path) -> tuple[str, str, _Writes]:
         cfg = _wire_config(config, "put_writes")
         if "checkpoint_id" not in cfg:
             raise InvalidArgumentError("agentstate: put_writes: config['configurable']['checkpoint_id'] is missing")
@@ -472,83 +648,88 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         dumps = self.serde.dumps_typed
         ws = [{"channel": ch, "value": bufs.add(dumps(v))} for ch, v in writes]
         req = {"config": cfg, "writes": ws, "taskId": task_id, "taskPath": task_path or ""}
-        key = _key(cfg, cfg["checkpoint_id"])
-        if self._park(key, _key(cfg, None), req, bufs.list):
-            return
-        try:
-            self.db.call("putWrites", req, bufs.list)
-        except NotFoundError:
-            if not self._wait_stored(key):
-                raise
-            self.db.call("putWrites", req, bufs.list)
+        return _key(cfg, cfg["checkpoint_id"]), _key(cfg, None), _Writes(req, bufs.list)
 
-    # How writes meet their checkpoint. LangGraph runs each put behind the
-    # one before, in a background thread, and sends a task's writes as soon
-    # as the task ends, so the writes often come while the put of their
-    # checkpoint is still waiting for the put before it, or running (the
-    # engine refuses writes to a checkpoint it does not have). Writes whose
-    # checkpoint this saver has stored (or read) go at once; writes whose
-    # checkpoint's put has not yet sent its request, or that come while a put
-    # of their thread is in progress (or to a thread this saver has put to:
-    # LangGraph has submitted the put, which has not begun yet), wait
-    # (parked) and that put, if it is theirs, sends them with it in one
-    # crossing; writes whose checkpoint's
-    # put has been sent wait for it to end. Parked writes whose put has not
-    # come when their thread has no put in progress (after a short grace for
-    # the next put to begin) go alone, as before: a NOT_FOUND then waits for
-    # the checkpoint to be stored, then retries.
-
-    def _park(self, key: str, tkey: str, req: dict, bufs: list[bytes]) -> bool:
-        """True when a put took the writes along and stored them (their
-        error, if any, is raised); False when the caller sends them."""
+    def _route(self, key: str, tkey: str, w: _Writes) -> tuple[object, _Put | None]:
+        """Where writes go now (see the section's comment); never waits."""
         with self._cond:
+            self._check_fork()
             if key in self._stored:
-                return False
-            sent = self._putting.get(key)
-            if sent:
-                while key in self._putting:
-                    self._cond.wait()
-                return False
-            if sent is None and not self._inflight.get(tkey) and tkey not in self._active:
-                return False
-            p = _Parked(req, bufs)
-            self._parked.setdefault(key, []).append(p)
-            grace = 0.0
-            try:
-                while not p.done:
-                    if self._parked.get(key) is not None and p in self._parked[key] and key not in self._putting and not self._inflight.get(tkey):
-                        # Nothing in progress could be this checkpoint's put:
-                        # give the next one a moment to begin, then go alone.
-                        now = time.monotonic()
-                        if not grace:
-                            grace = now + _PARK_GRACE
-                        elif now >= grace:
-                            break
-                        self._cond.wait(grace - now)
-                        continue
-                    grace = 0.0
-                    self._cond.wait(1.0)
-            finally:
-                lst = self._parked.get(key)
-                if lst is not None and p in lst:
-                    lst.remove(p)
-                    if not lst:
-                        del self._parked[key]
-        if not p.settled:
+                return _DIRECT, None
+            p = self._puts.get(key)
+            if p is not None:
+                if not p.sent:
+                    p.writes.append(w)
+                    return _WITH_PUT, p
+                return _AFTER_PUT, p
+            if self._inflight.get(tkey) and self._hold(key, w):
+                return _HELD, None
+            return _TRY, None
+
+    def _hold(self, key: str, w: _Writes) -> bool:
+        # under _cond
+        if self._held_bytes + w.size > _HELD_BYTES:
             return False
-        if p.error is not None:
-            raise p.error
+        w.held = True
+        w.since = time.monotonic()
+        self._held.setdefault(key, []).append(w)
+        self._held_bytes += w.size
         return True
 
-    def _wait_stored(self, key: str, timeout: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout
+    def _hold_missing(self, key: str, tkey: str, w: _Writes, e: NotFoundError) -> bool:
+        """After a NOT_FOUND: False to route the writes again (their put has
+        begun, or stored the checkpoint, meanwhile); True when held; raises
+        when they cannot be held."""
         with self._cond:
-            while key not in self._stored:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
+            if key in self._stored or key in self._puts:
+                return False
+            if self._hold(key, w):
+                return True
+        raise NotFoundError(f"{e} (and {_HELD_BYTES >> 20} MiB of writes already wait for their checkpoints' puts)") from None
+
+    def _take_held(self, key: str) -> list[_Writes]:
+        # under _cond
+        ws = self._held.pop(key, None) or []
+        for w in ws:
+            self._held_bytes -= w.size
+        return ws
+
+    def _flush_held(self, which: Callable[[str], bool], older: float = 0.0) -> None:
+        """Tries alone the held writes of the checkpoints which(key) names
+        (held longer than older seconds); those still without their
+        checkpoint stay held."""
+        now = time.monotonic()
+        with self._cond:
+            keys = [k for k, ws in self._held.items() if which(k) and now - ws[0].since >= older and k not in self._puts]
+            batches = [(k, self._take_held(k)) for k in keys]
+        for k, ws in batches:
+            for i, w in enumerate(ws):
+                try:
+                    self.db.call("putWrites", w.req, w.bufs)
+                except NotFoundError:
+                    with self._cond:
+                        for rest in ws[i:]:
+                            self._held.setdefault(k, []).append(rest)
+                            self._held_bytes += rest.size
+                    break
+                except AgentStateError as e:
+                    _log.warning("agentstate: held writes of task %s for checkpoint %s were refused: %s", w.req["taskId"], _show_key(k), e)
+
+    def _flush_held_of(self, config: RunnableConfig | None) -> None:
+        if not self._held:
+            return
+        c = (config or {}).get("configurable") or {}
+        tid = c.get("thread_id")
+        if tid is None or tid == "":
+            self._flush_held(lambda k: True)
+            return
+        prefix = f"{tid}\0"
+        self._flush_held(lambda k: k.startswith(prefix))
+
+    def _check_fork(self) -> None:
+        # under _cond
+        if self._pid != os.getpid():
+            raise ClosedError("agentstate: this saver was opened before the process forked: open the file again in the child")
 
     def delete_thread(self, thread_id: str) -> None:
         """Deletes every checkpoint and write of the thread, in every namespace."""
@@ -616,7 +797,41 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        # The put is registered here, on the event loop, before it waits for
+        # a worker thread: writes for its checkpoint that come meanwhile go
+        # with it instead of finding no put (put_writes's routing).
+        self._prefetched = None
+        cfg = _wire_config(config, "put")
+        key, tkey = _key(cfg, checkpoint["id"]), _key(cfg, None)
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                running = self._puts.get(key)
+                if running is None:
+                    p = self._begin_put(key, tkey)
+                    break
+            await self._ended(loop, running)
+        # Its thread counts as having a put in progress until a few turns of
+        # the loop after it ends: LangGraph's next put, chained behind this
+        # one, begins then, and writes for its checkpoint that come before
+        # are held for it instead of sent to be refused.
+        p.linger = True
+        try:
+            return await asyncio.to_thread(self._put_begun, cfg, key, tkey, p, checkpoint, metadata, new_versions, config)
+        except asyncio.CancelledError:
+            # A put whose thread never began ends here; one that began ends
+            # itself.
+            with self._cond:
+                began = p.began
+            if not began:
+                self._end_put(key, tkey, p)
+            raise
+        finally:
+            _after_turns(loop, _LINGER_TURNS, lambda: self._release_locked(tkey))
+
+    def _release_locked(self, tkey: str) -> None:
+        with self._cond:
+            self._release(tkey)
 
     async def aput_writes(
         self,
@@ -625,7 +840,53 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        # put_writes's routing, with the waiting for a running put done on
+        # the event loop: no worker thread is held while it waits.
+        self._prefetched = None
+        key, tkey, w = self._writes(config, writes, task_id, task_path)
+        loop = asyncio.get_running_loop()
+        yields = 0
+        while True:
+            how, p = self._route(key, tkey, w)
+            if how is _HELD:
+                return
+            if how is _TRY and yields < _YIELDS and tkey in self._recent:
+                # LangGraph chains each put behind the one before: the put
+                # of these writes' checkpoint is likely a few turns of the
+                # loop away (the one before has just ended). Let it begin
+                # rather than send the writes to be refused.
+                yields += 1
+                await asyncio.sleep(0)
+                continue
+            if how is _WITH_PUT or how is _AFTER_PUT:
+                await self._ended(loop, p)
+                if w.settled:
+                    if w.error is not None:
+                        raise w.error
+                    return
+                continue
+            try:
+                await asyncio.to_thread(self.db.call, "putWrites", w.req, w.bufs)
+                return
+            except NotFoundError as e:
+                if not self._hold_missing(key, tkey, w, e):
+                    continue
+
+    async def _ended(self, loop: asyncio.AbstractEventLoop, p: _Put) -> None:
+        """Returns once the put p (running in another thread) has ended."""
+        fut = loop.create_future()
+
+        def wake() -> None:
+            try:
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+            except RuntimeError:  # the loop has closed: nobody waits
+                pass
+
+        with self._cond:
+            if p.done:
+                return
+            p.wakers.append(wake)
+        await fut
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
@@ -643,6 +904,22 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         return await asyncio.to_thread(lambda: self.get_delta_channel_history(config=config, channels=channels))
+
+
+_savers: weakref.WeakSet[AgentStateSaver] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # Another thread may have held a saver's lock when the process forked:
+    # the child's copy would never be released. The child gets fresh locks,
+    # and each call raises ClosedError (_check_fork) instead of touching the
+    # parent's handle.
+    for s in list(_savers):
+        s._cond = threading.Condition()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _key(c: Mapping[str, Any], cid: str | None) -> str:
