@@ -83,7 +83,7 @@ def graph(checkpointer, channel: str, every: int):
 
     if channel == "delta":
         from langgraph.channels.delta import DeltaChannel
-        from langgraph.pregel._messages import _messages_delta_reducer
+        from langgraph.graph.message import _messages_delta_reducer
 
         class S(TypedDict):
             messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer, snapshot_frequency=every)]

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.pregel._messages import _messages_delta_reducer
+from langgraph.graph.message import _messages_delta_reducer
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 

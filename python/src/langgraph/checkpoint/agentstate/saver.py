@@ -637,8 +637,8 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 self.db.call("putWrites", w.req, w.bufs)
                 return
             except NotFoundError as e:
-                if not self._hold_missing(key, tkey, w, e):
-                    continue
+                if self._hold_missing(key, tkey, w, e):
+                    return
 
     def _writes(self, config, writes, task_id, task_path) -> tuple[str, str, _Writes]:
         cfg = _wire_config(config, "put_writes")
@@ -869,8 +869,8 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 await asyncio.to_thread(self.db.call, "putWrites", w.req, w.bufs)
                 return
             except NotFoundError as e:
-                if not self._hold_missing(key, tkey, w, e):
-                    continue
+                if self._hold_missing(key, tkey, w, e):
+                    return
 
     async def _ended(self, loop: asyncio.AbstractEventLoop, p: _Put) -> None:
         """Returns once the put p (running in another thread) has ended."""

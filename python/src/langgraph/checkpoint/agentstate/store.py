@@ -22,7 +22,7 @@ from langgraph.store.base import (
 )
 
 from ._db import Database
-from .errors import InvalidArgumentError
+from .errors import ClosedError, InvalidArgumentError
 from .saver import _Opener
 
 _MINUTE_MS = 60_000.0
@@ -91,6 +91,18 @@ class AgentStateStore(BaseStore):
         """A context manager (``with`` and ``async with``) giving a store on
         path, closed on exit."""
         return _Opener(lambda: cls(path, **options))
+
+    def setup(self) -> None:
+        """LangGraph's set-up call. The file is opened, migrated and checked
+        when the store is made, so there is nothing left to do: setup checks
+        that the store is open (``ClosedError`` if not) and may be called
+        any number of times."""
+        if self.db.closed:
+            raise ClosedError(f"agentstate: {self.db.path} is closed")
+
+    async def asetup(self) -> None:
+        """The async form of :meth:`setup`."""
+        self.setup()
 
     def close(self) -> None:
         """Stops the sweeper and closes the file if this store opened it."""
