@@ -341,3 +341,27 @@ def test_setup_as_langgraph_documents_it(tmp_path):
 
 def _cp(cid: str) -> dict:
     return {"v": 4, "id": cid, "ts": "2026-12-07T00:00:00+00:00", "channel_values": {}, "channel_versions": {}, "versions_seen": {}}
+
+
+def test_values_beside_new_versions_are_kept_where_none_is_stored():
+    """A checkpoint written by hand (as DeerFlow writes some) may carry values
+    for channels its new_versions does not name: each is kept where no value
+    of its version is stored yet, and never replaces one that is."""
+    saver = AgentStateSaver()
+    cfg = {"configurable": {"thread_id": "hand", "checkpoint_ns": ""}}
+    first = {**_cp("1"), "channel_values": {"title": "draft", "todos": [1, 2]}, "channel_versions": {"title": "1", "todos": "1"}}
+    c1 = saver.put(cfg, first, {}, {})
+    assert saver.get_tuple(c1).checkpoint["channel_values"] == {"title": "draft", "todos": [1, 2]}
+    # the same versions with other values: the stored ones stay
+    second = {**_cp("2"), "channel_values": {"title": "other", "todos": [9]}, "channel_versions": {"title": "1", "todos": "1"}}
+    c2 = AgentStateSaver(db=saver.db).put(c1, second, {}, {})
+    assert saver.get_tuple(c2).checkpoint["channel_values"] == {"title": "draft", "todos": [1, 2]}
+    # one version stored already, one not: the first stays, the second is kept
+    mixed = {**_cp("2a"), "channel_values": {"title": "x", "todos": [5]}, "channel_versions": {"title": "1", "todos": "1b"}}
+    c2a = AgentStateSaver(db=saver.db).put(c2, mixed, {}, {})
+    assert saver.get_tuple(c2a).checkpoint["channel_values"] == {"title": "draft", "todos": [5]}
+    # a new version named by new_versions, another carried beside it
+    third = {**_cp("3"), "channel_values": {"title": "final", "todos": [3]}, "channel_versions": {"title": "2", "todos": "2"}}
+    c3 = saver.put(c2a, third, {}, {"title": "2"})
+    assert saver.get_tuple(c3).checkpoint["channel_values"] == {"title": "final", "todos": [3]}
+    saver.close()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 import weakref
@@ -179,6 +181,24 @@ class _Put:
 _DIRECT, _TRY, _WITH_PUT, _AFTER_PUT, _HELD = (object() for _ in range(5))
 
 
+class _ExtraConflict(Exception):
+    """A put's values beside new_versions met values stored already."""
+
+
+_CONFLICT_CHANNEL = re.compile(r'channel ("(?:[^"\\]|\\.)*") version')
+
+
+def _conflict_channel(e: BaseException | None) -> str | None:
+    """The channel a ConflictError of the engine names, if it names one."""
+    m = _CONFLICT_CHANNEL.search(str(e or ""))
+    if m is None:
+        return None
+    try:
+        return json.loads(m.group(1))
+    except ValueError:
+        return None
+
+
 def _settle(ws: list[_Writes], error: AgentStateError | None) -> None:
     for w in ws:
         w.settled = True
@@ -238,6 +258,8 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         self._held: dict[str, list[_Writes]] = {}  # checkpoint key -> writes acknowledged before its put came
         self._held_bytes = 0
         self._recent: OrderedDict[str, None] = OrderedDict()  # thread keys this saver put to (the latest _STORED_KEYS)
+        # thread key -> channel -> the version whose value is known stored (see _put_request)
+        self._known: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._prefetched: tuple[str, set[str], dict[str, Any], list[bytes]] | None = None
 
     # ---- life cycle
@@ -338,6 +360,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             return None
         c = t["config"]
         self._remember(_key(c, c.get("checkpoint_id")))  # writes to it need not wait
+        self._learn(_key(c, None), t["checkpoint"].get("versions") or {}, t["checkpoint"].get("values") or {})
         if r.get("history"):
             self._prefetched = (_key(c, c.get("checkpoint_id")), set(r.get("historyChannels") or ()), r["history"], bufs)
         return self._tuple(t, bufs)
@@ -475,14 +498,26 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 raise asyncio.CancelledError()
             p.began = True
         try:
-            req, values, bufs = self._put_request(cfg, checkpoint, metadata, new_versions, config)
+            req, values, bufs, extra = self._put_request(cfg, tkey, checkpoint, metadata, new_versions, config)
             with self._cond:
                 ws = self._take_held(key)
                 ws.extend(p.writes)
                 p.writes = ws
                 p.sent = True
-            r = self._send_put(req, checkpoint["id"], values, bufs, ws)
+            while True:
+                try:
+                    r = self._send_put(req, checkpoint["id"], values, bufs, ws, bool(extra))
+                    break
+                except _ExtraConflict as e:
+                    # A value put beside new_versions met a value stored
+                    # under its version already: that one stays (the one
+                    # the error names, else all of them).
+                    ch = _conflict_channel(e.__cause__)
+                    for c in [ch] if ch in extra else list(extra):
+                        extra.remove(c)
+                        del req["newVersions"][c], values[c]  # values is req["checkpoint"]["values"]
             self._remember(_key(r["config"], r["config"].get("checkpoint_id")), tkey)
+            self._learn(tkey, req["checkpoint"]["versions"], req["checkpoint"]["values"])
             failed = next((w.error for w in ws if w.held and w.error is not None), None)
             if failed is not None:
                 # Writes this saver had acknowledged were refused: the run
@@ -523,7 +558,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         else:
             del self._inflight[tkey]
 
-    def _put_request(self, cfg, checkpoint, metadata, new_versions, config) -> tuple[dict, dict, list[bytes]]:
+    def _put_request(self, cfg, tkey, checkpoint, metadata, new_versions, config) -> tuple[dict, dict, list[bytes], list[str]]:
         bufs = _Bufs()
         values: dict[str, Any] = {}
         cv = checkpoint.get("channel_values") or {}
@@ -531,26 +566,58 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         for ch in new_versions or {}:
             if ch in cv:
                 values[ch] = bufs.add(dumps(cv[ch]))
+        versions = _versions_out(checkpoint.get("channel_versions"), "channel_versions")
+        new = _versions_out(new_versions, "new_versions")
+        # A value for a channel new_versions does not name is put too when
+        # this saver does not know its version's value to be stored (a
+        # checkpoint written by hand, as DeerFlow's are, rather than by
+        # LangGraph's loop, which names every changed channel): stored when
+        # no value of that version is (AsyncSqliteSaver keeps every value it
+        # is given), never replacing one that is.
+        with self._cond:
+            known = self._known.get(tkey) or {}
+            extra = [ch for ch in cv if ch not in values and ch in versions and known.get(ch) != versions[ch]]
+        for ch in extra:
+            values[ch] = bufs.add(dumps(cv[ch]))
+            new[ch] = versions[ch]
         cp: dict[str, Any] = {
             "v": checkpoint["v"],
             "id": checkpoint["id"],
             "ts": checkpoint["ts"],
             "values": values,
-            "versions": _versions_out(checkpoint.get("channel_versions"), "channel_versions"),
+            "versions": versions,
             "seen": {n: _versions_out(vs, f"versions_seen {n}") for n, vs in (checkpoint.get("versions_seen") or {}).items()},
         }
         updated = checkpoint.get("updated_channels")
         if updated is not None:
             cp["updated"] = list(updated)
         md = get_checkpoint_metadata(config, metadata)
-        req = {"config": cfg, "checkpoint": cp, "metadata": md, "newVersions": _versions_out(new_versions, "new_versions")}
-        return req, values, bufs.list
+        req = {"config": cfg, "checkpoint": cp, "metadata": md, "newVersions": new}
+        return req, values, bufs.list, extra
 
-    def _send_put(self, req: dict, cid: str, values: dict, bufs: list[bytes], ws: list[_Writes]) -> dict:
+    def _learn(self, tkey: str, versions: Mapping[str, str], values: Mapping[str, Any]) -> None:
+        """Remembers that the values of these channels' versions are stored
+        (see _put_request)."""
+        with self._cond:
+            known = self._known.pop(tkey, None) or {}
+            self._known[tkey] = known
+            for ch in values:
+                v = versions.get(ch)
+                if v is not None:
+                    known[ch] = v
+            if len(self._known) > _STORED_KEYS:
+                self._known.popitem(last=False)
+
+    def _send_put(self, req: dict, cid: str, values: dict, bufs: list[bytes], ws: list[_Writes], extra: bool) -> dict:
+        """Sends the put and the writes ws with it. extra: the put carries
+        values beside new_versions, which a ConflictError may be about
+        (_ExtraConflict, nothing stored)."""
         if not ws:
             try:
                 return self.db.call("put", req, bufs)[0]
             except ConflictError as e:
+                if extra:
+                    raise _ExtraConflict() from e
                 if not _reused_version(e, values):
                     raise
                 return self._put_reusing(req, cid, values, bufs)
@@ -575,6 +642,8 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 _settle([w], error_for(wr["code"], wr["error"]) if "error" in wr else None)
             return res[0]["ok"]
         err = error_for(res[0]["code"], res[0]["error"])
+        if extra and isinstance(err, ConflictError):
+            raise _ExtraConflict() from err
         if not (isinstance(err, ConflictError) and _reused_version(err, values)):
             _settle(ws, err)  # no checkpoint, so none of its writes
             raise err
