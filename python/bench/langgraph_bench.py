@@ -4,6 +4,7 @@ channel, in one process:
 
     python bench/langgraph_bench.py [--turns 400] [--rounds 1] [--channels default,delta]
                                     [--every 10] [--warmup 50] [--json FILE]
+    python bench/langgraph_bench.py --async ...   # async node, ainvoke; the peer is AsyncSqliteSaver
     python bench/langgraph_bench.py --cold agentstate|sqlite   # one fresh-process start
     python bench/langgraph_bench.py --rss agentstate|sqlite [--channels default]
 
@@ -74,7 +75,21 @@ def open_saver(kind: str, path: str):
     raise SystemExit(f"unknown saver {kind}")
 
 
-def graph(checkpointer, channel: str, every: int):
+async def aopen_saver(kind: str, path: str):
+    """The async savers: AgentStateSaver's a* methods, AsyncSqliteSaver on
+    aiosqlite (--async)."""
+    if kind == "agentstate":
+        return open_saver(kind, path)
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    conn = await aiosqlite.connect(path)
+    s = AsyncSqliteSaver(conn)
+    await s.setup()
+    return s, conn.close
+
+
+def graph(checkpointer, channel: str, every: int, aio: bool = False):
     from typing import Annotated
 
     from langchain_core.messages import AIMessage, AnyMessage
@@ -96,6 +111,12 @@ def graph(checkpointer, channel: str, every: int):
         n = len(s["messages"])
         return {"messages": [AIMessage(id=f"ai-{n}", content=text(n, 800))]}
 
+    if aio:
+        sync_agent = agent
+
+        async def agent(s):  # noqa: F811 - the async graph's node
+            return sync_agent(s)
+
     return StateGraph(state).add_node("agent", agent).add_edge(START, "agent").add_edge("agent", END).compile(checkpointer=checkpointer)
 
 
@@ -107,6 +128,47 @@ def drive(g, thread: str, n: int) -> tuple[float, float]:
     for k in range(n):
         g.invoke({"messages": [HumanMessage(id=f"human-{k}", content=text(1000 + k, 200))]}, cfg)
     return (time.process_time() - c0) / n * 1000, (time.perf_counter() - w0) / n * 1000
+
+
+async def adrive(g, thread: str, n: int) -> tuple[float, float]:
+    from langchain_core.messages import HumanMessage
+
+    cfg = {"configurable": {"thread_id": thread}}
+    c0, w0 = time.process_time(), time.perf_counter()
+    for k in range(n):
+        await g.ainvoke({"messages": [HumanMessage(id=f"human-{k}", content=text(1000 + k, 200))]}, cfg)
+    return (time.process_time() - c0) / n * 1000, (time.perf_counter() - w0) / n * 1000
+
+
+async def aone_run(kind: str, channel: str, args, tmp: str, r: int) -> dict:
+    """one_run with ainvoke and aget_state on the async savers."""
+    warm = os.path.join(tmp, f"warm-{kind}-{channel}-{r}.db")
+    s, close = await aopen_saver(kind, warm)
+    await adrive(graph(s, channel, args.every, True), "warm", args.warmup)
+    await _close(close)
+    path = os.path.join(tmp, f"{kind}-{channel}-{r}.db")
+    s, close = await aopen_saver(kind, path)
+    cpu, wall = await adrive(graph(s, channel, args.every, True), "t", args.turns)
+    await _close(close)
+    s, close = await aopen_saver(kind, path)
+    g = graph(s, channel, args.every, True)
+    cfg = {"configurable": {"thread_id": "t"}}
+    c0 = time.process_time()
+    st = await g.aget_state(cfg)
+    cold = (time.process_time() - c0) * 1000
+    warms = []
+    for _ in range(5):
+        c0 = time.process_time()
+        await g.aget_state(cfg)
+        warms.append((time.process_time() - c0) * 1000)
+    await _close(close)
+    return _result(kind, channel, path, cpu, wall, cold, warms, st.values["messages"])
+
+
+async def _close(close) -> None:
+    r = close()
+    if hasattr(r, "__await__"):
+        await r
 
 
 def size(path: str) -> int:
@@ -134,8 +196,11 @@ def one_run(kind: str, channel: str, args, tmp: str, r: int) -> dict:
         c0 = time.process_time()
         g.get_state(cfg)
         warms.append((time.process_time() - c0) * 1000)
-    msgs = st.values["messages"]
     close()
+    return _result(kind, channel, path, cpu, wall, cold, warms, st.values["messages"])
+
+
+def _result(kind, channel, path, cpu, wall, cold, warms, msgs) -> dict:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     raw = len(JsonPlusSerializer().dumps_typed(msgs)[1])
@@ -159,7 +224,12 @@ def compare(args) -> None:
         for channel in args.channels.split(","):
             for r in range(args.rounds):
                 for kind in ("agentstate", "sqlite"):
-                    res = one_run(kind, channel, args, tmp, r)
+                    if args.aio:
+                        import asyncio
+
+                        res = asyncio.run(aone_run(kind, channel, args, tmp, r))
+                    else:
+                        res = one_run(kind, channel, args, tmp, r)
                     results.setdefault((kind, channel), []).append(res)
                 a, b = results[("agentstate", channel)][-1], results[("sqlite", channel)][-1]
                 if a["final"] != b["final"]:
@@ -170,8 +240,9 @@ def compare(args) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     med = lambda xs: statistics.median(xs)  # noqa: E731
     out = []
+    mode = "async (ainvoke), AgentStateSaver vs AsyncSqliteSaver" if args.aio else "AgentStateSaver vs SqliteSaver"
     print(f"LangGraph {version('langgraph')} chat graph, {args.turns} turns (200-byte human + 800-byte AI message), "
-          f"{args.rounds} round(s), AgentStateSaver vs SqliteSaver {version('langgraph-checkpoint-sqlite')}")
+          f"{args.rounds} round(s), {mode} {version('langgraph-checkpoint-sqlite')}")
     for channel in args.channels.split(","):
         A, B = results[("agentstate", channel)], results[("sqlite", channel)]
         row = {"channel": channel}
@@ -241,6 +312,7 @@ def main() -> None:
     p.add_argument("--every", type=int, default=10)
     p.add_argument("--warmup", type=int, default=50)
     p.add_argument("--json", default="")
+    p.add_argument("--async", dest="aio", action="store_true", help="an async node, ainvoke, AsyncSqliteSaver as the peer")
     p.add_argument("--cold", choices=("agentstate", "sqlite"))
     p.add_argument("--rss", choices=("agentstate", "sqlite"))
     args = p.parse_args()
