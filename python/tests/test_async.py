@@ -325,10 +325,11 @@ def test_setup_as_langgraph_documents_it(tmp_path):
     async def go():
         async with AgentStateSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
             await saver.asetup()
-            await saver.asetup()
-            saver.setup()
+            await saver.setup()  # AsyncSqliteSaver's form
+            saver.setup()  # SqliteSaver's
         async with AgentStateStore.from_conn_string(str(tmp_path / "a.db")) as store:
             await store.asetup()
+            await store.setup()
             store.setup()
         return saver
 

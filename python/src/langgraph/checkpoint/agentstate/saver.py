@@ -286,13 +286,15 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         if self._owns_db:
             self.db.close()
 
-    def setup(self) -> None:
-        """LangGraph's set-up call. The file is opened, migrated and checked
-        when the saver is made, so there is nothing left to do: setup checks
-        that the saver is open (``ClosedError`` if not) and may be called
-        any number of times."""
+    def setup(self) -> _Done:
+        """LangGraph's set-up call, in both of its forms: ``saver.setup()``
+        (SqliteSaver's) and ``await saver.setup()`` (AsyncSqliteSaver's).
+        The file is opened, migrated and checked when the saver is made, so
+        there is nothing left to do: setup checks that the saver is open
+        (``ClosedError`` if not) and may be called any number of times."""
         if self.db.closed:
             raise ClosedError(f"agentstate: {self.db.path} is closed")
+        return _DONE
 
     async def asetup(self) -> None:
         """The async form of :meth:`setup`."""
@@ -997,6 +999,22 @@ def _key(c: Mapping[str, Any], cid: str | None) -> str:
 
 def _version_key(v: Any) -> tuple:
     return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
+
+
+class _Done:
+    """What setup returns: None to a sync caller, and awaitable (at once) by
+    an async one, as LangGraph's async savers' setup is."""
+
+    __slots__ = ()
+
+    def __await__(self):
+        return iter(())
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_DONE = _Done()
 
 
 class _Opener(AbstractContextManager, AbstractAsyncContextManager):

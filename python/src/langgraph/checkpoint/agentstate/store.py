@@ -23,7 +23,7 @@ from langgraph.store.base import (
 
 from ._db import Database
 from .errors import ClosedError, InvalidArgumentError
-from .saver import _Opener
+from .saver import _DONE, _Done, _Opener
 
 _MINUTE_MS = 60_000.0
 
@@ -92,13 +92,15 @@ class AgentStateStore(BaseStore):
         path, closed on exit."""
         return _Opener(lambda: cls(path, **options))
 
-    def setup(self) -> None:
-        """LangGraph's set-up call. The file is opened, migrated and checked
-        when the store is made, so there is nothing left to do: setup checks
-        that the store is open (``ClosedError`` if not) and may be called
-        any number of times."""
+    def setup(self) -> _Done:
+        """LangGraph's set-up call, as ``store.setup()`` or ``await
+        store.setup()``. The file is opened, migrated and checked when the
+        store is made, so there is nothing left to do: setup checks that the
+        store is open (``ClosedError`` if not) and may be called any number
+        of times."""
         if self.db.closed:
             raise ClosedError(f"agentstate: {self.db.path} is closed")
+        return _DONE
 
     async def asetup(self) -> None:
         """The async form of :meth:`setup`."""
