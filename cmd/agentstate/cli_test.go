@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
@@ -759,6 +760,49 @@ func TestImportLangGraphPython(t *testing.T) {
 	want(t, st, 0)
 	contains(t, st.stdout, `"notes"`, `"messages"`)
 	want(t, agentstate(t, nil, "import-langgraph", "--delta-reducer", "notes=sum", src, filepath.Join(t.TempDir(), "x.db")), 2)
+}
+
+// TestImportLangGraphThreadIDNotUTF8: a thread id that is not UTF-8 makes
+// only its thread unsupported: without --skip-unsupported the error names
+// it (escaped) and the flag, and nothing is imported; with the flag the
+// other threads import and it is listed as skipped. Before, it failed the
+// whole import with the flag too.
+func TestImportLangGraphThreadIDNotUTF8(t *testing.T) {
+	src := copyFile(t, filepath.Join("..", "..", "testdata", "langgraph", "python", "langgraph-py.sqlite"))
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Exec(`UPDATE checkpoints SET thread_id = CAST(x'6368ff61' AS TEXT) WHERE thread_id = 'chat';
+		UPDATE writes SET thread_id = CAST(x'6368ff61' AS TEXT) WHERE thread_id = 'chat'`)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, into := range []string{"protocol", "messages"} {
+		t.Run(into, func(t *testing.T) {
+			args := []string{"import-langgraph", "--into", into}
+			if into == "messages" {
+				args = append(args, "--delta-reducer", "notes=concat")
+			}
+			dst := filepath.Join(t.TempDir(), "dst.db")
+			r := agentstate(t, nil, append(args, src, dst)...)
+			want(t, r, 1)
+			contains(t, r.stderr, `thread "ch\xffa": the thread id "ch\xffa" is not valid UTF-8`, "1 of 8 threads", "nothing was imported", "--skip-unsupported imports the other 7 threads")
+			if exists(dst) {
+				t.Fatal("a refused import left DST behind")
+			}
+			r = agentstate(t, nil, append(args, "--skip-unsupported", src, dst)...)
+			want(t, r, 0)
+			contains(t, r.stdout, "imported 7 threads", `skipped thread "ch\xffa": the thread id "ch\xffa" is not valid UTF-8`, "verified, and all")
+			for _, out := range []string{r.stdout, r.stderr} {
+				if !utf8.ValidString(out) {
+					t.Fatalf("the output holds the id's raw bytes:\n%q", out)
+				}
+			}
+			want(t, agentstate(t, nil, "verify", dst), 0)
+		})
+	}
 }
 
 // TestImportLangGraphCompat: files of LangGraph 0.2 and 0.3 (old checkpoint
