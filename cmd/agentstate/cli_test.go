@@ -1170,6 +1170,83 @@ func TestImportLangGraphHugeRow(t *testing.T) {
 	}
 }
 
+// agentstateInterrupted runs the binary and sends it SIGINT (Ctrl-C) after
+// interruptAfter if it is still running; the test fails if it has not
+// ended 20 s after that.
+func agentstateInterrupted(t *testing.T, interruptAfter time.Duration, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(interruptAfter):
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case err = <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("agentstate %v had not ended 20 s after SIGINT (sent %v after it started)", args, interruptAfter)
+		}
+	}
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("agentstate %v: %v", args, err)
+	}
+	return r
+}
+
+// TestLangGraphEndlessViews: a SqliteSaver file whose checkpoints or writes
+// table is a view whose rows never end, and a file that is no saver's with
+// such a view: import-langgraph refuses the source at once, naming the
+// view, and info and verify say it is not an agentstate file; none reads
+// the view. Before, all three read it for ever and ignored Ctrl-C.
+func TestLangGraphEndlessViews(t *testing.T) {
+	const forever = `WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM r)`
+	for _, c := range []struct{ name, sql, says string }{
+		{"checkpoints", `DROP TABLE checkpoints; CREATE VIEW checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) AS ` +
+			forever + ` SELECT 'chat', '', x, NULL, 'msgpack', NULL, NULL FROM r`, `"checkpoints" is a view, not a table`},
+		{"writes", `DROP TABLE writes; CREATE VIEW writes(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value) AS ` +
+			forever + ` SELECT 'chat', '', x, 't', '', 0, 'c', 'json', NULL FROM r`, `"writes" is a view, not a table`},
+		{"no saver's", `DROP TABLE checkpoints; DROP TABLE writes; CREATE VIEW checkpoints(thread_id) AS ` + forever + ` SELECT x FROM r`,
+			"not a LangGraph SqliteSaver file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := copyFile(t, filepath.Join("..", "..", "testdata", "langgraph", "python", "langgraph-py.sqlite"))
+			db, err := sqlite3.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Exec(c.sql)
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(t.TempDir(), "dst.db")
+			r := agentstateInterrupted(t, 5*time.Second, "import-langgraph", "--skip-unsupported", src, dst)
+			want(t, r, 1)
+			contains(t, r.stderr, src, c.says)
+			if exists(dst) {
+				t.Fatal("a refused import left DST behind")
+			}
+			for _, cmd := range []string{"info", "verify"} {
+				r := agentstateInterrupted(t, 5*time.Second, cmd, src)
+				want(t, r, 1)
+				contains(t, r.stderr, src, "not an agentstate database")
+			}
+		})
+	}
+}
+
 // Only a file of an older schema is sent to `agentstate upgrade`: a file
 // with no agentstate schema yet, and a current file on read-only media whose
 // log cannot be read without creating its -shm, are said as what they are.
