@@ -45,6 +45,9 @@ func Compare(ctx context.Context, db *engine.DB, src string, o Options) (checked
 		return 0, nil, err
 	}
 	for _, th := range threads {
+		if threadProblem(th) != nil {
+			continue // not imported (importThreads)
+		}
 		t, err := readThread(ctx, s, prep, th)
 		if err == nil {
 			_, _, err = planThread(t, dbo, comp, o.OrphansAsRoots)

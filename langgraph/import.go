@@ -164,7 +164,12 @@ func importThreads(ctx context.Context, b *engine.Batch, s source, threads []str
 	var problems []Problem
 	done := 0
 	for _, th := range threads {
-		ops, counts, err := plan(th)
+		var ops []op
+		var counts *Report
+		err := threadProblem(th)
+		if err == nil {
+			ops, counts, err = plan(th)
+		}
 		var p *Problem
 		if errors.As(err, &p) {
 			problems = append(problems, *p)

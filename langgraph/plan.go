@@ -450,6 +450,23 @@ func (pl *planner) replay(walkIn []codec.Message, step []*write, target []codec.
 	return out, overwrite
 }
 
+// threadProblem is the *Problem of a thread whose id the engine cannot
+// store, nil for any other id: an empty id, or one that is not UTF-8 (the
+// engine's reads pass ids to SQLite as JSON text, which cannot carry such
+// bytes). The Reason shows the id escaped, as Problem.String does, so that
+// a report or an error never carries its raw bytes. Import and Compare
+// check it before they read the thread, so that such a thread is skipped
+// (Options.SkipUnsupported) or listed, not a failure of the whole import.
+func threadProblem(th string) error {
+	switch {
+	case th == "":
+		return &Problem{ThreadID: th, Reason: "the thread id is empty; the engine stores no thread without one"}
+	case !utf8.ValidString(th):
+		return &Problem{ThreadID: th, Reason: fmt.Sprintf("the thread id %q is not valid UTF-8, which the engine's ids must be", th)}
+	}
+	return nil
+}
+
 // checkNames refuses what the engine's protocol calls would refuse in a
 // checkpoint's names, before anything of the thread is written: ids and
 // versions that are not UTF-8, channel names that are empty or hold control

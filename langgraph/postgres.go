@@ -103,12 +103,31 @@ func (s *pgSource) checkLayout(ctx context.Context) error {
 			have[table][string(cols[1])] = string(cols[2])
 			return nil
 		})
+	kinds := map[string]string{}
+	if err == nil {
+		// A view's rows are whatever its query makes (a recursive one's
+		// never end), a foreign table's another server's: only tables are
+		// read.
+		err = s.query(ctx, `SELECT table_name::text, table_type::text FROM information_schema.tables
+			WHERE table_schema = current_schema() AND table_name IN ('checkpoints', 'checkpoint_blobs', 'checkpoint_writes', 'checkpoint_migrations')`,
+			nil, func(cols [][]byte) error {
+				kinds[string(cols[0])] = string(cols[1])
+				return nil
+			})
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.url, err)
 	}
 	for _, table := range slices.Sorted(maps.Keys(pgTables)) {
 		if have[table] == nil {
 			return fmt.Errorf("%w: %s is not a LangGraph PostgresSaver database: it has no table %s", ErrUnsupportedSource, s.url, table)
+		}
+		if kind := kinds[table]; kind != "BASE TABLE" {
+			return fmt.Errorf("%w: %s is not a LangGraph PostgresSaver database: %q is a %s, not a table, and its rows are not read", ErrUnsupportedSource, s.url, table,
+				map[string]string{"VIEW": "view", "FOREIGN": "foreign table", "LOCAL TEMPORARY": "temporary table"}[kind])
 		}
 		for _, col := range slices.Sorted(maps.Keys(pgTables[table])) {
 			want := pgTables[table][col]

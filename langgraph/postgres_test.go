@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine"
@@ -141,10 +142,16 @@ func TestLangGraphPostgresRefusals(t *testing.T) {
 	ctx := context.Background()
 	dump := filepath.Join(pyDir, "langgraph-py-postgres.sql")
 	t.Run("foreign layout", func(t *testing.T) {
+		// A bound for the endless view's case, which was read for ever.
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
 		for _, tc := range []struct{ sql, want string }{
 			{`DROP TABLE checkpoint_migrations`, "has no table checkpoint_migrations"},
 			{`ALTER TABLE checkpoint_blobs DROP COLUMN version`, "table checkpoint_blobs has no column version"},
 			{`ALTER TABLE checkpoints ALTER COLUMN checkpoint TYPE text`, "column checkpoints.checkpoint is text, not jsonb"},
+			{`DROP TABLE checkpoints; CREATE VIEW checkpoints AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM r)
+				SELECT 'chat'::text AS thread_id, ''::text AS checkpoint_ns, x::text AS checkpoint_id, NULL::text AS parent_checkpoint_id,
+				NULL::text AS type, '{}'::jsonb AS checkpoint, '{}'::jsonb AS metadata FROM r`, `"checkpoints" is a view, not a table`},
 		} {
 			src := pgDatabase(t, dump)
 			pgExec(t, src, tc.sql)

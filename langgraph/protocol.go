@@ -49,6 +49,9 @@ func importProtocol(ctx context.Context, db *engine.DB, src string, o Options) (
 	// The engine's protocol calls add to a thread; an import never writes
 	// into one the destination has.
 	for _, th := range threads {
+		if threadProblem(th) != nil {
+			continue // not imported (importThreads); ThreadID "" would list every thread
+		}
 		for _, err := range db.List(ctx, engine.ListOptions{ThreadID: th, Limit: 1}) { // any namespace
 			if err != nil {
 				return Report{}, err
@@ -361,6 +364,9 @@ func compareProtocol(ctx context.Context, db *engine.DB, src string, o Options) 
 	}
 	defer s.close()
 	for _, th := range threads {
+		if threadProblem(th) != nil {
+			continue // not imported (importThreads)
+		}
 		t, err := s.readBytes(ctx, th, o.Key)
 		var want map[cpKey]*expected
 		if err == nil {

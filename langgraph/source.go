@@ -34,7 +34,7 @@ func openSource(ctx context.Context, src string) (source, error) {
 	if strings.HasPrefix(src, "postgres://") || strings.HasPrefix(src, "postgresql://") {
 		return openPostgres(ctx, src)
 	}
-	s, err := openSQLite(src)
+	s, err := openSQLite(ctx, src)
 	if err != nil {
 		return nil, err
 	}

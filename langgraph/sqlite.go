@@ -32,7 +32,7 @@ type sqliteSource struct {
 	hasPath bool
 }
 
-func openSQLite(path string) (_ *sqliteSource, err error) {
+func openSQLite(ctx context.Context, path string) (_ *sqliteSource, err error) {
 	defer recoverSQLite(&err)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
@@ -51,27 +51,72 @@ func openSQLite(path string) (_ *sqliteSource, err error) {
 		{"checkpoints", "thread_id checkpoint_ns checkpoint_id parent_checkpoint_id type checkpoint metadata"},
 		{"writes", "thread_id checkpoint_ns checkpoint_id task_id idx channel type value"},
 	} {
+		if err := s.checkTable(ctx, want.table); err != nil {
+			return nil, err
+		}
 		have := map[string]bool{}
-		err := s.query(`SELECT name FROM pragma_table_info(?)`, []any{want.table}, func(st *sqlite3.Stmt) error {
+		computed := ""
+		err := s.query(ctx, `SELECT name, hidden FROM pragma_table_xinfo(?)`, []any{want.table}, func(st *sqlite3.Stmt) error {
 			have[st.ColumnText(0)] = true
+			if st.ColumnInt(1) != 0 && strings.Contains(" "+want.cols+" task_path ", " "+st.ColumnText(0)+" ") && computed == "" {
+				computed = st.ColumnText(0)
+			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, path, err)
+			return nil, s.openError(ctx, err)
 		}
 		for _, col := range strings.Fields(want.cols) {
 			if !have[col] {
 				return nil, fmt.Errorf("%w: %s is not a LangGraph SqliteSaver file: table %s has no column %s", ErrUnsupportedSource, path, want.table, col)
 			}
 		}
+		if computed != "" {
+			// A generated column is an expression evaluated as it is read,
+			// never a saver's.
+			return nil, fmt.Errorf("%w: %s is not a LangGraph SqliteSaver file: column %s of table %s is computed (a generated column), not stored", ErrUnsupportedSource, path, computed, want.table)
+		}
 		if want.table == "writes" {
 			s.hasPath = have["task_path"]
 		}
 	}
-	if err := s.checkKeys(); err != nil {
+	if err := s.checkKeys(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// checkTable refuses with ErrUnsupportedSource, naming it, a name where a
+// saver's table is expected that is not a table of the file: a view (its
+// rows are whatever its query makes, and a recursive one's never end), a
+// virtual table (a module's code) or a shadow table. It reads the schema
+// only, never the object's rows.
+func (s *sqliteSource) checkTable(ctx context.Context, table string) error {
+	kind := ""
+	err := s.query(ctx, `SELECT type FROM pragma_table_list(?)`, []any{table}, func(st *sqlite3.Stmt) error {
+		if kind == "" || kind == "table" {
+			kind = st.ColumnText(0)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return s.openError(ctx, err)
+	case kind == "":
+		return fmt.Errorf("%w: %s is not a LangGraph SqliteSaver file: it has no table %s", ErrUnsupportedSource, s.path, table)
+	case kind != "table":
+		return fmt.Errorf("%w: %s is not a LangGraph SqliteSaver file: %q is a %s, not a table, and its rows are not read", ErrUnsupportedSource, s.path, table, kind)
+	}
+	return nil
+}
+
+// openError is a failed read of the schema while opening the source: the
+// context's error if it ended, ErrUnsupportedSource otherwise.
+func (s *sqliteSource) openError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: %s: %v", ErrUnsupportedSource, s.path, err)
 }
 
 // maxSourceKeyBytes bounds the ids, namespace, task, channel and serde
@@ -92,7 +137,7 @@ func octets(cols ...string) string {
 // namespace, checkpoint, task, channel, serde type) pass maxSourceKeyBytes
 // in a row: the threads could not even be listed. It reads the rows'
 // headers only (the scan of the tables' leaf pages, not their overflow).
-func (s *sqliteSource) checkKeys() error {
+func (s *sqliteSource) checkKeys(ctx context.Context) error {
 	path := "''"
 	if s.hasPath {
 		path = "task_path"
@@ -101,7 +146,7 @@ func (s *sqliteSource) checkKeys() error {
 		"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type"},
 		"writes":      {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", path, "channel", "type"},
 	} {
-		err := s.query(`SELECT `+octets(cols...)+` AS n FROM `+table+` WHERE n > ? LIMIT 1`, []any{int64(maxSourceKeyBytes)}, func(st *sqlite3.Stmt) error {
+		err := s.query(ctx, `SELECT `+octets(cols...)+` AS n FROM `+table+` WHERE n > ? LIMIT 1`, []any{int64(maxSourceKeyBytes)}, func(st *sqlite3.Stmt) error {
 			return fmt.Errorf("%w: a row of table %s has ids, namespace, task, channel and type of %d bytes together, more than %d; the import reads no row so large",
 				engine.ErrTooLarge, table, st.ColumnInt64(0), maxSourceKeyBytes)
 		})
@@ -119,15 +164,15 @@ func (s *sqliteSource) checkKeys() error {
 // engine.MaxValueBytes. It reads the rows' sizes, not their values: one
 // such row could take more than SQLite's WebAssembly heap to read (256 MiB
 // a connection; ncruces panics, "sqlite3: out of memory").
-func (s *sqliteSource) checkRows(thread string) error {
+func (s *sqliteSource) checkRows(ctx context.Context, thread string) error {
 	var p *Problem
-	err := s.query(`SELECT checkpoint_ns, checkpoint_id, `+octets("checkpoint")+` AS doc, `+octets("metadata")+` AS md FROM checkpoints
+	err := s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, `+octets("checkpoint")+` AS doc, `+octets("metadata")+` AS md FROM checkpoints
 		WHERE thread_id = ? AND (doc > ? OR md > ?) LIMIT 1`, []any{thread, int64(engine.MaxCallBytes), int64(engine.MaxValueBytes)}, func(st *sqlite3.Stmt) error {
 		p = tooLargeCheckpoint(thread, st.ColumnText(0), st.ColumnText(1), st.ColumnInt64(2), st.ColumnInt64(3))
 		return nil
 	})
 	if err == nil && p == nil {
-		err = s.query(`SELECT checkpoint_ns, checkpoint_id, channel, task_id, idx, `+octets("value")+` AS n FROM writes
+		err = s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, channel, task_id, idx, `+octets("value")+` AS n FROM writes
 		WHERE thread_id = ? AND n > ? LIMIT 1`, []any{thread, int64(engine.MaxValueBytes)}, func(st *sqlite3.Stmt) error {
 			p = tooLargeWrite(thread, st.ColumnText(0), st.ColumnText(1), st.ColumnText(2), st.ColumnText(3), st.ColumnInt64(4), st.ColumnInt64(5))
 			return nil
@@ -211,9 +256,18 @@ func (s *sqliteSource) close() (err error) {
 }
 
 // query runs q with args (strings or int64s), calling fn with each row; a
-// panic of the driver is an error (recoverSQLite).
-func (s *sqliteSource) query(q string, args []any, fn func(st *sqlite3.Stmt) error) (err error) {
+// panic of the driver is an error (recoverSQLite). It ends when ctx does,
+// wherever SQLite is (between rows, or inside one step: a sort, a scan that
+// finds nothing), with ctx's error.
+func (s *sqliteSource) query(ctx context.Context, q string, args []any, fn func(st *sqlite3.Stmt) error) (err error) {
 	defer recoverSQLite(&err)
+	old := s.c.SetInterrupt(ctx) // SQLite's progress handler checks it every 1,000 steps
+	defer s.c.SetInterrupt(old)
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+	}()
 	st, _, err := s.c.Prepare(q)
 	if err != nil {
 		return err
@@ -240,7 +294,7 @@ func (s *sqliteSource) query(q string, args []any, fn func(st *sqlite3.Stmt) err
 
 func (s *sqliteSource) threads(ctx context.Context) ([]string, error) {
 	var out []string
-	err := s.query(`SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
+	err := s.query(ctx, `SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id`, nil, func(st *sqlite3.Stmt) error {
 		out = append(out, st.ColumnText(0))
 		return ctx.Err()
 	})
@@ -249,7 +303,7 @@ func (s *sqliteSource) threads(ctx context.Context) ([]string, error) {
 
 func (s *sqliteSource) count(ctx context.Context) (int, error) {
 	n := 0
-	err := s.query(`SELECT count(*) FROM checkpoints`, nil, func(st *sqlite3.Stmt) error {
+	err := s.query(ctx, `SELECT count(*) FROM checkpoints`, nil, func(st *sqlite3.Stmt) error {
 		n = st.ColumnInt(0)
 		return nil
 	})
@@ -257,12 +311,12 @@ func (s *sqliteSource) count(ctx context.Context) (int, error) {
 }
 
 func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, error) {
-	if err := s.checkRows(thread); err != nil {
+	if err := s.checkRows(ctx, thread); err != nil {
 		return nil, err
 	}
 	t := &rawThread{id: thread, writes: map[cpKey][]*rawWrite{}}
 	memo := extMemo{}
-	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
+	err := s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
 		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread}, func(st *sqlite3.Stmt) error {
 		cp := &rawCheckpoint{ns: st.ColumnText(0), id: st.ColumnText(1), parent: st.ColumnText(2)}
 		doc, values, err := decodeCheckpoint(st.ColumnText(3), st.ColumnBlob(4, nil), memo)
@@ -296,12 +350,12 @@ func (s *sqliteSource) read(ctx context.Context, thread string) (*rawThread, err
 }
 
 func (s *sqliteSource) readBytes(ctx context.Context, thread string, key []byte) (*byteThread, error) {
-	if err := s.checkRows(thread); err != nil {
+	if err := s.checkRows(ctx, thread); err != nil {
 		return nil, err
 	}
 	t := &byteThread{id: thread, writes: map[cpKey][]*byteWrite{}}
 	intern := map[string]string{}
-	err := s.query(`SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
+	err := s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints
 		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id`, []any{thread}, func(st *sqlite3.Stmt) error {
 		ns, id, parent := st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)
 		cp, err := splitCheckpoint(st.ColumnText(3), st.ColumnBlob(4, nil), key, intern)
@@ -340,7 +394,7 @@ func (s *sqliteSource) eachWrite(ctx context.Context, thread string, fn func(wri
 	if s.hasPath {
 		path = "task_path"
 	}
-	return s.query(`SELECT checkpoint_ns, checkpoint_id, task_id, `+path+`, idx, channel, type, value FROM writes
+	return s.query(ctx, `SELECT checkpoint_ns, checkpoint_id, task_id, `+path+`, idx, channel, type, value FROM writes
 		WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, `+path+`, task_id, idx`, []any{thread}, func(st *sqlite3.Stmt) error {
 		err := fn(writeRow{k: cpKey{st.ColumnText(0), st.ColumnText(1)},
 			task: st.ColumnText(2), path: st.ColumnText(3), idx: st.ColumnInt(4), channel: st.ColumnText(5),

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
@@ -353,6 +354,68 @@ func TestLangGraphNames(t *testing.T) {
 	}
 	if fingerprint(t, db) != before {
 		t.Fatal("a failed import changed the destination")
+	}
+}
+
+// TestLangGraphThreadIDs: a thread id the engine cannot store (not UTF-8,
+// or empty) makes its own thread unsupported, named in an escaped form, in
+// both forms: without SkipUnsupported the import lists it and writes
+// nothing; with it the other threads import, verify and compare clean,
+// and the report lists it as skipped. (Before, one such id failed the whole
+// import, with the flag too.)
+func TestLangGraphThreadIDs(t *testing.T) {
+	ctx := context.Background()
+	src := copyFile(t, filepath.Join(pyDir, "langgraph-py.sqlite"))
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Exec(`UPDATE checkpoints SET thread_id = CAST(x'6368ff61' AS TEXT) WHERE thread_id = 'chat';
+		UPDATE writes SET thread_id = CAST(x'6368ff61' AS TEXT) WHERE thread_id = 'chat';
+		UPDATE checkpoints SET thread_id = '' WHERE thread_id = 'fork';
+		UPDATE writes SET thread_id = '' WHERE thread_id = 'fork'`)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bad = "ch\xffa"
+	for _, into := range []Into{IntoProtocol, IntoMessages} {
+		t.Run(string(into), func(t *testing.T) {
+			o := Options{Into: into}
+			if into == IntoMessages {
+				o.DeltaReducers = pyOptions.DeltaReducers
+			}
+			db, before := seededDst(t)
+			_, err := Import(ctx, db, src, o)
+			wantUnsupported(t, db, before, err,
+				Problem{ThreadID: "", Reason: "the thread id is empty"},
+				Problem{ThreadID: bad, Reason: `the thread id "ch\xffa" is not valid UTF-8`})
+			if !utf8.ValidString(err.Error()) {
+				t.Errorf("the error holds the id's raw bytes: %q", err.Error())
+			}
+
+			o.SkipUnsupported = true
+			db, _ = seededDst(t)
+			rep, err := Import(ctx, db, src, o)
+			if err != nil {
+				t.Fatalf("import with SkipUnsupported: %v", err)
+			}
+			if len(rep.Imported) != 6 || len(rep.Skipped) != 2 || rep.Skipped[0].ThreadID != "" || rep.Skipped[1].ThreadID != bad {
+				t.Fatalf("imported %q, skipped %v", rep.Imported, rep.Skipped)
+			}
+			for _, p := range rep.Skipped {
+				if !utf8.ValidString(p.String()) || !utf8.ValidString(p.Reason) {
+					t.Errorf("a skipped thread is named by its raw bytes: %q", p.String())
+				}
+			}
+			if vr, err := db.Verify(ctx, admin.VerifyOptions{}); err != nil || !vr.OK {
+				t.Fatalf("verify: %v %v", err, vr.Problems)
+			}
+			n, diffs, err := Compare(ctx, db, src, o)
+			if err != nil || len(diffs) > 0 || n == 0 {
+				t.Fatalf("compare: %d checked, %v %v", n, err, diffs)
+			}
+		})
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/codec"
@@ -761,6 +762,49 @@ func TestImportLangGraphPython(t *testing.T) {
 	want(t, agentstate(t, nil, "import-langgraph", "--delta-reducer", "notes=sum", src, filepath.Join(t.TempDir(), "x.db")), 2)
 }
 
+// TestImportLangGraphThreadIDNotUTF8: a thread id that is not UTF-8 makes
+// only its thread unsupported: without --skip-unsupported the error names
+// it (escaped) and the flag, and nothing is imported; with the flag the
+// other threads import and it is listed as skipped. Before, it failed the
+// whole import with the flag too.
+func TestImportLangGraphThreadIDNotUTF8(t *testing.T) {
+	src := copyFile(t, filepath.Join("..", "..", "testdata", "langgraph", "python", "langgraph-py.sqlite"))
+	c, err := sqlite3.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Exec(`UPDATE checkpoints SET thread_id = CAST(x'6368ff61' AS TEXT) WHERE thread_id = 'chat';
+		UPDATE writes SET thread_id = CAST(x'6368ff61' AS TEXT) WHERE thread_id = 'chat'`)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, into := range []string{"protocol", "messages"} {
+		t.Run(into, func(t *testing.T) {
+			args := []string{"import-langgraph", "--into", into}
+			if into == "messages" {
+				args = append(args, "--delta-reducer", "notes=concat")
+			}
+			dst := filepath.Join(t.TempDir(), "dst.db")
+			r := agentstate(t, nil, append(args, src, dst)...)
+			want(t, r, 1)
+			contains(t, r.stderr, `thread "ch\xffa": the thread id "ch\xffa" is not valid UTF-8`, "1 of 8 threads", "nothing was imported", "--skip-unsupported imports the other 7 threads")
+			if exists(dst) {
+				t.Fatal("a refused import left DST behind")
+			}
+			r = agentstate(t, nil, append(args, "--skip-unsupported", src, dst)...)
+			want(t, r, 0)
+			contains(t, r.stdout, "imported 7 threads", `skipped thread "ch\xffa": the thread id "ch\xffa" is not valid UTF-8`, "verified, and all")
+			for _, out := range []string{r.stdout, r.stderr} {
+				if !utf8.ValidString(out) {
+					t.Fatalf("the output holds the id's raw bytes:\n%q", out)
+				}
+			}
+			want(t, agentstate(t, nil, "verify", dst), 0)
+		})
+	}
+}
+
 // TestImportLangGraphCompat: files of LangGraph 0.2 and 0.3 (old checkpoint
 // formats with pending_sends, update_state forks, ChatMessage,
 // FunctionMessage, a string content block, a datetime) import as they are,
@@ -1123,6 +1167,83 @@ func TestImportLangGraphHugeRow(t *testing.T) {
 	}
 	if es, err := os.ReadDir(filepath.Dir(dst)); err != nil || len(es) > 0 {
 		t.Fatalf("the refused import left %v in DST's directory (%v)", es, err)
+	}
+}
+
+// agentstateInterrupted runs the binary and sends it SIGINT (Ctrl-C) after
+// interruptAfter if it is still running; the test fails if it has not
+// ended 20 s after that.
+func agentstateInterrupted(t *testing.T, interruptAfter time.Duration, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(interruptAfter):
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case err = <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("agentstate %v had not ended 20 s after SIGINT (sent %v after it started)", args, interruptAfter)
+		}
+	}
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("agentstate %v: %v", args, err)
+	}
+	return r
+}
+
+// TestLangGraphEndlessViews: a SqliteSaver file whose checkpoints or writes
+// table is a view whose rows never end, and a file that is no saver's with
+// such a view: import-langgraph refuses the source at once, naming the
+// view, and info and verify say it is not an agentstate file; none reads
+// the view. Before, all three read it for ever and ignored Ctrl-C.
+func TestLangGraphEndlessViews(t *testing.T) {
+	const forever = `WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM r)`
+	for _, c := range []struct{ name, sql, says string }{
+		{"checkpoints", `DROP TABLE checkpoints; CREATE VIEW checkpoints(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) AS ` +
+			forever + ` SELECT 'chat', '', x, NULL, 'msgpack', NULL, NULL FROM r`, `"checkpoints" is a view, not a table`},
+		{"writes", `DROP TABLE writes; CREATE VIEW writes(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value) AS ` +
+			forever + ` SELECT 'chat', '', x, 't', '', 0, 'c', 'json', NULL FROM r`, `"writes" is a view, not a table`},
+		{"no saver's", `DROP TABLE checkpoints; DROP TABLE writes; CREATE VIEW checkpoints(thread_id) AS ` + forever + ` SELECT x FROM r`,
+			"not a LangGraph SqliteSaver file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := copyFile(t, filepath.Join("..", "..", "testdata", "langgraph", "python", "langgraph-py.sqlite"))
+			db, err := sqlite3.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Exec(c.sql)
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(t.TempDir(), "dst.db")
+			r := agentstateInterrupted(t, 5*time.Second, "import-langgraph", "--skip-unsupported", src, dst)
+			want(t, r, 1)
+			contains(t, r.stderr, src, c.says)
+			if exists(dst) {
+				t.Fatal("a refused import left DST behind")
+			}
+			for _, cmd := range []string{"info", "verify"} {
+				r := agentstateInterrupted(t, 5*time.Second, cmd, src)
+				want(t, r, 1)
+				contains(t, r.stderr, src, "not an agentstate database")
+			}
+		})
 	}
 }
 
