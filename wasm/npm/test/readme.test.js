@@ -7,31 +7,15 @@
 // run twice with Node: the second run finds the thread the first one wrote.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { jsBlocks, npmInitProject } from "./helpers/readme.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkgDir = path.join(here, "..");
 
-// Each ```js block with the file name the prose before it tells the user to
-// save it as (undefined when it names none).
-function jsBlocks(file) {
-  const text = fs.readFileSync(file, "utf8");
-  const blocks = [];
-  let prev = 0;
-  for (const m of text.matchAll(/^```js\n([\s\S]*?)^```$/gm)) {
-    const prose = text.slice(prev, m.index);
-    const named = [...prose.matchAll(/[Ss]ave (?:it|this|the example) as `([^`]+)`/g)].at(-1);
-    blocks.push({ code: m[1], name: named?.[1] });
-    prev = m.index + m[0].length;
-  }
-  return blocks;
-}
-
 function freshProject() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-readme-"));
-  execFileSync("npm", ["init", "-y"], { cwd: dir, stdio: "ignore", shell: process.platform === "win32" });
+  const dir = npmInitProject();
   // `npm install` of the tarball and of @langchain/langgraph and
   // @langchain/core, as the README says, without the network: links to the
   // copies this package was built and tested with.
