@@ -333,10 +333,24 @@ export interface PruneReport {
   [key: string]: unknown;
 }
 
+/** The options of fromConnString: open's, with the path as its first argument. */
+export type ConnStringOptions = Omit<OpenOptions, "path" | "image" | "host">;
+
 export class AgentStateSaver extends BaseCheckpointSaver<string | number> {
+  /** The database; of a saver made by fromConnString, set once its file is open. */
   db: Database;
   constructor(db: Database, serde?: SerializerProtocol);
   static open(options?: OpenOptions & { serde?: SerializerProtocol }): Promise<AgentStateSaver>;
+  /**
+   * A saver on `path` (":memory:": in memory), returned at once as
+   * LangGraph.js's `SqliteSaver.fromConnString` returns one; the file opens
+   * at the first call or at `setup()`, which throws open's errors
+   * (AgentStateError). A path that is not a string is refused here.
+   */
+  static fromConnString(path: string, options?: ConnStringOptions & { serde?: SerializerProtocol }): AgentStateSaver;
+  /** Opens the file if not yet open (open creates, migrates and verifies it); harmless twice; CLOSED once closed. */
+  setup(): Promise<void>;
+  /** Closes the database if this saver opened it; before the first call, nothing is open. */
   close(): Promise<void>;
   getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined>;
   list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple>;
@@ -361,12 +375,24 @@ export interface TTLConfig {
 }
 
 export class AgentStateStore extends BaseStore {
+  /** The database; of a store made by fromConnString, set once its file is open. */
   db: Database;
   constructor(db: Database);
+  /** There is no semantic search yet: an `index` option is refused (INVALID_ARGUMENT). */
   static open(options?: OpenOptions & { ttl?: TTLConfig }): Promise<AgentStateStore>;
+  /**
+   * A store on `path` (":memory:": in memory), returned at once; the file
+   * opens at the first call or at `setup()`, which throws open's errors
+   * (AgentStateError). A path that is not a string, or an `index`, is
+   * refused here.
+   */
+  static fromConnString(path: string, options?: ConnStringOptions & { ttl?: TTLConfig }): AgentStateStore;
+  /** Opens the file if not yet open (open creates, migrates and verifies it); harmless twice; CLOSED once closed. */
+  setup(): Promise<void>;
+  /** Closes the database if this store opened it; before the first call, nothing is open. */
   close(): Promise<void>;
   batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>>;
-  /** Filters as LangGraph's ($eq $ne $gt $gte $lt $lte), newest first; there is no vector index: `query` is ignored, as InMemoryStore ignores it without one. */
+  /** Filters as LangGraph's ($eq $ne $gt $gte $lt $lte), newest first. There is no vector index yet: a `query` is refused with INVALID_ARGUMENT (it needs an index), not answered unranked. */
   search(namespacePrefix: string[], options?: { filter?: Record<string, any>; limit?: number; offset?: number; query?: string; refreshTtl?: boolean }): Promise<SearchItem[]>;
   get(namespace: string[], key: string, options?: { refreshTtl?: boolean }): Promise<Item | null>;
   /** `options.ttl`: minutes until expiry, null for never; omitted: the default TTL. */

@@ -2,6 +2,7 @@
 import { BaseCheckpointSaver, TASKS, getCheckpointId, maxChannelVersion } from "@langchain/langgraph-checkpoint";
 import { idString } from "./args.js";
 import { AgentStateError, Database, nextTurn } from "./engine.js";
+import { LazyOpen, connOptions } from "./lazy.js";
 import { MessageJSON } from "./message-json.js";
 
 // Channel versions are strings in the engine. LangGraph's default integer
@@ -95,20 +96,40 @@ const threadKey = (c) => `${c.thread_id}\u0000${c.checkpoint_ns}`;
 const STORED_KEYS = 1024;
 const ACTIVE_THREADS = 256;
 
+// The constructor's private way to make a saver whose database opens later.
+const LAZY = Symbol("agentstate lazy open");
+
 export class AgentStateSaver extends BaseCheckpointSaver {
-  /** @type {Database} */
+  /** @type {Database} the database (of a fromConnString saver: once opened) */
   db;
   #ownsDb;
+  /** @type {LazyOpen | undefined} */
+  #lazy;
 
   /**
    * @param {Database} db an open database (AgentStateSaver.open opens one)
    * @param {object} [serde] a LangGraph SerializerProtocol
    */
-  constructor(db, serde, { ownsDb = false } = {}) {
+  constructor(db, serde, { ownsDb = false, [LAZY]: lazy } = {}) {
     super(serde);
-    if (!(db instanceof Database)) throw new TypeError("AgentStateSaver: use AgentStateSaver.open(options) or pass a Database");
-    this.db = db;
+    if (lazy instanceof LazyOpen && db === undefined) {
+      this.#lazy = lazy;
+    } else {
+      if (!(db instanceof Database)) throw new TypeError("AgentStateSaver: use AgentStateSaver.open(options) or pass a Database");
+      this.db = db;
+    }
     this.#ownsDb = ownsDb;
+  }
+
+  // The database for a call: this.db, or (a fromConnString saver's first
+  // calls) the open they share.
+  #conn() {
+    return this.db ?? this.#lazy.get((db) => (this.db = db));
+  }
+
+  #call(method, req, bufs) {
+    const db = this.db;
+    return db ? db.call(method, req, bufs) : this.#conn().then((d) => d.call(method, req, bufs));
   }
 
   // serde.dumpsTyped, with message lists serialised in O(new messages).
@@ -140,9 +161,34 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     return new AgentStateSaver(db, options.serde, { ownsDb: true });
   }
 
-  /** Closes the database if this saver opened it. */
+  /**
+   * A saver on the file at `path` (":memory:": a fresh in-memory database),
+   * made at once, as LangGraph.js's `SqliteSaver.fromConnString` makes one:
+   * the file is opened by the first call that needs it, or by `setup()`,
+   * and an error opening it (a typed AgentStateError, as open's) is thrown
+   * by that call. `options` are open's, without `path`. A wrong argument
+   * (a path that is not a string) is refused here.
+   */
+  static fromConnString(path, options = {}) {
+    const opts = connOptions(path, options, "AgentStateSaver.fromConnString");
+    const lazy = new LazyOpen(() => Database.open(opts), "saver");
+    return new AgentStateSaver(undefined, opts.serde, { ownsDb: true, [LAZY]: lazy });
+  }
+
+  /**
+   * LangGraph's set-up call: opens the file if it is not yet open (open
+   * creates, migrates and verifies it; there is nothing else to set up).
+   * Harmless to call again; on a closed saver it throws CLOSED.
+   */
+  async setup() {
+    const db = await this.#conn();
+    if (db.closed) throw new AgentStateError("agentstate: database is closed", "CLOSED");
+  }
+
+  /** Closes the database if this saver opened it (before its first call: nothing to close). */
   async close() {
-    if (this.#ownsDb) await this.db.close();
+    await this.#lazy?.close();
+    if (this.#ownsDb && this.db) await this.db.close();
   }
 
   // learn: "learn" when the value likely goes on into a graph run that puts
@@ -189,7 +235,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   // Checkpoints older than format 4 kept pending sends as writes to TASKS
   // on their parent; LangGraph expects them as a channel value now.
   async #migratePendingSends(tuple) {
-    const r = await this.db.call("getTuple", { config: wireConfig(tuple.parentConfig, "getTuple") });
+    const r = await this.#call("getTuple", { config: wireConfig(tuple.parentConfig, "getTuple") });
     const sends = [];
     for (const w of r.tuple?.writes ?? []) {
       if (w.channel === TASKS) sends.push(await this.#value(w.value, r.bufs));
@@ -204,7 +250,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const c = config?.configurable;
     if (!c || c.thread_id === undefined || c.thread_id === null || c.thread_id === "") return undefined;
     this.#prefetched = undefined;
-    const r = await this.db.call("getTuple", { config: wireConfig(config, "getTuple"), deltaHistory: true });
+    const r = await this.#call("getTuple", { config: wireConfig(config, "getTuple"), deltaHistory: true });
     if (!r.tuple) return undefined;
     if (r.history) {
       this.#prefetched = { key: cpKey(r.tuple.config, r.tuple.config.checkpoint_id), channels: new Set(r.historyChannels), history: r.history, bufs: r.bufs };
@@ -239,11 +285,11 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       req.before = `${only}\u0000`;
       req.limit = 0;
     }
-    const { cursor } = await this.db.call("list.open", req);
+    const { cursor } = await this.#call("list.open", req);
     let finished = false; // the engine closed the cursor itself
     try {
       for (let more = true; more; ) {
-        const r = await this.db.call("list.next", { cursor, n: only ? 8 : 32 });
+        const r = await this.#call("list.next", { cursor, n: only ? 8 : 32 });
         finished = r.done;
         more = !r.done;
         for (const t of r.tuples) {
@@ -258,7 +304,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
         }
       }
     } finally {
-      if (!finished) await this.db.call("list.close", { cursor }).catch(() => {});
+      if (!finished) await this.#call("list.close", { cursor }).catch(() => {});
     }
   }
 
@@ -347,7 +393,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     const parked = this.#parked.get(key);
     this.#parked.delete(key);
     if (!parked) {
-      const r = await this.db.call("put", req, bufs.list);
+      const r = await this.#call("put", req, bufs.list);
       return lgConfig(r.config);
     }
     const ops = [{ op: "put", req }];
@@ -359,7 +405,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
     }
     let r;
     try {
-      r = await this.db.call("writes.batch", { ops }, bufs.list);
+      r = await this.#call("writes.batch", { ops }, bufs.list);
     } catch (e) {
       for (const w of parked) w.reject(e);
       throw e;
@@ -439,7 +485,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
   async #sendWrites(req, bufs) {
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.db.call("putWrites", req, bufs);
+        await this.#call("putWrites", req, bufs);
         return;
       } catch (e) {
         // Only a missing checkpoint is worth waiting for, and only while
@@ -453,19 +499,19 @@ export class AgentStateSaver extends BaseCheckpointSaver {
 
   async deleteThread(threadId) {
     this.#prefetched = undefined;
-    await this.db.call("deleteThread", { threadId: idString(threadId, "deleteThread: threadId") });
+    await this.#call("deleteThread", { threadId: idString(threadId, "deleteThread: threadId") });
   }
 
   /** Deletes the checkpoints (and their writes) whose metadata run_id is listed. */
   async deleteForRuns(runIds) {
     this.#prefetched = undefined;
-    await this.db.call("deleteForRuns", { runIds: [...runIds].map((r) => idString(r, "deleteForRuns: a run id")) });
+    await this.#call("deleteForRuns", { runIds: [...runIds].map((r) => idString(r, "deleteForRuns: a run id")) });
   }
 
   /** Copies every checkpoint, value and write of a thread to another thread id. */
   async copyThread(sourceThreadId, targetThreadId) {
     this.#prefetched = undefined;
-    await this.db.call("copyThread", {
+    await this.#call("copyThread", {
       src: idString(sourceThreadId, "copyThread: sourceThreadId"),
       dst: idString(targetThreadId, "copyThread: targetThreadId"),
     });
@@ -478,7 +524,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
    */
   async prune(threadIds, strategy = "keep_latest") {
     this.#prefetched = undefined;
-    return this.db.call("prune", { threadIds: [...threadIds].map((t) => idString(t, "prune: a thread id")), strategy });
+    return this.#call("prune", { threadIds: [...threadIds].map((t) => idString(t, "prune: a thread id")), strategy });
   }
 
   /** Served by the engine's parent-link walk and its history cache. */
@@ -494,7 +540,7 @@ export class AgentStateSaver extends BaseCheckpointSaver {
       bufs = pre.bufs;
     } else {
       try {
-        r = await this.db.call("deltaHistory", { config: cfg, channels });
+        r = await this.#call("deltaHistory", { config: cfg, channels });
         bufs = r.bufs;
       } catch (e) {
         if (e.code !== "NOT_FOUND") throw e;
@@ -538,6 +584,6 @@ export class AgentStateSaver extends BaseCheckpointSaver {
 
   /** Storage figures and history-cache counters. */
   async info() {
-    return this.db.info();
+    return (await this.#conn()).info();
   }
 }

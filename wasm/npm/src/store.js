@@ -2,6 +2,7 @@
 import { AsyncBatchedStore, BaseStore, validateNamespace } from "@langchain/langgraph-checkpoint";
 import { idString } from "./args.js";
 import { AgentStateError, Database } from "./engine.js";
+import { LazyOpen, connOptions } from "./lazy.js";
 
 const MINUTE = 60_000;
 
@@ -60,15 +61,47 @@ function forwardTtlThroughBatchedStore() {
   proto.put = forwarding;
 }
 
+// There is no semantic search yet (issue 41): an index given to open, or a
+// query given to search, is refused rather than ignored, since a caller
+// cannot tell unranked items from an answer.
+function noIndex(options, what) {
+  if (options?.index !== undefined && options.index !== null) {
+    throw new AgentStateError(
+      `agentstate: ${what}: the index option (semantic search) is not supported by AgentStateStore yet; open it without index and search with a filter`,
+      "INVALID_ARGUMENT",
+    );
+  }
+}
+
+// Store options as Database.open's: LangGraph's TTLConfig in minutes.
+function storeOpenOptions(options) {
+  const { ttl = {}, index, ...rest } = options;
+  return {
+    ...rest,
+    storeDefaultTtlMs: ttl.defaultTtl !== undefined && ttl.defaultTtl !== null ? ttl.defaultTtl * MINUTE : undefined,
+    storeRefreshOnRead: ttl.refreshOnRead,
+    storeSweepIntervalMs: ttl.sweepIntervalMinutes ? ttl.sweepIntervalMinutes * MINUTE : undefined,
+  };
+}
+
+// The constructor's private way to make a store whose database opens later.
+const LAZY = Symbol("agentstate lazy open");
+
 export class AgentStateStore extends BaseStore {
-  /** @type {Database} */
+  /** @type {Database} the database (of a fromConnString store: once opened) */
   db;
   #ownsDb;
+  /** @type {LazyOpen | undefined} */
+  #lazy;
 
-  constructor(db, { ownsDb = false } = {}) {
+  constructor(db, { ownsDb = false, [LAZY]: lazy } = {}) {
     super();
-    if (!(db instanceof Database)) throw new TypeError("AgentStateStore: use AgentStateStore.open(options) or pass a Database");
-    this.db = db;
+    if (lazy instanceof LazyOpen && db === undefined) {
+      this.#lazy = lazy;
+    } else {
+      if (!(db instanceof Database)) throw new TypeError("AgentStateStore: use AgentStateStore.open(options) or pass a Database");
+      this.db = db;
+    }
     this.#ownsDb = ownsDb;
     forwardTtlThroughBatchedStore();
   }
@@ -77,25 +110,59 @@ export class AgentStateStore extends BaseStore {
    * Opens a store. `options`: `path` (omitted: in memory), and `ttl`:
    * `{ defaultTtl, refreshOnRead, sweepIntervalMinutes }` (minutes, as
    * LangGraph's TTLConfig); plus the other Database.open options. A saver
-   * and a store opened on the same path share one handle.
+   * and a store opened on the same path share one handle. `index` (semantic
+   * search) is not supported yet and is refused (INVALID_ARGUMENT).
    */
   static async open(options = {}) {
-    const { ttl = {}, ...rest } = options;
-    const db = await Database.open({
-      ...rest,
-      storeDefaultTtlMs: ttl.defaultTtl !== undefined && ttl.defaultTtl !== null ? ttl.defaultTtl * MINUTE : undefined,
-      storeRefreshOnRead: ttl.refreshOnRead,
-      storeSweepIntervalMs: ttl.sweepIntervalMinutes ? ttl.sweepIntervalMinutes * MINUTE : undefined,
-    });
+    noIndex(options, "AgentStateStore.open");
+    const db = await Database.open(storeOpenOptions(options));
     return new AgentStateStore(db, { ownsDb: true });
   }
 
+  /**
+   * A store on the file at `path` (":memory:": a fresh in-memory database),
+   * made at once, as LangGraph.js's fromConnString stores and savers are:
+   * the file is opened by the first call that needs it, or by `setup()`,
+   * and an error opening it (a typed AgentStateError, as open's) is thrown
+   * by that call. `options` are open's, without `path`. Wrong arguments (a
+   * path that is not a string, an `index`) are refused here.
+   */
+  static fromConnString(path, options = {}) {
+    const opts = connOptions(path, options, "AgentStateStore.fromConnString");
+    noIndex(opts, "AgentStateStore.fromConnString");
+    const dbOptions = storeOpenOptions(opts);
+    const lazy = new LazyOpen(() => Database.open(dbOptions), "store");
+    return new AgentStateStore(undefined, { ownsDb: true, [LAZY]: lazy });
+  }
+
+  #conn() {
+    return this.db ?? this.#lazy.get((db) => (this.db = db));
+  }
+
+  /**
+   * LangGraph's set-up call: opens the file if it is not yet open (open
+   * creates, migrates and verifies it; there is nothing else to set up).
+   * Harmless to call again; on a closed store it throws CLOSED.
+   */
+  async setup() {
+    const db = await this.#conn();
+    if (db.closed) throw new AgentStateError("agentstate: database is closed", "CLOSED");
+  }
+
+  /** Closes the database if this store opened it (before its first call: nothing to close). */
   async close() {
-    if (this.#ownsDb) await this.db.close();
+    await this.#lazy?.close();
+    if (this.#ownsDb && this.db) await this.db.close();
   }
 
   #op(op) {
     if ("namespacePrefix" in op) {
+      if (op.query !== undefined && op.query !== null && op.query !== "") {
+        throw new AgentStateError(
+          "agentstate: search with a query needs an index (semantic search): this store has no index; search with a filter instead",
+          "INVALID_ARGUMENT",
+        );
+      }
       return {
         op: "search",
         prefix: namespaceOf(op.namespacePrefix, "search: namespacePrefix"),
@@ -133,7 +200,8 @@ export class AgentStateStore extends BaseStore {
   /** Runs the operations in order, in one transaction. */
   async batch(operations) {
     const ops = operations.map((op) => this.#op(op));
-    const { results } = await this.db.call("store.batch", { ops });
+    const db = this.db ?? (await this.#conn());
+    const { results } = await db.call("store.batch", { ops });
     return results.map((r, i) => {
       switch (ops[i].op) {
         case "get":
@@ -157,13 +225,13 @@ export class AgentStateStore extends BaseStore {
 
   /**
    * Search by namespace prefix and value filter ($eq $ne $gt $gte $lt
-   * $lte), newest first. There is no vector index: `query` is ignored, as
-   * InMemoryStore ignores it without an index.
+   * $lte), newest first. There is no vector index yet: a `query` is
+   * refused (INVALID_ARGUMENT), not answered with unranked items.
    */
   async search(namespacePrefix, options = {}) {
     validateNamespace(namespacePrefix, { allowEmpty: true, allowReservedRoot: true });
-    const { filter, limit = 10, offset = 0, refreshTtl } = options;
-    const [items] = await this.batch([{ namespacePrefix, filter, limit, offset, refreshTtl }]);
+    const { filter, limit = 10, offset = 0, query, refreshTtl } = options;
+    const [items] = await this.batch([{ namespacePrefix, filter, limit, offset, query, refreshTtl }]);
     return items;
   }
 
@@ -178,6 +246,6 @@ export class AgentStateStore extends BaseStore {
 
   /** Deletes every expired item; returns how many. */
   async sweep() {
-    return (await this.db.call("store.sweep")).deleted;
+    return (await (await this.#conn()).call("store.sweep")).deleted;
   }
 }

@@ -4,6 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { jsBlocks, npmInitProject } from "./helpers/readme.js";
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -60,20 +61,20 @@ describe("the tarball, installed as the README says", () => {
     const readme = fs.readFileSync(path.join(pkgDir, "../../README.md"), "utf8");
     const install = readme.split("\n").map((l) => l.trim()).find((l) => l.startsWith("npm install ../agentstate/wasm/npm/"));
     expect(install, "the README's npm install line").toBeDefined();
-    const example = readme.match(/^```js\n([\s\S]*?)^```$/m)[1];
+    const [{ code: example, name }] = jsBlocks(path.join(pkgDir, "../../README.md"));
+    expect(name, "the file the README says to save its example as").toBeDefined();
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-tarball-"));
     try {
       const clone = path.join(tmp, "agentstate/wasm/npm"); // where the README's npm pack leaves it
       fs.mkdirSync(clone, { recursive: true });
       const [packed] = JSON.parse(execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", clone], { cwd: pkgDir, encoding: "utf8" }));
       expect(install).toContain(`../agentstate/wasm/npm/${packed.filename} `);
-      const app = path.join(tmp, "app");
-      fs.mkdirSync(app);
-      fs.writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+      // A project as a new user makes one: npm init -y (CommonJS), beside the clone.
+      const app = npmInitProject(path.join(tmp, "app"));
       const [cmd, ...args] = install.split(/\s+/);
       execFileSync(cmd, [...args, "--prefer-offline", "--no-audit", "--no-fund"], { cwd: app, encoding: "utf8", stdio: "pipe" });
-      fs.writeFileSync(path.join(app, "example.mjs"), example);
-      const out = execFileSync(process.execPath, ["example.mjs"], { cwd: app, encoding: "utf8" }).trim();
+      fs.writeFileSync(path.join(app, name), example);
+      const out = execFileSync(process.execPath, [name], { cwd: app, encoding: "utf8" }).trim();
       expect(out).toBe("2 You said: hi");
       const installed = JSON.parse(fs.readFileSync(path.join(app, "node_modules/langgraph-checkpoint-agentstate/package.json"), "utf8"));
       expect(installed.name).toBe("langgraph-checkpoint-agentstate");

@@ -1,19 +1,29 @@
-// The READMEs' JavaScript blocks run as written: each is saved as a module
-// inside this package (so that "langgraph-checkpoint-agentstate" and the LangGraph.js packages
-// resolve as they do for a user who installed them) and run twice with
-// Node in an empty directory: the second run finds the thread the first
-// one wrote.
+// The READMEs' JavaScript blocks run as a user runs them: each block is
+// saved under the file name its README gives (`save this as agent.mjs`) in a
+// fresh directory set up by `npm init -y` (a CommonJS package.json, as a new
+// user has: a block named `index.js` there fails as it did for one, "Cannot
+// use import statement outside a module"), where the package and the
+// LangGraph.js packages are installed (linked to this package's copies), and
+// run twice with Node: the second run finds the thread the first one wrote.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { jsBlocks, npmInitProject } from "./helpers/readme.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+const pkgDir = path.join(here, "..");
 
-function jsBlocks(file) {
-  const text = fs.readFileSync(file, "utf8");
-  return [...text.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+function freshProject() {
+  const dir = npmInitProject();
+  // `npm install` of the tarball and of @langchain/langgraph and
+  // @langchain/core, as the README says, without the network: links to the
+  // copies this package was built and tested with.
+  const nm = path.join(dir, "node_modules");
+  fs.mkdirSync(nm);
+  fs.symlinkSync(pkgDir, path.join(nm, "langgraph-checkpoint-agentstate"), "junction");
+  fs.symlinkSync(path.join(pkgDir, "node_modules", "@langchain"), path.join(nm, "@langchain"), "junction");
+  return dir;
 }
 
 describe.each([
@@ -24,17 +34,16 @@ describe.each([
   it("has a JavaScript block", () => {
     expect(blocks.length).toBeGreaterThan(0);
   });
-  it.each(blocks.map((b, i) => [i + 1, b]))("block %i runs as written", (_, code) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-readme-"));
-    const script = path.join(here, `.readme-${process.pid}-${Date.now()}.mjs`);
+  it.each(blocks.map((b, i) => [i + 1, b]))("block %i runs as written, saved as the README says in an npm init -y project", (_, { code, name }) => {
+    expect(name, "the README says what file to save the block as").toBeDefined();
+    const dir = freshProject();
     try {
-      fs.writeFileSync(script, code);
-      const run = () => execFileSync(process.execPath, [script], { cwd: dir, encoding: "utf8" }).trim();
+      fs.writeFileSync(path.join(dir, name), code);
+      const run = () => execFileSync(process.execPath, [name], { cwd: dir, encoding: "utf8" }).trim();
       expect(run()).toBe("2 You said: hi");
       expect(run()).toBe("4 You said: hi");
       expect(fs.existsSync(path.join(dir, "agent.db"))).toBe(true);
     } finally {
-      fs.rmSync(script, { force: true });
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 300_000); // each run starts the engine in a new process

@@ -98,6 +98,36 @@ describe("AgentStateStore", () => {
     expect((await store.search(["a"], { limit: 1, offset: 1 })).map((i) => i.key)).toEqual(["two"]);
   });
 
+  // No semantic search yet (issue 41): a query cannot be answered, and
+  // unranked items would look like an answer, so it is refused, naming
+  // what it needs, in search, in a batch and from a graph node.
+  it("refuses a search with a query, naming index, instead of ignoring it", async () => {
+    await store.put(["m"], "a", { text: "likes tea" });
+    const refused = { name: "AgentStateError", code: "INVALID_ARGUMENT", message: expect.stringMatching(/\bindex\b/) };
+    await expect(store.search(["m"], { query: "what does she drink?" })).rejects.toMatchObject(refused);
+    await expect(store.search(["m"], { query: "tea", filter: { text: "likes tea" } })).rejects.toMatchObject(refused);
+    await expect(store.batch([{ namespacePrefix: ["m"], query: "tea", limit: 10, offset: 0 }])).rejects.toMatchObject(refused);
+    const State = new StateSchema({ q: z.string() });
+    const graph = new StateGraph(State)
+      .addNode("recall", async (state, config) => {
+        await config.store.search(["m"], { query: state.q });
+        return {};
+      })
+      .addEdge(START, "recall")
+      .compile({ store });
+    await expect(graph.invoke({ q: "tea" })).rejects.toMatchObject(refused);
+    // Without a query (or with an empty one) search answers as before.
+    expect((await store.search(["m"], { query: "" })).map((i) => i.key)).toEqual(["a"]);
+    expect((await store.search(["m"], { filter: { text: "likes tea" } })).map((i) => i.key)).toEqual(["a"]);
+  });
+
+  it("refuses an index at open instead of ignoring it", async () => {
+    const index = { dims: 3, embeddings: { embedDocuments: async (t) => t.map(() => [0, 0, 1]), embedQuery: async () => [0, 0, 1] }, fields: ["$"] };
+    const err = await AgentStateStore.open({ index }).catch((e) => e);
+    expect(err).toMatchObject({ name: "AgentStateError", code: "INVALID_ARGUMENT", message: expect.stringMatching(/\bindex\b/) });
+    await expect(AgentStateStore.open({ index: {} })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
   it("runs a mixed batch in order", async () => {
     const res = await store.batch([
       { namespace: ["b"], key: "x", value: { a: 1 } },

@@ -82,6 +82,14 @@ export async function main(storage: { exec(query: string, ...bindings: unknown[]
   console.log(item?.value.text, swept, store.db.closed);
   await store.close();
 
+  // LangGraph.js's convention: made at once, opened by setup() or the first call.
+  const lazySaver: AgentStateSaver = AgentStateSaver.fromConnString("agent.db", { mode: "auto" });
+  await lazySaver.setup();
+  await lazySaver.close();
+  const lazyStore: AgentStateStore = AgentStateStore.fromConnString(":memory:", { ttl: { defaultTtl: 5 } });
+  await lazyStore.setup();
+  await lazyStore.close();
+
   try {
     await Database.open({ path: "" });
   } catch (e) {
