@@ -72,8 +72,10 @@ def test_sweeper_thread_stops(db_path):
 
 def test_semantic_search_is_refused_not_ignored():
     with AgentStateStore() as st:
-        with pytest.raises(InvalidArgumentError):
+        with pytest.raises(InvalidArgumentError, match="needs an index"):
             st.search(("x",), query="tea")
+    with pytest.raises(InvalidArgumentError, match="index"):
+        AgentStateStore(index={"dims": 4, "embed": lambda texts: [[0.0] * 4 for _ in texts]})
 
 
 def test_store_and_saver_share_a_file_and_handle_in_a_graph(db_path):

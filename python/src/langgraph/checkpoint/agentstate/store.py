@@ -26,6 +26,8 @@ from .errors import ClosedError, InvalidArgumentError
 from .saver import _DONE, _Done, _Opener
 
 _MINUTE_MS = 60_000.0
+# The npm package's words for the same refusal (wasm/npm/src/store.js).
+_NO_INDEX = "agentstate: search with a query needs an index (semantic search): this store has no index; search with a filter instead"
 
 
 def _dt(s: str) -> datetime:
@@ -74,8 +76,11 @@ class AgentStateStore(BaseStore):
         *,
         db: Database | None = None,
         ttl: TTLConfig | None = None,
+        index: Any = None,
         **options: Any,
     ) -> None:
+        if index is not None:
+            raise InvalidArgumentError("agentstate: index (semantic search) is not supported by AgentStateStore yet; without it, search with a filter")
         if db is not None and (options or path != ":memory:"):
             raise InvalidArgumentError("agentstate: give a path with options, or db, not both")
         self.ttl_config = ttl
@@ -143,9 +148,7 @@ class AgentStateStore(BaseStore):
             return req
         if isinstance(op, SearchOp):
             if op.query:
-                raise InvalidArgumentError(
-                    "agentstate: semantic search (query) is not supported by AgentStateStore; search with a filter instead"
-                )
+                raise InvalidArgumentError(_NO_INDEX)
             req = {
                 "op": "search",
                 "prefix": list(op.namespace_prefix),
