@@ -119,6 +119,7 @@ type openRequest struct {
 	RefreshTTL *bool   `json:"storeRefreshOnRead"`
 	SweepMs    float64 `json:"storeSweepIntervalMs"`
 	AutoRetain *bool   `json:"autoRetain"` // nil: the engine's default (on)
+	Host       string  `json:"host"`       // "python": advice in the Python package's terms; else the npm package's
 }
 
 // Open opens a handle.
@@ -215,8 +216,12 @@ func openErrorForJS(err error, req openRequest, disk bool) error {
 	var mm *engine.ModeMismatchError
 	switch {
 	case errors.As(err, &mm) && mm.Op == "open":
-		msg := fmt.Sprintf(`agentstate: channel mode mismatch: %s was written in %s, not %s; open it with mode: "auto" (the mode the file records) or %s`,
-			name, jsMode(mm.Mode, mm.Every), jsMode(mm.WantMode, mm.WantEvery), jsModeOptions(mm.Mode, mm.Every))
+		auto := `mode: "auto"`
+		if req.Host == "python" {
+			auto = `mode="auto"`
+		}
+		msg := fmt.Sprintf(`agentstate: channel mode mismatch: %s was written in %s, not %s; open it with %s (the mode the file records) or %s`,
+			name, jsMode(mm.Mode, mm.Every), jsMode(mm.WantMode, mm.WantEvery), auto, modeOptions(req.Host, mm.Mode, mm.Every))
 		if disk && !mm.Race {
 			cmd := "agentstate convert " + shellQuote(req.Path) + " --mode " + string(mm.WantMode)
 			if mm.WantMode == channels.ModeDelta {
@@ -226,8 +231,12 @@ func openErrorForJS(err error, req openRequest, disk bool) error {
 		}
 		return &jsAdvice{msg, err}
 	case errors.Is(err, engine.ErrReadOnly) && req.ReadOnly:
-		return &jsAdvice{fmt.Sprintf("agentstate: %s cannot be opened with readOnly: true: it was written by an older agentstate or is empty, "+
-			"and a read-only open does not upgrade or create its schema; open it once without readOnly", name), err}
+		opt, without := "readOnly: true", "readOnly"
+		if req.Host == "python" {
+			opt, without = "read_only=True", "read_only"
+		}
+		return &jsAdvice{fmt.Sprintf("agentstate: %s cannot be opened with %s: it was written by an older agentstate or is empty, "+
+			"and a read-only open does not upgrade or create its schema; open it once without %s", name, opt, without), err}
 	}
 	return err
 }
@@ -239,7 +248,14 @@ func jsMode(mode channels.Mode, every int) string {
 	return string(mode) + " mode"
 }
 
-func jsModeOptions(mode channels.Mode, every int) string {
+// modeOptions is how a host's package spells the open options of a mode.
+func modeOptions(host string, mode channels.Mode, every int) string {
+	if host == "python" {
+		if mode == channels.ModeDelta {
+			return fmt.Sprintf(`mode="delta", every=%d`, every)
+		}
+		return fmt.Sprintf(`mode=%q`, mode)
+	}
 	if mode == channels.ModeDelta {
 		return fmt.Sprintf(`mode: "delta", every: %d`, every)
 	}

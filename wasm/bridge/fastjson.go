@@ -647,5 +647,6 @@ func readOpen(m map[string]any) (r openRequest, err error) {
 	optBool(&r.RefreshTTL, "storeRefreshOnRead")
 	number(&r.SweepMs, "storeSweepIntervalMs")
 	optBool(&r.AutoRetain, "autoRetain")
+	str(&r.Host, "host")
 	return r, err
 }

@@ -4,6 +4,7 @@ saver and the store that use it."""
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 import weakref
 from typing import Any
@@ -85,9 +86,19 @@ class Database:
             req["storeSweepIntervalMs"] = float(store_sweep_interval_minutes) * 60_000
         if auto_retain is not None:
             req["autoRetain"] = bool(auto_retain)
+        req["host"] = "python"  # the engine's advice in this package's terms
         self.path = p
         self._engine = _engine.engine()
-        res, _ = self._engine.call(0, "open", req)
+        try:
+            res, _ = self._engine.call(0, "open", req)
+        except NotAgentStateError as e:
+            if p != ":memory:" and _is_langgraph_sqlite(p):
+                raise NotAgentStateError(
+                    f"{e}\n{p} is a LangGraph SqliteSaver file: copy its threads into an agentstate file with the "
+                    f"agentstate CLI (go install ./cmd/agentstate in a clone of the repository): "
+                    f"agentstate import-langgraph {shlex.quote(p)} {shlex.quote(os.path.splitext(p)[0] + '.agentstate.db')}"
+                ) from None
+            raise
         self._h: int | None = res["h"]
         self.mode: str = res["mode"]
         self.every: int = res["every"]
@@ -151,6 +162,22 @@ def _check_file_path(path: str) -> None:
         return
     if head and head != _SQLITE_MAGIC[: len(head)] or 0 < len(head) < len(_SQLITE_MAGIC):
         raise NotAgentStateError(f"agentstate: {path} is not an SQLite database (it begins {head!r})")
+
+
+def _is_langgraph_sqlite(path: str) -> bool:
+    """Whether path holds the tables of LangGraph's SqliteSaver (read only,
+    the schema alone)."""
+    try:
+        import apsw
+
+        con = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except Exception:  # noqa: BLE001 - no hint then
+        return False
+    return {"checkpoints", "writes"} <= names
 
 
 def _close_handle(engine: _engine.Engine, h: int) -> None:
