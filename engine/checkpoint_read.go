@@ -215,8 +215,42 @@ type ListOptions struct {
 	Limit int
 }
 
-// listPage is how many checkpoints one query of List reads.
-const listPage = 64
+// listPage is how many checkpoints one query of List reads at most, and
+// listFirstPage how many its first query reads. Each later page is sized
+// from the bytes the pages before held, so that a page holds about
+// listPageBytes of values and writes: a long thread of large values
+// (whole message lists of tens of MB each) is read a few checkpoints at a
+// time instead of listPage at once, which ran wasm32's 4 GiB out.
+const (
+	listPage      = 64
+	listFirstPage = 8
+	listPageBytes = 32 << 20
+)
+
+// tupleBytes is what a tuple's values and pending writes hold.
+func tupleBytes(t *Tuple) int {
+	n := 0
+	for _, b := range t.Checkpoint.ChannelValues {
+		n += len(b.Data)
+	}
+	for _, w := range t.PendingWrites {
+		n += len(w.Value.Data)
+	}
+	return n
+}
+
+// nextListPage sizes List's next page from the one it has read.
+func nextListPage(page []Tuple) int {
+	total := 0
+	for i := range page {
+		total += tupleBytes(&page[i])
+	}
+	if total == 0 {
+		return listPage
+	}
+	avg := total / len(page)
+	return max(1, min(listPage, listPageBytes/max(avg, 1)))
+}
 
 // listQuery assembles List's query from constant fragments, chosen by which
 // options are set, so each shape can use its index; every value is bound.
@@ -265,8 +299,9 @@ func (db *DB) List(ctx context.Context, opts ListOptions) iter.Seq2[Tuple, error
 			cursor = &Config{CheckpointID: opts.Before}
 		}
 		left := opts.Limit
+		size := listFirstPage
 		for {
-			n := listPage
+			n := size
 			if opts.Limit > 0 {
 				n = min(n, left)
 			}
@@ -310,6 +345,7 @@ func (db *DB) List(ctx context.Context, opts ListOptions) iter.Seq2[Tuple, error
 			}
 			last := page[len(page)-1].Config
 			cursor = &last
+			size = nextListPage(page)
 		}
 	}
 }

@@ -232,8 +232,14 @@ func opListOpen(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, er
 	return map[string]int{"cursor": h.addCursor(seq)}, nil, nil
 }
 
-// opListNext returns up to n more tuples of a cursor; done reports that the
-// listing is over (the cursor is then gone).
+// listNextBytes bounds the values and writes of one list.next response:
+// past it the response ends early (it holds at least one tuple), so that a
+// long thread of large checkpoints is handed over a few at a time.
+const listNextBytes = 16 << 20
+
+// opListNext returns up to n more tuples of a cursor, fewer once they hold
+// listNextBytes; done reports that the listing is over (the cursor is then
+// gone).
 func opListNext(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		Cursor int `json:"cursor"`
@@ -249,7 +255,8 @@ func opListNext(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, er
 	n := max(r.N, 1)
 	o := &Out{}
 	tuples := []wTuple{}
-	for len(tuples) < n {
+	size := 0
+	for len(tuples) < n && size < listNextBytes {
 		t, err, more := c.next()
 		if !more {
 			h.dropCursor(r.Cursor)
@@ -260,6 +267,12 @@ func opListNext(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, er
 			return nil, nil, err
 		}
 		tuples = append(tuples, o.tuple(t))
+		for _, b := range t.Checkpoint.ChannelValues {
+			size += len(b.Data)
+		}
+		for _, w := range t.PendingWrites {
+			size += len(w.Value.Data)
+		}
 	}
 	return map[string]any{"tuples": tuples, "done": false}, o, nil
 }
