@@ -38,6 +38,15 @@ class Database:
             as puts store large whole values, docs/contract.md §2.5);
             default on, so a delta thread's storage stays linear; False
             keeps every snapshot (N^2/K).
+        shared: live in an SQLite file that other tools' tables share (the
+            one ``deerflow.db`` of DeerFlow's ``database.backend: sqlite``,
+            beside its SQLAlchemy and alembic tables): agentstate's tables
+            and indexes are named ``agentstate_*``, its header is the
+            ``agentstate_header`` table, and the file's header, settings and
+            other tables are left alone (docs/format.md, "Shared files").
+            A file that holds ``agentstate_header`` opens as shared without
+            it; a file of agentstate's own opens as one with it. Not for
+            ``":memory:"``. ``Database.shared`` says what the file is.
     """
 
     def __init__(
@@ -53,6 +62,7 @@ class Database:
         store_refresh_on_read: bool | None = None,
         store_sweep_interval_minutes: float | None = None,
         auto_retain: bool | None = None,
+        shared: bool = False,
     ) -> None:
         if mode is not None and mode not in _MODES:
             raise InvalidArgumentError(f"agentstate: mode must be one of {', '.join(_MODES)} or None, got {mode!r}")
@@ -85,6 +95,8 @@ class Database:
             req["storeSweepIntervalMs"] = float(store_sweep_interval_minutes) * 60_000
         if auto_retain is not None:
             req["autoRetain"] = bool(auto_retain)
+        if shared:
+            req["shared"] = True
         self.path = p
         self._engine = _engine.engine()
         res, _ = self._engine.call(0, "open", req)
@@ -92,6 +104,7 @@ class Database:
         self.mode: str = res["mode"]
         self.every: int = res["every"]
         self.auto_retain: bool = res["autoRetain"]
+        self.shared: bool = bool(res.get("shared", False))
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h)
 
