@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -413,6 +414,29 @@ func TestSharedSQLRewrite(t *testing.T) {
 	} {
 		if got := sharedSQL(c.in); got != c.want {
 			t.Errorf("sharedSQL(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
+// docs/format.md, "Shared files", names every object of ours a shared file
+// holds, so that another tool's migrations can be told to leave them alone.
+func TestSharedFileNamesAreDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/format.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "### Shared files\n")
+	if !ok {
+		t.Fatal(`docs/format.md has no "### Shared files" section`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	shared, err := expectedSharedSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range shared {
+		if !strings.Contains(sec, "`"+name+"`") {
+			t.Errorf("docs/format.md, Shared files, does not name %s %s", shared[name].typ, name)
 		}
 	}
 }
