@@ -13,6 +13,11 @@ from langgraph.checkpoint.agentstate.errors import InvalidOptionError
 
 from test_graph import chat, drive, values
 
+# This module imports sqlite3, so every shared open here warns that this
+# process could reach the file through a second copy of SQLite
+# (test_a_shared_open_warns_when_sqlite3_is_loaded holds the warning).
+pytestmark = pytest.mark.filterwarnings("ignore:agentstate.*shared file:RuntimeWarning")
+
 # Tables shaped like those DeerFlow's models and alembic migrations create
 # (our own text: names, columns and indexes of the kinds they have), among
 # them one named like a table of agentstate's (runs) and the tables of
@@ -173,3 +178,10 @@ def test_the_app_writes_its_tables_while_agentstate_writes(tmp_path):
     assert con.execute("SELECT total_tokens FROM runs WHERE run_id = 'r1'").fetchone() == (42 + n_app,)
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     con.close()
+
+
+def test_a_shared_open_warns_when_sqlite3_is_loaded(tmp_path):
+    path = str(tmp_path / "deerflow.db")
+    make_app_file(path)
+    with pytest.warns(RuntimeWarning, match="two copies of SQLite"):
+        Database(path, shared=True).close()

@@ -4,7 +4,9 @@ saver and the store that use it."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import warnings
 import weakref
 from typing import Any
 
@@ -46,7 +48,13 @@ class Database:
             other tables are left alone (docs/format.md, "Shared files").
             A file that holds ``agentstate_header`` opens as shared without
             it; a file of agentstate's own opens as one with it. Not for
-            ``":memory:"``. ``Database.shared`` says what the file is.
+            ``":memory:"``. ``Database.shared`` says what the file is. The
+            other tool's writers must be other processes: Python's
+            ``sqlite3`` module (SQLAlchemy, aiosqlite) is another copy of
+            SQLite than the package's, and two copies in one process do not
+            lock each other out, so a shared open in a process that has
+            imported ``sqlite3`` warns (``RuntimeWarning``;
+            docs/contract.md 5.1).
     """
 
     def __init__(
@@ -105,6 +113,17 @@ class Database:
         self.every: int = res["every"]
         self.auto_retain: bool = res["autoRetain"]
         self.shared: bool = bool(res.get("shared", False))
+        if self.shared and "sqlite3" in sys.modules:
+            # Two copies of SQLite in one process do not lock each other
+            # out (docs/contract.md 5.1): measured, they lose writes.
+            warnings.warn(
+                f"agentstate: {p} is a shared file and this process has imported Python's sqlite3 module: "
+                "if this process also opens the file through it (SQLAlchemy, aiosqlite), the two copies of "
+                "SQLite do not lock each other out and writes can be lost; open it from another process, "
+                "or keep agentstate in a file of its own (docs/contract.md, 5.1)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h)
 
