@@ -440,3 +440,34 @@ func TestSharedFileNamesAreDocumented(t *testing.T) {
 		}
 	}
 }
+
+// The marker's version is the file's: a newer one is refused as a newer
+// file is; a read-only handle does not create our objects.
+func TestSharedFileMarkerVersionAndReadOnly(t *testing.T) {
+	sqliteOnly(t, "a shared file is an SQLite file")
+	path := newOtherToolFile(t)
+	o := sharedOptions()
+	o.ReadOnly = true
+	if _, err := Open(bg, path, o); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only shared open of a file without our objects: %v, want ErrReadOnly", err)
+	}
+	db, err := Open(bg, path, sharedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	c := rawSQLite(t, path)
+	if _, err := c.Exec(`UPDATE agentstate_header SET schema_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	before := otherToolDump(t, path)
+	for _, o := range []*Options{nil, sharedOptions()} {
+		if _, err := Open(bg, path, o); !errors.Is(err, ErrSchemaTooNew) {
+			t.Fatalf("open of a shared file of schema 99: %v, want ErrSchemaTooNew", err)
+		}
+	}
+	if after := otherToolDump(t, path); after != before {
+		t.Fatal("a refused open changed the file")
+	}
+}
