@@ -196,6 +196,9 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 		return err
 	}
 	if db.opts.ReadOnly {
+		if st.version == 0 && st.objects == 0 && st.shared {
+			return fmt.Errorf("%w: %s holds no agentstate tables yet, and a read-only handle does not create them (a handle opened without Options.ReadOnly does)", ErrReadOnly, db.path)
+		}
 		if st.version == 0 && st.objects == 0 {
 			return fmt.Errorf("%w: %s is empty: it holds no agentstate schema yet, and a read-only handle does not create one (a handle opened without Options.ReadOnly does)", ErrReadOnly, db.path)
 		}
