@@ -31,6 +31,9 @@ type conn struct {
 	// tr translates the engine's SQL (SQLite's dialect) for a server
 	// backend; nil for SQLite, which pays nothing for it.
 	tr func(q string, args []any) (string, []any, error)
+	// shared: a connection to a shared SQLite file (shared.go); tr then
+	// gives our objects their SharedPrefix names.
+	shared bool
 }
 
 func (c *conn) close() error { return c.d.Close() }

@@ -24,6 +24,9 @@ type DB struct {
 	path string
 	b    backend
 	opts Options
+	// shared: the file is a shared SQLite file (shared.go), known once
+	// prepareSchema has read it; every connection dialled after is one.
+	shared bool
 
 	writer  *connPool
 	readers *connPool
@@ -85,6 +88,9 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	}
 	if path == Memory && o.ReadOnly {
 		return nil, fmt.Errorf("%w: ReadOnly makes no sense for a fresh in-memory database", ErrInvalidOption)
+	}
+	if path == Memory && o.SharedFile {
+		return nil, fmt.Errorf("%w: SharedFile makes no sense for a fresh in-memory database: no other tool's tables are in it", ErrInvalidOption)
 	}
 	b, err := openBackend(path, o, sqlFuncs())
 	if err != nil {
@@ -165,6 +171,8 @@ func (db *DB) dial(ctx context.Context, write bool) (*conn, error) {
 	c := &conn{d: d, hc: db.cache, writer: write}
 	if sb := db.server(); sb != nil {
 		c.tr = sb.translate
+	} else if db.shared {
+		c.setShared()
 	}
 	db.all = append(db.all, c)
 	return c, nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // Info reads the schema version, header fields, sizes and the row count of
 // every table. It only reads.
 func (db *DB) Info(ctx context.Context) (admin.Info, error) {
-	in := admin.Info{Path: db.path, Mode: db.opts.Mode, SnapshotEvery: db.opts.SnapshotEvery, Rows: map[string]int64{}}
+	in := admin.Info{Path: db.path, Mode: db.opts.Mode, SnapshotEvery: db.opts.SnapshotEvery, Shared: db.shared, Rows: map[string]int64{}}
 	err := db.read(ctx, func(c *conn) error {
 		v, err := c.queryInt64("PRAGMA user_version")
 		if err != nil {
@@ -87,7 +88,15 @@ func (db *DB) CheckpointWAL(ctx context.Context) (admin.WALStatus, error) {
 // for reuse; Vacuum gives them back to the file system). The rebuilt file
 // goes through the write-ahead log: CheckpointWAL after it says
 // whether the file on disk has shrunk.
+//
+// A shared file (Options.SharedFile) is not vacuumed: VACUUM rebuilds every
+// table of the file, the other tools' too (and may renumber the rowids of
+// theirs that have no INTEGER PRIMARY KEY); its owner runs it, when the
+// other tools can take it (ErrInvalidArgument).
 func (db *DB) Vacuum(ctx context.Context) error {
+	if db.shared {
+		return fmt.Errorf("%w: %s is a shared file: VACUUM would rebuild the other tools' tables too; agentstate leaves that to the file's owner (retention's freed pages are reused without it)", ErrInvalidArgument, db.path)
+	}
 	return db.exclusive(ctx, "VACUUM", nil)
 }
 

@@ -70,7 +70,13 @@ func mustLoadMigrations() []migration {
 // fileState is what the SQLite header and catalogue say about a file.
 type fileState struct {
 	appID, version int64
-	objects        int64 // rows of sqlite_master
+	objects        int64 // rows of sqlite_master (a shared file: ours)
+	// marker: the file holds SharedMarker (a shared file of ours).
+	marker bool
+	// shared: read as a shared file; appID and version are the marker's,
+	// fileAppID the SQLite header's (the other tool's, or 0).
+	shared    bool
+	fileAppID int64
 }
 
 // readFileState reads the header fields and the catalogue in one read
@@ -86,23 +92,61 @@ func readFileState(c *conn) (s fileState, err error) {
 			}
 		}()
 	}
+	if c.shared {
+		return readSharedState(c)
+	}
 	if s.appID, err = c.queryInt64("PRAGMA application_id"); err != nil {
 		return s, err
 	}
 	if s.version, err = c.queryInt64("PRAGMA user_version"); err != nil {
 		return s, err
 	}
-	s.objects, err = c.queryInt64("SELECT count(*) FROM sqlite_master")
+	if s.objects, err = c.queryInt64("SELECT count(*) FROM sqlite_master"); err != nil {
+		return s, err
+	}
+	if s.appID != ApplicationID && s.objects > 0 && c.tr == nil {
+		// Another tool's file: is it one we share (docs/format.md)?
+		var n int64
+		n, err = c.queryInt64(sqlSharedMarked)
+		s.marker = n > 0
+	}
 	return s, err
+}
+
+// sharedLayout reports whether a file in state s (read as a file of its
+// own) is to be opened as a shared file: it carries our marker, or the
+// caller asked for one (wantShared) and the file is not a file of ours.
+func (s fileState) sharedLayout(wantShared bool) bool {
+	return !s.shared && s.appID != ApplicationID && (s.marker || wantShared)
 }
 
 // check refuses files that are not ours or newer than this build.
 func (s fileState) check(path string) error {
+	if s.shared {
+		return s.checkShared(path)
+	}
 	switch {
+	case s.marker:
+		return fmt.Errorf("%w: %s became a shared file (it holds %s) while this handle opened it; open it again", ErrNotAgentstate, path, SharedMarker)
 	case s.appID != 0 && s.appID != ApplicationID:
 		return fmt.Errorf("%w: %s has application id 0x%08x", ErrNotAgentstate, path, s.appID)
 	case s.appID == 0 && s.objects > 0:
-		return fmt.Errorf("%w: %s holds %d schema objects but no agentstate application id", ErrNotAgentstate, path, s.objects)
+		return fmt.Errorf("%w: %s holds %d schema objects but no agentstate application id: another tool's file; to keep agentstate's tables beside its own, open it with Options.SharedFile (Python: shared=True; docs/format.md, \"Shared files\")", ErrNotAgentstate, path, s.objects)
+	case s.version > int64(SchemaVersion):
+		return fmt.Errorf("%w: %s has schema version %d, this build knows up to %d; upgrade agentstate", ErrSchemaTooNew, path, s.version, SchemaVersion)
+	}
+	return nil
+}
+
+// checkShared is check for a file read as shared.
+func (s fileState) checkShared(path string) error {
+	switch {
+	case s.fileAppID == ApplicationID:
+		return fmt.Errorf("%w: %s became an agentstate file of its own while this handle opened it as a shared one; open it again", ErrNotAgentstate, path)
+	case s.objects > 0 && !s.marker:
+		return fmt.Errorf("%w: %s holds %d schema objects named %s* but no %s table: they are not agentstate's", ErrNotAgentstate, path, s.objects, SharedPrefix, SharedMarker)
+	case s.marker && s.appID != ApplicationID:
+		return fmt.Errorf("%w: %s has a %s table with application id 0x%08x", ErrNotAgentstate, path, SharedMarker, s.appID)
 	case s.version > int64(SchemaVersion):
 		return fmt.Errorf("%w: %s has schema version %d, this build knows up to %d; upgrade agentstate", ErrSchemaTooNew, path, s.version, SchemaVersion)
 	}
@@ -122,6 +166,9 @@ func (db *DB) fromBuildImage() bool {
 // two processes opening a fresh file at once create the schema once.
 func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	if sb := db.server(); sb != nil {
+		// A server's schema is agentstate's already (docs/postgresql.md):
+		// SharedFile has nothing to do there.
+		db.opts.SharedFile = false
 		return sb.prepareSchema(ctx, db, w)
 	}
 	restore := w.withCtx(ctx)
@@ -135,10 +182,23 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 	if err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err }); err != nil {
 		return openErr(db.path, wrapErr(ctx, err))
 	}
+	// Options.SharedFile, or our marker in the file, makes this a shared
+	// file; a file of our own stays one whatever the option says.
+	db.opts.SharedFile = st.sharedLayout(db.opts.SharedFile)
+	if db.opts.SharedFile {
+		db.shared = true
+		w.setShared()
+		if err := db.retryBusy(ctx, func() (err error) { st, err = readFileState(w); return err }); err != nil {
+			return openErr(db.path, wrapErr(ctx, err))
+		}
+	}
 	if err := st.check(db.path); err != nil {
 		return err
 	}
 	if db.opts.ReadOnly {
+		if st.version == 0 && st.objects == 0 && st.shared {
+			return fmt.Errorf("%w: %s holds no agentstate tables yet, and a read-only handle does not create them (a handle opened without Options.ReadOnly does)", ErrReadOnly, db.path)
+		}
 		if st.version == 0 && st.objects == 0 {
 			return fmt.Errorf("%w: %s is empty: it holds no agentstate schema yet, and a read-only handle does not create one (a handle opened without Options.ReadOnly does)", ErrReadOnly, db.path)
 		}
@@ -160,7 +220,7 @@ func (db *DB) prepareSchema(ctx context.Context, w *conn) error {
 			return nil
 		}
 	}
-	if st.objects == 0 {
+	if st.objects == 0 && !st.shared {
 		// Only an empty file can take this: retention returns the pages it
 		// frees to the file system (PRAGMA incremental_vacuum), so a file
 		// shrinks without a VACUUM.
@@ -234,7 +294,14 @@ func (db *DB) createSchema(ctx context.Context, w *conn) (created bool, err erro
 // writeFreshSchema writes freshSchema, the history of every migration
 // (applied at now) and the header fields, in w's transaction.
 func writeFreshSchema(w *conn, now time.Time) error {
-	if err := schemaErr(w.d.ExecScript(freshSchema, nil)); err != nil {
+	script := freshSchema
+	if w.shared {
+		if err := w.exec(sqlSharedMarkerCreate); err != nil {
+			return fmt.Errorf("create the marker table: %w", err)
+		}
+		script = sharedSQL(script)
+	}
+	if err := schemaErr(w.d.ExecScript(script, nil)); err != nil {
 		return fmt.Errorf("create the schema: %w", err)
 	}
 	return recordMigrations(w, migrations(), now)
@@ -248,6 +315,10 @@ func recordMigrations(w *conn, ms []migration, now time.Time) error {
 		if err := w.exec(sqlSchemaRecord, m.version, m.name, at); err != nil {
 			return fmt.Errorf("migration %d (%s): record: %w", m.version, m.name, err)
 		}
+	}
+	if w.shared {
+		// The SQLite header is the other tool's: the marker stands for it.
+		return writeSharedHeader(w, ms[len(ms)-1].version)
 	}
 	if err := w.exec(fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {
 		return err
@@ -386,7 +457,11 @@ func sqlName(s string) (name, rest string, ok bool) {
 // preparing, so the check comes first), which makes every migration
 // idempotent; CREATE ... IF NOT EXISTS covers the rest.
 func applyMigration(w *conn, m migration) error {
-	return schemaErr(w.d.ExecScript(m.sql, func(stmt string) (bool, error) {
+	script := m.sql
+	if w.shared {
+		script = sharedSQL(script)
+	}
+	return schemaErr(w.d.ExecScript(script, func(stmt string) (bool, error) {
 		table, column, ok := addColumn(stmt)
 		if !ok {
 			return false, nil
@@ -421,6 +496,28 @@ func readSchema(c *conn) (map[string]schemaObject, error) {
 	})
 	return objs, err
 }
+
+// expectedSharedSchema is expectedSchema as a shared file holds it: the
+// marker table and every object under its SharedPrefix name, each made by
+// the statements a shared file runs.
+var expectedSharedSchema = sync.OnceValues(func() (map[string]schemaObject, error) {
+	d, err := scratchConn()
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{d: d}
+	c.setShared()
+	defer c.close()
+	if err := c.exec(sqlSharedMarkerCreate); err != nil {
+		return nil, err
+	}
+	for _, m := range migrations() {
+		if err := applyMigration(c, m); err != nil {
+			return nil, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return readSchema(c)
+})
 
 // expectedSchema is the schema the migrations create, read off a private
 // in-memory database once per process. A file created fresh and a file

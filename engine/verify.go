@@ -249,7 +249,11 @@ func (v *verifier) schema() error {
 // migrations create: a damaged byte in their SQL text (a column renamed) or
 // a hand-made change makes reads fail or misbehave, so each is a problem.
 func (v *verifier) catalogue() error {
-	want, err := expectedSchema()
+	expected := expectedSchema
+	if v.db.shared {
+		expected = expectedSharedSchema
+	}
+	want, err := expected()
 	if err != nil {
 		return fmt.Errorf("agentstate: internal: build the expected schema: %w", err)
 	}
@@ -272,7 +276,9 @@ func (v *verifier) catalogue() error {
 			if v.unreadable == nil {
 				v.unreadable = map[string]bool{}
 			}
-			v.unreadable[name] = true
+			// The checks name the engine's tables, without a shared
+			// file's prefix.
+			v.unreadable[strings.TrimPrefix(name, sharedPrefixIf(v.db.shared))] = true
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(got)) {

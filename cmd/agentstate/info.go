@@ -52,6 +52,9 @@ func printStats(w io.Writer, st admin.Stats) error {
 	fmt.Fprintf(tw, "path\t%s\n", in.Path)
 	fmt.Fprintf(tw, "schema version\t%d\n", in.SchemaVersion)
 	fmt.Fprintf(tw, "application id\t0x%08x\n", in.ApplicationID)
+	if in.Shared {
+		fmt.Fprintf(tw, "shared file\tyes: agentstate's tables are agentstate_*, the header fields above its agentstate_header table's\n")
+	}
 	if in.Mode == channels.ModeDelta {
 		fmt.Fprintf(tw, "mode\tdelta (K=%d)\n", in.SnapshotEvery)
 	} else {

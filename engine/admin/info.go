@@ -6,9 +6,14 @@ import (
 
 // Info describes the file behind a DB.
 type Info struct {
-	Path          string           `json:"path"`
-	SchemaVersion int              `json:"schema_version"`
-	ApplicationID int64            `json:"application_id"`
+	Path          string `json:"path"`
+	SchemaVersion int    `json:"schema_version"`
+	ApplicationID int64  `json:"application_id"`
+	// Shared: agentstate lives in a file other tools' tables share
+	// (engine.Options.SharedFile); SchemaVersion and ApplicationID are
+	// those of its agentstate_header table, Rows counts only agentstate's
+	// tables (by their agentstate_ names), the sizes are the whole file's.
+	Shared        bool             `json:"shared,omitempty"`
 	Mode          channels.Mode    `json:"mode"`
 	SnapshotEvery int              `json:"snapshot_every"`
 	PageSize      int64            `json:"page_size"`

@@ -114,6 +114,7 @@ type openRequest struct {
 	CacheBytes *int64  `json:"cacheBytes"`
 	ReadConns  int     `json:"readConns"`
 	ReadOnly   bool    `json:"readOnly"`
+	Shared     bool    `json:"shared"` // engine.Options.SharedFile
 	BusyMs     *int64  `json:"busyTimeoutMs"`
 	StoreTTL   float64 `json:"storeDefaultTtlMs"`
 	RefreshTTL *bool   `json:"storeRefreshOnRead"`
@@ -156,6 +157,7 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 		o.BusyTimeout = time.Duration(*req.BusyMs) * time.Millisecond
 	}
 	o.ReadOnly = req.ReadOnly
+	o.SharedFile = req.Shared
 	o.StoreDefaultTTL = time.Duration(req.StoreTTL * float64(time.Millisecond))
 	if req.RefreshTTL != nil {
 		o.StoreRefreshOnRead = *req.RefreshTTL
@@ -191,7 +193,7 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 	// The mode the handle resolved to (the file's, with mode "auto" or no
 	// mode), so that a second open of the same file can be checked.
 	ro := h.db.Options()
-	return map[string]any{"h": id, "mode": ro.Mode, "every": ro.SnapshotEvery, "autoRetain": ro.AutoRetain}, nil, nil
+	return map[string]any{"h": id, "mode": ro.Mode, "every": ro.SnapshotEvery, "autoRetain": ro.AutoRetain, "shared": ro.SharedFile}, nil, nil
 }
 
 // jsAdvice replaces an engine error's text, whose advice names Go options

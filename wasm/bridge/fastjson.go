@@ -642,6 +642,7 @@ func readOpen(m map[string]any) (r openRequest, err error) {
 	optInt64(&r.CacheBytes, "cacheBytes")
 	integer(&r.ReadConns, "readConns")
 	boolean(&r.ReadOnly, "readOnly")
+	boolean(&r.Shared, "shared")
 	optInt64(&r.BusyMs, "busyTimeoutMs")
 	number(&r.StoreTTL, "storeDefaultTtlMs")
 	optBool(&r.RefreshTTL, "storeRefreshOnRead")

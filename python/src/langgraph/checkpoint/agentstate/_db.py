@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import threading
+import warnings
 import weakref
 from typing import Any
 
@@ -39,6 +41,21 @@ class Database:
             as puts store large whole values, docs/contract.md §2.5);
             default on, so a delta thread's storage stays linear; False
             keeps every snapshot (N^2/K).
+        shared: live in an SQLite file that other tools' tables share (the
+            one ``deerflow.db`` of DeerFlow's ``database.backend: sqlite``,
+            beside its SQLAlchemy and alembic tables): agentstate's tables
+            and indexes are named ``agentstate_*``, its header is the
+            ``agentstate_header`` table, and the file's header, settings and
+            other tables are left alone (docs/format.md, "Shared files").
+            A file that holds ``agentstate_header`` opens as shared without
+            it; a file of agentstate's own opens as one with it. Not for
+            ``":memory:"``. ``Database.shared`` says what the file is. The
+            other tool's writers must be other processes: Python's
+            ``sqlite3`` module (SQLAlchemy, aiosqlite) is another copy of
+            SQLite than the package's, and two copies in one process do not
+            lock each other out, so a shared open in a process that has
+            imported ``sqlite3`` warns (``RuntimeWarning``;
+            docs/contract.md 5.1).
     """
 
     def __init__(
@@ -54,6 +71,7 @@ class Database:
         store_refresh_on_read: bool | None = None,
         store_sweep_interval_minutes: float | None = None,
         auto_retain: bool | None = None,
+        shared: bool = False,
     ) -> None:
         if mode is not None and mode not in _MODES:
             raise InvalidArgumentError(f"agentstate: mode must be one of {', '.join(_MODES)} or None, got {mode!r}")
@@ -86,6 +104,8 @@ class Database:
             req["storeSweepIntervalMs"] = float(store_sweep_interval_minutes) * 60_000
         if auto_retain is not None:
             req["autoRetain"] = bool(auto_retain)
+        if shared:
+            req["shared"] = True
         req["host"] = "python"  # the engine's advice in this package's terms
         self.path = p
         self._engine = _engine.engine()
@@ -103,6 +123,18 @@ class Database:
         self.mode: str = res["mode"]
         self.every: int = res["every"]
         self.auto_retain: bool = res["autoRetain"]
+        self.shared: bool = bool(res.get("shared", False))
+        if self.shared and "sqlite3" in sys.modules:
+            # Two copies of SQLite in one process do not lock each other
+            # out (docs/contract.md 5.1): measured, they lose writes.
+            warnings.warn(
+                f"agentstate: {p} is a shared file and this process has imported Python's sqlite3 module: "
+                "if this process also opens the file through it (SQLAlchemy, aiosqlite), the two copies of "
+                "SQLite do not lock each other out and writes can be lost; open it from another process, "
+                "or keep agentstate in a file of its own (docs/contract.md, 5.1)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h)
 
