@@ -152,7 +152,7 @@ def _vfs_fd(db: apsw.Connection, op: int) -> int:
 
 
 class _Conn:
-    __slots__ = ("db", "deadline", "progress", "aux", "path", "ident", "fds", "release")
+    __slots__ = ("db", "deadline", "progress", "aux", "path", "ident", "fds", "wal", "release")
 
     def __init__(self, db: apsw.Connection) -> None:
         self.db = db
@@ -168,6 +168,7 @@ class _Conn:
         self.path = ""
         self.ident: tuple[int, int] | None = None
         self.fds = False
+        self.wal: tuple[int, int, int] | None = None  # the log's (fd, device, inode)
         self.release: Callable[[], None] | None = None
 
     def watch(self, path: str) -> None:
@@ -202,13 +203,23 @@ class _Conn:
         except OSError:
             return ""
         if self.fds:
-            fd = _vfs_fd(self.db, FCNTL_JOURNAL_POINTER)
-            if fd >= 0:
-                try:
-                    if os.fstat(fd).st_nlink == 0:
-                        return f"{self.path}-wal, the write-ahead log of {self.path}, was deleted while open: commits would go to a file nobody else can see and be lost with this process"
-                except OSError:
-                    pass
+            # The log's descriptor is looked up once and kept while it still
+            # names the same file (it is closed only with the connection or
+            # a change of journal mode): one fstat per check.
+            wal = self.wal
+            try:
+                st = os.fstat(wal[0]) if wal else None
+                if st is None or (st.st_dev, st.st_ino) != wal[1:]:
+                    self.wal = None
+                    fd = _vfs_fd(self.db, FCNTL_JOURNAL_POINTER)
+                    if fd < 0:
+                        return ""
+                    st = os.fstat(fd)
+                    self.wal = (fd, st.st_dev, st.st_ino)
+                if st.st_nlink == 0:
+                    return f"{self.path}-wal, the write-ahead log of {self.path}, was deleted while open: commits would go to a file nobody else can see and be lost with this process"
+            except OSError:
+                self.wal = None
         return ""
 
     def evacuate(self) -> None:
