@@ -113,6 +113,8 @@ def _alive(h: dict, host: str) -> str:
     pid = h.get("pid")
     if not h.get("host") or h.get("host") != host or not isinstance(pid, int) or pid <= 0:
         return "unknown"
+    if os.name != "posix":
+        return "unknown"  # as natively: elsewhere liveness is not checked (os.kill would end it)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

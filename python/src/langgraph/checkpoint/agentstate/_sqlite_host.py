@@ -140,6 +140,8 @@ def _encode_row(row) -> bytes:
 def _vfs_fd(db: apsw.Connection, op: int) -> int:
     """The descriptor of the file SQLite has open for op (the database,
     or its write-ahead log), or -1 when it has none."""
+    if os.name != "posix":
+        return -1  # another VFS (win32): its file has no such descriptor
     p = ctypes.c_void_p()
     try:
         if not db.file_control("main", op, ctypes.addressof(p)) or not p.value:
