@@ -473,3 +473,22 @@ def test_the_check_costs_microseconds(tmp_path):
     c.db.close()
     print(f"replaced() check: {per:.2f} µs")
     assert per < 50, per  # a few µs; generous for a loaded CI machine
+
+
+def test_a_lock_held_past_the_busy_timeout_is_a_busy_error(tmp_path):
+    # The engine's ErrBusy has its code (BUSY, as in the npm package) and
+    # class now, not INTERNAL.
+    import apsw
+
+    db = str(tmp_path / "x.db")
+    AgentStateSaver(db).close()
+    other = apsw.Connection(db)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with AgentStateSaver(db, busy_timeout_ms=200) as saver:
+            with pytest.raises(BusyError) as ei:
+                put(saver, "t", 0)
+            assert ei.value.code == "BUSY" and not isinstance(ei.value, HeldError)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
