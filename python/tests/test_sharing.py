@@ -83,10 +83,12 @@ import sys
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.agentstate import AgentStateSaver, AgentStateError
 file, tag, mode, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+import time
+t0 = time.monotonic()
 try:
     saver = AgentStateSaver(file, busy_timeout_ms=30000)
 except AgentStateError as e:
-    print(f"refused {e.code} {type(e).__name__} {e}", flush=True)
+    print(f"refused {e.code} {type(e).__name__} {e} (after {time.monotonic() - t0:.1f} s)", flush=True)
     sys.exit(3)
 print("open", flush=True)
 if mode == "hold":
@@ -350,7 +352,7 @@ def test_mixed_writers_with_kill9(tmp_path, agentstate_cli):
                 if refused:
                     other = "node" if kind == "py" else "python"
                     if kind == "py":
-                        assert refused[0].startswith("refused BUSY HeldError "), refused
+                        assert refused[0].startswith("refused BUSY HeldError "), (refused, [(k, w.lines[:2]) for k, w in writers])
                         stats["refused_py"] += 1
                     else:
                         assert refused[0].startswith("refused BUSY "), refused
@@ -492,3 +494,26 @@ def test_a_lock_held_past_the_busy_timeout_is_a_busy_error(tmp_path):
     finally:
         other.execute("ROLLBACK")
         other.close()
+
+
+def test_an_open_waits_for_a_lock_held_while_it_reads_the_schema(tmp_path):
+    # Another process holds the file (here an exclusive lock; in the mixed
+    # stress a native reader's checkpoint on its last close) while a saver
+    # opens: preparing its first statement reads the schema and was BUSY at
+    # once, the busy timeout not honoured, so a writer failed to open in 0 s.
+    db = str(tmp_path / "x.db")
+    AgentStateSaver(db).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import apsw, sys, time\n"
+         "o = apsw.Connection(sys.argv[1]); o.execute('PRAGMA locking_mode=EXCLUSIVE')\n"
+         "o.execute('BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS other(x); COMMIT')\n"
+         "print('held', flush=True); time.sleep(0.7)", db],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        t0 = time.monotonic()
+        with AgentStateSaver(db, busy_timeout_ms=10000) as saver:
+            put(saver, "t", 0)
+        assert time.monotonic() - t0 >= 0.3  # it waited for the holder
+    finally:
+        holder.wait(30)
