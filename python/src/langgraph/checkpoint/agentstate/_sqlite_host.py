@@ -276,8 +276,9 @@ class SQLiteHost:
         self.cb_arg = 0
         self.cb_cap = 0
         self.cb_res = 0
-        # A KeyboardInterrupt or SystemExit caught in a host function, raised
-        # again when the engine's call returns.
+        # A KeyboardInterrupt or SystemExit caught in a host function, or the
+        # HeldError of an open refused by the sharing protocol (_share),
+        # raised when the engine's call returns.
         self.pending: BaseException | None = None
 
     # ---- memory
