@@ -94,7 +94,7 @@ type HeldError struct {
 // Holder is a process that has a database file open, as the record beside
 // the file names it.
 type Holder struct {
-	Runtime string `json:"runtime"`           // "node", "native" or "wasi"
+	Runtime string `json:"runtime"`           // "node", "native", "wasi" or "python"
 	PID     int    `json:"pid,omitempty"`     // 0 when not recorded
 	Host    string `json:"host,omitempty"`    // the host name it runs on
 	Since   string `json:"since,omitempty"`   // when it opened the file (RFC 3339)

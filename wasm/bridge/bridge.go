@@ -62,6 +62,8 @@ var errorCodes = []struct {
 	{engine.ErrSchemaTooNew, "SCHEMA_TOO_NEW"},
 	{engine.ErrNotAgentstate, "NOT_AGENTSTATE"},
 	{engine.ErrCorrupt, "CORRUPT"},
+	{engine.ErrFileReplaced, "FILE_REPLACED"},
+	{engine.ErrBusy, "BUSY"},
 	{context.Canceled, "CANCELED"},
 	{context.DeadlineExceeded, "TIMEOUT"},
 }

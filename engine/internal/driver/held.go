@@ -13,7 +13,7 @@ import (
 // Holder is a process that has a database file open, as its registration
 // file records it.
 type Holder struct {
-	Runtime string `json:"runtime"` // "node", "native" or "wasi"
+	Runtime string `json:"runtime"` // "node", "native", "wasi" or "python"
 	PID     int    `json:"pid,omitempty"`
 	Host    string `json:"host,omitempty"`
 	Since   string `json:"since,omitempty"`

@@ -28,6 +28,7 @@ const (
 	codeNotADB    = 26
 
 	extIOErrData        = codeIOErr | 32<<8
+	extReadOnlyDBMoved  = codeReadOnly | 4<<8
 	extConstrPrimaryKey = codeConstr | 6<<8
 	extConstrUnique     = codeConstr | 8<<8
 )
@@ -104,6 +105,11 @@ func classify(se sqlError) error {
 		kind = driver.ErrCorrupt
 	case err.Code == codeFull:
 		kind = driver.ErrFull
+	// SQLite's own code for a write to a file that moved; the Python host
+	// also returns it when a write transaction finds its file deleted or
+	// replaced, or its write-ahead log deleted.
+	case err.Extended == extReadOnlyDBMoved:
+		kind = driver.ErrReplaced
 	case err.Code == codeReadOnly:
 		kind = driver.ErrReadOnly
 	case err.Code == codeNoMem:

@@ -171,17 +171,45 @@ func (c *Conn) prepare(q string) (*stmt, error) {
 
 // prepareText prepares the first statement of q; tail is how many bytes
 // of q it took. A nil statement without error: q held only comments.
+//
+// Preparing reads the schema when the connection has not read it yet (its
+// first statement, or after another process changed it), which takes a
+// read lock: another process may hold the file then (a checkpoint on its
+// last close, a WAL recovery). With no busy handler in the host, that
+// fails at once, so it is retried like a busy statement (run), up to the
+// busy timeout; preparing holds nothing, so it may always run again.
 func (c *Conn) prepareText(q string, buf []byte) (*stmt, int, error) {
-	if err := c.done(); err != nil {
-		return nil, 0, interrupted(err)
-	}
 	if len(buf) < len(q) {
 		buf = make([]byte, len(q))
 	}
-	copy(buf, q)
-	r := hostPrepare(c.id, buf, len(q))
-	if r < 0 {
-		return nil, 0, classify(decodeError(buf))
+	var start time.Time
+	wait := time.Millisecond
+	var r int
+	for {
+		if err := c.done(); err != nil {
+			return nil, 0, interrupted(err)
+		}
+		copy(buf, q)
+		r = hostPrepare(c.id, buf, len(q))
+		if r >= 0 {
+			break
+		}
+		e := decodeError(buf)
+		if e.code&0xff != codeBusy && e.code&0xff != codeLocked {
+			return nil, 0, classify(e)
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		if time.Since(start) >= c.busy {
+			return nil, 0, classify(e)
+		}
+		select {
+		case <-time.After(min(wait, c.busy-time.Since(start))):
+		case <-c.ctx.Done():
+			return nil, 0, interrupted(c.ctx.Err())
+		}
+		wait = min(wait*2, 50*time.Millisecond)
 	}
 	le := binary.LittleEndian
 	tail := int(int32(le.Uint32(buf[4:])))

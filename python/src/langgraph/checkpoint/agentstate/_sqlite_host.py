@@ -18,12 +18,16 @@ each other inside one call.
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 import time
 from collections import OrderedDict
 from typing import Any, Callable
 
 import apsw
+
+from . import _share
+from .errors import HeldError
 
 HEADER = 32
 FIRST_ROW = 1
@@ -33,8 +37,20 @@ PROGRESS_OPS = 1000
 SQLITE_ERROR = 1
 SQLITE_NOMEM = 7
 SQLITE_INTERRUPT = 9
+SQLITE_READONLY = 8
 SQLITE_IOERR = 10
+SQLITE_CANTOPEN = 14
 SQLITE_MISUSE = 21
+# The extended code SQLite itself gives a write to a file that moved: the
+# engine's driver reads it as ErrReplaced (engine.ErrFileReplaced).
+SQLITE_READONLY_DBMOVED = SQLITE_READONLY | 4 << 8
+
+FCNTL_FILE_POINTER = 7
+FCNTL_JOURNAL_POINTER = 28
+# The file descriptor of the unix VFS's file (struct unixFile: pMethod,
+# pVfs, pInode, then int h), checked against the path at open before it is
+# trusted.
+_FD_OFFSET = 3 * ctypes.sizeof(ctypes.c_void_p)
 
 _I64 = struct.Struct("<q")
 _F64 = struct.Struct("<d")
@@ -121,8 +137,24 @@ def _encode_row(row) -> bytes:
     return b"".join(parts)
 
 
+def _vfs_fd(db: apsw.Connection, op: int) -> int:
+    """The descriptor of the file SQLite has open for op (the database,
+    or its write-ahead log), or -1 when it has none."""
+    if os.name != "posix":
+        return -1  # another VFS (win32): its file has no such descriptor
+    p = ctypes.c_void_p()
+    try:
+        if not db.file_control("main", op, ctypes.addressof(p)) or not p.value:
+            return -1
+    except apsw.Error:
+        return -1
+    if not ctypes.c_void_p.from_address(p.value).value:
+        return -1  # not open
+    return ctypes.c_int.from_address(p.value + _FD_OFFSET).value
+
+
 class _Conn:
-    __slots__ = ("db", "deadline", "progress", "aux")
+    __slots__ = ("db", "deadline", "progress", "aux", "path", "ident", "fds", "wal", "release")
 
     def __init__(self, db: apsw.Connection) -> None:
         self.db = db
@@ -132,14 +164,95 @@ class _Conn:
         # compiled filter), by (function id, that argument): apsw has no
         # sqlite3_set_auxdata, so the host remembers the id, a few at most.
         self.aux: OrderedDict[tuple[int, Any], int] = OrderedDict()
+        # A file opened by path: the path, the open file's (device, inode),
+        # whether the VFS's descriptors can be read (_vfs_fd), and the
+        # function that withdraws this connection's record (_share).
+        self.path = ""
+        self.ident: tuple[int, int] | None = None
+        self.fds = False
+        self.wal: tuple[int, int, int] | None = None  # the log's (fd, device, inode)
+        self.release: Callable[[], None] | None = None
+
+    def watch(self, path: str) -> None:
+        """Records the identity of the file this connection has open, so
+        that replaced() can tell whether it is still the one at path."""
+        self.path = path
+        fd = _vfs_fd(self.db, FCNTL_FILE_POINTER)
+        try:
+            pi = os.stat(path)
+            if fd >= 0:
+                fi = os.fstat(fd)
+                if (fi.st_dev, fi.st_ino) == (pi.st_dev, pi.st_ino):
+                    self.fds = True
+        except OSError:
+            return  # no file to watch (it could not be checked): never replaced
+        self.ident = (pi.st_dev, pi.st_ino)
+
+    def replaced(self) -> str:
+        """Why this connection's file is no longer the one at its path (it
+        was deleted, another file moved over it, or its write-ahead log was
+        deleted), or "" while it is: one stat of the path and one fstat of
+        the log, a few µs. A check that cannot be made passes."""
+        ident = self.ident
+        if ident is None:
+            return ""
+        try:
+            st = os.stat(self.path)
+            if (st.st_dev, st.st_ino) != ident:
+                raise FileNotFoundError
+        except FileNotFoundError:
+            return f"{self.path} was deleted, or another file was moved over it, after it was opened"
+        except OSError:
+            return ""
+        if self.fds:
+            # The log's descriptor is looked up once and kept while it still
+            # names the same file (it is closed only with the connection or
+            # a change of journal mode): one fstat per check.
+            wal = self.wal
+            try:
+                st = os.fstat(wal[0]) if wal else None
+                if st is None or (st.st_dev, st.st_ino) != wal[1:]:
+                    self.wal = None
+                    fd = _vfs_fd(self.db, FCNTL_JOURNAL_POINTER)
+                    if fd < 0:
+                        return ""
+                    st = os.fstat(fd)
+                    self.wal = (fd, st.st_dev, st.st_ino)
+                if st.st_nlink == 0:
+                    return f"{self.path}-wal, the write-ahead log of {self.path}, was deleted while open: commits would go to a file nobody else can see and be lost with this process"
+            except OSError:
+                self.wal = None
+        return ""
+
+    def evacuate(self) -> None:
+        """Runs when the file was found deleted or replaced: the commits in
+        the write-ahead log belong to the file this connection has open, but
+        the log is found by name, so the file now at the name would take
+        them for its own. They are copied into the file they belong to
+        (wherever it went) and the log emptied; other connections get a
+        second to finish their reads (the engine's driver does the same)."""
+        db = self.db
+        try:
+            db.set_busy_timeout(1000)
+            try:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                db.set_busy_timeout(0)
+        except apsw.Error:
+            pass
 
 
 class _Stmt:
-    __slots__ = ("conn", "sql", "cursor", "rows", "pending")
+    __slots__ = ("conn", "sql", "cursor", "rows", "pending", "write")
 
     def __init__(self, conn: _Conn, sql: str) -> None:
         self.conn = conn
         self.sql = sql
+        # 1: a write transaction begins (BEGIN IMMEDIATE, the driver's
+        # Begin); 2: a VACUUM. Each first checks that the file is still the
+        # one at its path (_Conn.replaced).
+        head = sql.lstrip()[:15].upper()
+        self.write = 1 if head.startswith("BEGIN IMMEDIATE") else 2 if head.startswith("VACUUM") else 0
         self.cursor: apsw.Cursor | None = None
         self.rows = None  # the iterator of a running statement
         self.pending: tuple | None = None  # a row read but not yet sent
@@ -163,8 +276,9 @@ class SQLiteHost:
         self.cb_arg = 0
         self.cb_cap = 0
         self.cb_res = 0
-        # A KeyboardInterrupt or SystemExit caught in a host function, raised
-        # again when the engine's call returns.
+        # A KeyboardInterrupt or SystemExit caught in a host function, or the
+        # HeldError of an open refused by the sharing protocol (_share),
+        # raised when the engine's call returns.
         self.pending: BaseException | None = None
 
     # ---- memory
@@ -257,14 +371,35 @@ class SQLiteHost:
     # ---- the imports
 
     def open(self, name_p, name_n, flags, vfs_p, vfs_n, buf, cap) -> int:
+        release = None
         try:
             name = self._read(name_p, name_n).decode("utf-8")
             vfs = self._read(vfs_p, vfs_n).decode("utf-8") if vfs_n else None
+            by_path = _share.by_path(name)
+            if by_path:
+                # A Node process cannot take SQLite's locks: it and this one
+                # take turns on the file by records beside it (_share).
+                try:
+                    release = _share.register(name)
+                except HeldError as e:
+                    # Raised as it is once the engine's call returns; the
+                    # engine sees a file it cannot open.
+                    if self.pending is None:
+                        self.pending = e
+                    return self._error(buf, cap, SQLITE_CANTOPEN, SQLITE_CANTOPEN, str(e))
+                except OSError as e:
+                    return self._error(buf, cap, SQLITE_CANTOPEN, SQLITE_CANTOPEN, f"agentstate: register in {name}.natives: {e}")
             db = apsw.Connection(name, flags=flags, vfs=vfs) if vfs else apsw.Connection(name, flags=flags)
+            c = _Conn(db)
+            c.release = release
+            if by_path and not vfs:
+                c.watch(name)
         except BaseException as e:  # noqa: BLE001 - every failure goes back as an SQLite error
+            if release is not None:
+                release()
             return self._exc(buf, cap, e)
         self._next_conn += 1
-        self.conns[self._next_conn] = _Conn(db)
+        self.conns[self._next_conn] = c
         return self._next_conn
 
     def close(self, conn) -> None:
@@ -274,9 +409,17 @@ class SQLiteHost:
         for sid in [k for k, s in self.stmts.items() if s.conn is c]:
             self.stmts.pop(sid, None)
         try:
-            c.db.close(True)
-        except apsw.Error:
-            pass
+            if c.replaced():
+                # SQLite itself does not checkpoint a moved file on close.
+                c.evacuate()
+        finally:
+            try:
+                c.db.close(True)
+            except apsw.Error:
+                pass
+            if c.release is not None:
+                c.release()
+                c.release = None
 
     def prepare(self, conn, buf, cap, sql_len) -> int:
         c = self.conns.get(conn)
@@ -331,6 +474,8 @@ class SQLiteHost:
             cur = s.cursor
             if cur is None:
                 cur = s.cursor = c.db.cursor()
+            if s.write and c.ident is not None:
+                return self._run_write(s, cur, buf, cap)
             cur.execute(s.sql, args)
             if flags & DISCARD:
                 for _ in cur:
@@ -341,6 +486,35 @@ class SQLiteHost:
             s.rows = None
             return self._exc(buf, cap, e)
         return self._steps(s, buf, cap, flags)
+
+    def _run_write(self, s: _Stmt, cur: apsw.Cursor, buf, cap) -> int:
+        """BEGIN IMMEDIATE or VACUUM on a file opened by path: refused with
+        READONLY_DBMOVED, before anything is written, when the file is no
+        longer the one at its path (the engine's driver does the same
+        natively), the log's commits first copied into their file."""
+        c = s.conn
+        if s.write == 1:
+            try:
+                cur.execute(s.sql)
+            except apsw.Error as e:
+                # SQLite may notice first, as a bare I/O error.
+                why = c.replaced()
+                if why:
+                    c.evacuate()
+                    return self._error(buf, cap, SQLITE_READONLY, SQLITE_READONLY_DBMOVED, why)
+                return self._exc(buf, cap, e)
+        why = c.replaced()
+        if why:
+            if s.write == 1:
+                try:
+                    c.db.execute("ROLLBACK")
+                except apsw.Error:
+                    pass
+            c.evacuate()
+            return self._error(buf, cap, SQLITE_READONLY, SQLITE_READONLY_DBMOVED, why)
+        if s.write == 2:
+            cur.execute(s.sql)
+        return self._header(buf, c, 0, 0, 0, HEADER)
 
     def next(self, stmt, buf, cap, deadline) -> int:
         s = self.stmts.get(stmt)

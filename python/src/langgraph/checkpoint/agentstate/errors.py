@@ -62,6 +62,40 @@ class TimeoutError_(AgentStateError, TimeoutError):
     code = "TIMEOUT"
 
 
+class BusyError(AgentStateError):
+    """Another connection or process held what the call needed (the write
+    lock past the busy timeout, or the file itself: HeldError). Nothing was
+    written; retry later."""
+
+    code = "BUSY"
+
+
+class HeldError(BusyError):
+    """The file is open in a process that takes turns with this one rather
+    than share SQLite's locks (the npm package in Node): ``holder`` is its
+    record (``runtime``, ``pid``, ``host``, ``since``, ``program``),
+    ``record`` the file beside the database that holds it, ``stale`` true
+    when that process could not be checked (the message then says which
+    file to remove if it is gone). Nothing was written. The npm package
+    reports the same as code BUSY with ``holder`` set."""
+
+    def __init__(self, message: str, code: str | None = None, *, holder: dict | None = None, record: str = "", stale: bool = False) -> None:
+        super().__init__(message, code)
+        self.holder = holder or {}
+        self.record = record
+        self.stale = stale
+
+
+class FileReplacedError(AgentStateError):
+    """The database file was deleted or replaced (another file moved over
+    it, or it moved away), or its write-ahead log deleted, while this
+    handle had it open: every write is refused before writing (the engine's
+    ErrFileReplaced); the log's commits were first copied into the file
+    they belong to. Close the handle and open the path again."""
+
+    code = "FILE_REPLACED"
+
+
 _BY_CODE = {
     c.code: c
     for c in (
@@ -76,6 +110,8 @@ _BY_CODE = {
         NotAgentStateError,
         CorruptError,
         TimeoutError_,
+        BusyError,
+        FileReplacedError,
     )
 }
 
