@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _engine
 from .errors import ClosedError, InvalidArgumentError, NotAgentStateError, NotFoundError
+
+if TYPE_CHECKING:
+    from .records import Events, Runs, Threads
 
 _MODES = ("full", "delta", "auto")
 
@@ -117,6 +120,27 @@ class Database:
     def info(self) -> dict[str, Any]:
         """What ``agentstate info`` shows: schema, mode, sizes, rows."""
         return self.call("info")[0]
+
+    @property
+    def runs(self) -> Runs:
+        """The run records of this database (:class:`.records.Runs`)."""
+        from .records import Runs
+
+        return Runs(self)
+
+    @property
+    def events(self) -> Events:
+        """The event stream of this database (:class:`.records.Events`)."""
+        from .records import Events
+
+        return Events(self)
+
+    @property
+    def threads(self) -> Threads:
+        """The thread records of this database (:class:`.records.Threads`)."""
+        from .records import Threads
+
+        return Threads(self)
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
