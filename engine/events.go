@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/codec"
@@ -237,9 +239,14 @@ func (e Events) insert(c *conn, rows []eventRow) error {
 	for i := range rows {
 		seq++
 		r := &rows[i]
-		r.ev.Seq, r.ev.CreatedAt = seq, fromUS(now)
+		at := now
+		if !r.ev.CreatedAt.IsZero() {
+			// A time the caller recorded (a journal replayed, an import) is kept.
+			at = r.ev.CreatedAt.UnixMicro()
+		}
+		r.ev.Seq, r.ev.CreatedAt = seq, fromUS(at)
 		if err := c.exec(sqlEventInsert, thread, seq, r.ev.RunID, r.ev.EventType, r.ev.Category,
-			r.content, r.metadata, r.taskID, now); err != nil {
+			r.content, r.metadata, r.taskID, at); err != nil {
 			return err
 		}
 	}
@@ -289,6 +296,99 @@ func (e Events) ListMessages(ctx context.Context, threadID string, q records.Mes
 		slices.Reverse(out)
 	}
 	return out, err
+}
+
+// ListRunMessages returns a page of one run's events of category message,
+// in ascending seq order, with the same cursors as ListMessages: the latest
+// Limit, the last Limit before BeforeSeq, or the first Limit after
+// AfterSeq. It is one indexed query.
+func (e Events) ListRunMessages(ctx context.Context, threadID, runID string, q records.MessageQuery) ([]records.Event, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	if err := checkText("run id", runID, maxIDBytes); err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit("messages", q.Limit, 50)
+	if err != nil {
+		return nil, err
+	}
+	sql, args, desc := sqlRunMessagesLatest, []any{threadID, runID, limit}, true
+	switch {
+	case q.BeforeSeq != nil && q.AfterSeq != nil:
+		return nil, fmt.Errorf("%w: messages: give BeforeSeq or AfterSeq, not both", ErrInvalidArgument)
+	case q.BeforeSeq != nil:
+		sql, args = sqlRunMessagesBefore, []any{threadID, runID, *q.BeforeSeq, limit}
+	case q.AfterSeq != nil:
+		sql, args, desc = sqlRunMessagesAfter, []any{threadID, runID, *q.AfterSeq, limit}, false
+	}
+	out, err := e.list(ctx, sql, args, limit)
+	if desc {
+		slices.Reverse(out)
+	}
+	return out, err
+}
+
+// maxVisibleRuns bounds the runs one LastVisibleAISeq call looks at.
+const maxVisibleRuns = 1000
+
+// LastVisibleAISeq returns, for each of runIDs that has one, the seq of its
+// last AI reply a user sees: a message event of type llm.ai.response or
+// ai_message whose metadata "caller" does not begin with "middleware:"
+// (DeerFlow's summaries and other middleware replies are hidden). Runs
+// without one are absent from the map.
+func (e Events) LastVisibleAISeq(ctx context.Context, threadID string, runIDs []string) (map[string]int64, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	if len(runIDs) > maxVisibleRuns {
+		return nil, fmt.Errorf("%w: %d runs, at most %d per call", ErrInvalidArgument, len(runIDs), maxVisibleRuns)
+	}
+	for _, r := range runIDs {
+		if err := checkText("run id", r, maxIDBytes); err != nil {
+			return nil, err
+		}
+	}
+	const page = 64
+	out := make(map[string]int64)
+	err := e.db.read(ctx, func(c *conn) error {
+		for _, run := range runIDs {
+			if _, done := out[run]; done {
+				continue
+			}
+			below := int64(math.MaxInt64)
+			for {
+				n, found := 0, false
+				err := c.query(sqlRunAIReplies, []any{threadID, run, below, page}, func(st row) error {
+					n++
+					if found {
+						return nil
+					}
+					ev, err := scanEvent(st)
+					if err != nil {
+						return err
+					}
+					below = ev.Seq
+					caller, _ := ev.Metadata["caller"].(string)
+					if !strings.HasPrefix(caller, "middleware:") {
+						out[run], found = ev.Seq, true
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if found || n < page {
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ListRunEvents returns a page of one run's events (see RunEventQuery).
