@@ -174,6 +174,17 @@ class Events(_Surface):
         out = self._call("events.put", {"events": lst})["events"]
         return out[0] if one else out
 
+    def put_if_absent(self, event: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Stores one event unless its run already holds an event of its
+        ``event_type``; returns ``(event, created)``: the stored event, or
+        the first one of that type and False. The check and the write are
+        one transaction, serialised with the thread's other writers, in
+        every process."""
+        e = _obj("event", event)
+        _id("event['thread_id']", e.get("thread_id"))
+        r = self._call("events.putIfAbsent", {"event": e})
+        return r["event"], r["created"]
+
     def list_messages(
         self, thread_id: str, *, limit: int | None = None, before_seq: int | None = None, after_seq: int | None = None
     ) -> list[dict[str, Any]]:
@@ -219,6 +230,34 @@ class Events(_Surface):
             ),
         )["events"]
 
+    def list_run_messages(
+        self, thread_id: str, run_id: str, *, limit: int | None = None, before_seq: int | None = None, after_seq: int | None = None
+    ) -> list[dict[str, Any]]:
+        """One run's events of category ``"message"``, oldest first, paged as
+        :meth:`list_messages` pages the thread's."""
+        return self._call(
+            "events.listRunMessages",
+            _strip(
+                {
+                    "thread_id": _id("thread_id", thread_id),
+                    "run_id": _id("run_id", run_id),
+                    "limit": _opt_int("limit", limit),
+                    "before_seq": _opt_int("before_seq", before_seq),
+                    "after_seq": _opt_int("after_seq", after_seq),
+                }
+            ),
+        )["events"]
+
+    def last_visible_ai_seq(self, thread_id: str, run_ids: Any) -> dict[str, int]:
+        """For each run of ``run_ids`` that has one, the seq of its last AI
+        reply a user sees (a message of type ``llm.ai.response`` or
+        ``ai_message`` whose metadata ``caller`` does not begin with
+        ``middleware:``)."""
+        if isinstance(run_ids, str):
+            raise InvalidArgumentError("agentstate: run_ids must be a collection of run ids, not a string")
+        ids = [_id("run id", r) for r in run_ids]
+        return self._call("events.lastVisibleAISeq", {"thread_id": _id("thread_id", thread_id), "run_ids": ids})["seqs"]
+
     def count_messages(self, thread_id: str) -> int:
         return self._call("events.countMessages", {"thread_id": _id("thread_id", thread_id)})["count"]
 
@@ -233,6 +272,9 @@ class Events(_Surface):
         ]
 
     aput = _async_twin(put)
+    aput_if_absent = _async_twin(put_if_absent)
+    alist_run_messages = _async_twin(list_run_messages)
+    alast_visible_ai_seq = _async_twin(last_visible_ai_seq)
     alist_messages = _async_twin(list_messages)
     alist_run_events = _async_twin(list_run_events)
     acount_messages = _async_twin(count_messages)
@@ -310,6 +352,13 @@ class Threads(_Surface):
             ),
         )
 
+    def set_owner(self, owner: Any, thread_id: str, new_owner: str) -> None:
+        """Moves the thread to user ``new_owner`` (repair and migration
+        paths)."""
+        self._call(
+            "threads.setOwner", {**_owner(owner), "thread_id": _id("thread_id", thread_id), "new_owner": _id("new_owner", new_owner)}
+        )
+
     def delete(self, owner: Any, thread_id: str) -> None:
         self._call("threads.delete", {**_owner(owner), "thread_id": _id("thread_id", thread_id)})
 
@@ -317,4 +366,5 @@ class Threads(_Surface):
     aget = _async_twin(get)
     asearch = _async_twin(search)
     aupdate = _async_twin(update)
+    aset_owner = _async_twin(set_owner)
     adelete = _async_twin(delete)
