@@ -16,7 +16,7 @@ import os
 
 from langgraph.checkpoint.agentstate import deerflow as _ours
 
-_WHICH = set(filter(None, os.environ.get("AGENTSTATE_SUBST", "events,runs,threads").split(",")))
+_WHICH = set(filter(None, os.environ.get("AGENTSTATE_SUBST", "events,runs,threads").split(","))) - {"none"}
 
 
 def _taking_any_args(cls: type, name: str) -> type:
@@ -48,3 +48,15 @@ if "runs" in _WHICH:
     _ru = _taking_any_args(_ours.AgentStateRunStore, "SubstRunStore")
     for m in ("deerflow.persistence.run", "deerflow.persistence.run.sql"):
         _replace(m, "RunRepository", _ru)
+
+
+def pytest_report_header(config):
+    import deerflow.persistence.run as run_mod
+    import deerflow.persistence.thread_meta as tm_mod
+    import deerflow.runtime.events.store.memory as ev_mod
+
+    return "agentstate substitution: MemoryRunEventStore=%s ThreadMetaRepository=%s RunRepository=%s" % (
+        ev_mod.MemoryRunEventStore.__name__,
+        tm_mod.ThreadMetaRepository.__name__,
+        run_mod.RunRepository.__name__,
+    )
