@@ -181,3 +181,77 @@ func TestThreadPinnedByDeerFlowsKeyAndSetOwner(t *testing.T) {
 		t.Fatalf("verify: %+v %v", r, err)
 	}
 }
+
+func TestRunCreatedAtModelProgressAndActiveList(t *testing.T) {
+	db, clk := openRec(t, nil)
+	r := db.Runs()
+	old := clk.Now().Add(-time.Hour)
+	c, err := r.Create(rctx, records.NewRun{RunID: "a", ThreadID: "t1", CreatedAt: old})
+	if err != nil || !c.Run.CreatedAt.Equal(old) {
+		t.Fatalf("create: %+v %v", c.Run.CreatedAt, err)
+	}
+	if _, err := r.Create(rctx, records.NewRun{RunID: "b", ThreadID: "t2", Status: records.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Create(rctx, records.NewRun{RunID: "c", ThreadID: "t3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Complete(rctx, "c", records.RunSuccess, "", records.RunTotals{}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(q records.ActiveQuery) []string {
+		runs, err := r.ListActive(rctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, x := range runs {
+			out = append(out, x.RunID)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, ids(records.ActiveQuery{})); diff != "" {
+		t.Fatalf("active (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a"}, ids(records.ActiveQuery{PendingOnly: true})); diff != "" {
+		t.Fatalf("pending (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a"}, ids(records.ActiveQuery{Before: old.Add(time.Minute)})); diff != "" {
+		t.Fatalf("before (-want +got):\n%s", diff)
+	}
+
+	if err := r.SetModelName(rctx, "a", "gpt-x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetModelName(rctx, "zz", "m"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing run: %v", err)
+	}
+	n := func(v int64) *int64 { return &v }
+	s := func(v string) *string { return &v }
+	if err := r.Progress(rctx, "b", records.RunProgress{TotalTokens: n(10), LastAIMessage: s("first"),
+		TokenUsageByModel: map[string]records.ModelTokens{"m": {Total: 10}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Progress(rctx, "b", records.RunProgress{LLMCallCount: n(2)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Get(rctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != records.RunRunning || got.TotalTokens != 10 || got.LLMCallCount != 2 || got.LastAIMessage != "first" || got.TokenUsageByModel["m"].Total != 10 {
+		t.Fatalf("progress kept the omitted fields? %+v", got)
+	}
+	if u, err := r.TokenUsage(rctx, "t2", true); err != nil || u.TotalTokens != 10 {
+		t.Fatalf("usage with active: %+v %v", u, err)
+	}
+	if err := r.Progress(rctx, "c", records.RunProgress{TotalTokens: n(99)}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("ended run: %v", err)
+	}
+	if err := r.Progress(rctx, "b", records.RunProgress{TotalTokens: n(-1)}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("negative: %v", err)
+	}
+	if a, _ := r.Get(rctx, "a"); a.ModelName != "gpt-x" {
+		t.Fatalf("model: %q", a.ModelName)
+	}
+}

@@ -204,6 +204,41 @@ func opRunsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, 
 	return struct{}{}, nil, h.db.Runs().Delete(ctx, r.RunID)
 }
 
+func opRunsSetModelName(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		RunID     string `json:"run_id"`
+		ModelName string `json:"model_name"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Runs().SetModelName(ctx, r.RunID, r.ModelName)
+}
+
+func opRunsProgress(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		RunID    string              `json:"run_id"`
+		Progress records.RunProgress `json:"progress"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Runs().Progress(ctx, r.RunID, r.Progress)
+}
+
+func opRunsListActive(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		PendingOnly bool      `json:"pending_only"`
+		Before      time.Time `json:"before"`
+		Limit       int       `json:"limit"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	runs, err := h.db.Runs().ListActive(ctx, records.ActiveQuery{PendingOnly: r.PendingOnly, Before: r.Before, Limit: r.Limit})
+	return map[string]any{"runs": runs}, nil, err
+}
+
 func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		ThreadID      string `json:"thread_id"`
