@@ -284,3 +284,29 @@ def test_runs_one_active_per_thread_and_completion_never_replaces_an_end(db):
         assert await s.get("r3", user_id=None) is None
 
     run(go())
+
+
+def test_run_progress_model_name_and_recovery_lists(db):
+    s = df.AgentStateRunStore(db=db)
+
+    async def go():
+        await s.put("old", thread_id="t1", user_id=None, created_at="2026-01-01T00:00:00+00:00")
+        await s.put("busy", thread_id="t2", user_id=None, status="running", created_at="2026-01-01T00:00:01")
+        await s.put("done", thread_id="t3", user_id=None, status="success", created_at="2026-01-01T00:00:02+00:00")
+        assert (await s.get("old", user_id=None))["created_at"] == "2026-01-01T00:00:00+00:00"
+        assert [r["run_id"] for r in await s.list_pending()] == ["old"]
+        assert [r["run_id"] for r in await s.list_inflight()] == ["old", "busy"]
+        assert [r["run_id"] for r in await s.list_inflight(before="2026-01-01T00:00:00+00:00")] == ["old"]
+        await s.update_model_name("busy", "  " + "m" * 200)
+        assert (await s.get("busy", user_id=None))["model_name"] == "m" * 128
+        await s.update_model_name("missing", "m")  # no-op
+        await s.update_run_progress("busy", total_tokens=7, last_ai_message="partial")
+        await s.update_run_progress("busy", llm_call_count=1)
+        row = await s.get("busy", user_id=None)
+        assert (row["status"], row["total_tokens"], row["llm_call_count"], row["last_ai_message"]) == ("running", 7, 1, "partial")
+        assert (await s.aggregate_tokens_by_thread("t2", include_active=True))["total_tokens"] == 7
+        assert (await s.aggregate_tokens_by_thread("t2"))["total_tokens"] == 0
+        await s.update_run_progress("done", total_tokens=99)  # an ended run keeps its totals
+        assert (await s.get("done", user_id=None))["total_tokens"] == 0
+
+    run(go())

@@ -631,6 +631,21 @@ def _jsonable(v: Any) -> Any:
 _TERMINAL = ("success", "error", "timeout", "interrupted")
 
 
+def _model_name(v: Any) -> str | None:
+    """DeerFlow's normalisation: text, stripped, at most 128 characters."""
+    if v is None:
+        return None
+    return str(v).strip()[:128]
+
+
+def _progress_in(**fields: Any) -> dict[str, Any]:
+    out = {k: v for k, v in fields.items() if v is not None and k != "token_usage_by_model"}
+    by_model = fields.get("token_usage_by_model")
+    if by_model is not None:
+        out["token_usage_by_model"] = _by_model_in(by_model) or {}
+    return out
+
+
 class AgentStateRunStore(_OnDatabase):
     """DeerFlow's ``RunStore``, in part, on the engine's run records: at most
     one pending or running run per thread (the database keeps it across
@@ -694,11 +709,12 @@ class AgentStateRunStore(_OnDatabase):
             "thread_id": thread_id,
             "assistant_id": assistant_id,
             "user_id": user,
-            "model_name": None if model_name is None else str(model_name)[:128],
+            "model_name": _model_name(model_name),
             "multitask_strategy": multitask_strategy,
             "metadata": _jsonable(metadata) or None,
             "kwargs": _jsonable(kwargs) or None,
             "idempotency_key": idempotency_key,
+            "created_at": _rfc3339("created_at", created_at),
         }
         await _to_thread(self._put_sync, {k: v for k, v in run.items() if v is not None}, status, error)
 
@@ -771,6 +787,11 @@ class AgentStateRunStore(_OnDatabase):
 
     def _complete_sync(self, run_id: str, status: str, error: Any, totals: dict[str, Any]) -> bool:
         try:
+            if status in ("pending", "running"):
+                # totals of a run still going: a snapshot, its status kept
+                # (refused, False, once it has ended)
+                self._runs.progress(run_id, totals)
+                return True
             self._runs.complete(run_id, status, error=error or "", totals=totals)
         except (NotFoundError, ConflictError):
             return False
@@ -827,16 +848,71 @@ class AgentStateRunStore(_OnDatabase):
     async def aggregate_tokens_by_thread(self, thread_id: str, *, include_active: bool = False) -> dict[str, Any]:
         return await _to_thread(self._aggregate_sync, thread_id, bool(include_active))
 
-    # Not mapped yet: the engine's leases and admission differ (see class doc).
+    def _model_sync(self, run_id: str, name: str) -> None:
+        try:
+            self._runs.set_model_name(run_id, name)
+        except NotFoundError:
+            pass
 
     async def update_model_name(self, run_id: str, model_name: str | None) -> None:
-        raise NotImplementedError("agentstate: RunStore.update_model_name is not mapped yet (docs/deerflow.md)")
+        """Sets the run's model (stripped, at most 128 characters; None
+        clears it). A missing run is a no-op."""
+        await _to_thread(self._model_sync, run_id, _model_name(model_name) or "")
+
+    def _progress_sync(self, run_id: str, p: dict[str, Any]) -> None:
+        try:
+            self._runs.progress(run_id, p)
+        except (NotFoundError, ConflictError):
+            pass  # best effort: a run that ended keeps its final totals
+
+    async def update_run_progress(
+        self,
+        run_id: str,
+        *,
+        total_input_tokens: int | None = None,
+        total_output_tokens: int | None = None,
+        total_tokens: int | None = None,
+        llm_call_count: int | None = None,
+        lead_agent_tokens: int | None = None,
+        subagent_tokens: int | None = None,
+        middleware_tokens: int | None = None,
+        token_usage_by_model: dict[str, dict[str, int]] | None = None,
+        message_count: int | None = None,
+        last_ai_message: str | None = None,
+        first_human_message: str | None = None,
+    ) -> None:
+        """A running snapshot of an active run's totals; omitted fields keep
+        their values, the status is kept, an ended run is left alone."""
+        p = _progress_in(
+            total_input_tokens=total_input_tokens,
+            total_output_tokens=total_output_tokens,
+            total_tokens=total_tokens,
+            llm_call_count=llm_call_count,
+            lead_agent_tokens=lead_agent_tokens,
+            subagent_tokens=subagent_tokens,
+            middleware_tokens=middleware_tokens,
+            token_usage_by_model=token_usage_by_model,
+            message_count=message_count,
+            last_ai_message=last_ai_message,
+            first_human_message=first_human_message,
+        )
+        await _to_thread(self._progress_sync, run_id, p)
+
+    def _active_sync(self, pending_only: bool, before: Any) -> list[dict[str, Any]]:
+        # at most 1000 (the engine's page): a thread has one active run, so
+        # this is 1000 threads busy at once
+        at = _rfc3339("before", before) or datetime.now(timezone.utc).isoformat()
+        return [_run_out(r) for r in self._runs.list_active(pending_only=pending_only, before=at, limit=1000)]
 
     async def list_pending(self, *, before: str | None = None) -> list[dict[str, Any]]:
-        raise NotImplementedError("agentstate: RunStore.list_pending is not mapped yet (docs/deerflow.md)")
+        """Pending runs of every thread created at or before ``before``
+        (default now), oldest first."""
+        return await _to_thread(self._active_sync, True, before)
 
     async def list_inflight(self, *, before: str | None = None) -> list[dict[str, Any]]:
-        raise NotImplementedError("agentstate: RunStore.list_inflight is not mapped yet (docs/deerflow.md)")
+        """Pending and running runs of every thread created at or before
+        ``before`` (default now), oldest first."""
+        return await _to_thread(self._active_sync, False, before)
 
     async def update_lease(self, run_id: str, *, owner_worker_id: str, lease_expires_at: str) -> bool:
         raise NotImplementedError("agentstate: RunStore leases are the engine's own (docs/deerflow.md)")

@@ -147,9 +147,31 @@ class Runs(_Surface):
         running ones too)."""
         return self._call("runs.tokenUsage", {"thread_id": _id("thread_id", thread_id), "include_active": bool(include_active)})["usage"]
 
+    def set_model_name(self, run_id: str, model_name: str) -> None:
+        """Sets the model a run uses; NotFoundError when there is no run."""
+        if not isinstance(model_name, str):
+            raise InvalidArgumentError(f"agentstate: model_name must be a str, got {model_name!r}")
+        self._call("runs.setModelName", {"run_id": _id("run_id", run_id), "model_name": model_name})
+
+    def progress(self, run_id: str, progress: dict[str, Any]) -> None:
+        """Records a running snapshot of an active run's totals (the keys of
+        ``complete``'s totals; a key left out keeps its value).
+        ConflictError once the run has ended."""
+        self._call("runs.progress", {"run_id": _id("run_id", run_id), "progress": _strip(_obj("progress", progress))})
+
+    def list_active(self, *, pending_only: bool = False, before: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """The active runs of every thread (with ``pending_only``, the pending
+        ones), created at or before ``before`` (RFC 3339), oldest first."""
+        return self._call(
+            "runs.listActive", _strip({"pending_only": bool(pending_only), "before": before, "limit": _opt_int("limit", limit)})
+        )["runs"]
+
     acreate = _async_twin(create)
     aget = _async_twin(get)
     alist = _async_twin(list)
+    aset_model_name = _async_twin(set_model_name)
+    aprogress = _async_twin(progress)
+    alist_active = _async_twin(list_active)
     aset_status = _async_twin(set_status)
     acomplete = _async_twin(complete)
     adelete = _async_twin(delete)
