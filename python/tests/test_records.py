@@ -169,3 +169,28 @@ def test_closed_database_refuses_record_calls():
     d.close()
     with pytest.raises(ClosedError):
         runs.list("t1")
+
+
+def test_a_database_collected_during_another_call_leaves_its_answer_alone(monkeypatch):
+    # The record stores of DeerFlow's tests open a Database each and never
+    # close it; the collector finalizes them whenever it runs, also in the
+    # middle of another handle's engine call on the same thread.
+    from langgraph.checkpoint.agentstate import _engine
+
+    a = Database()
+    a.events.put({"thread_id": "t", "run_id": "r", "event_type": "e", "category": "message"})
+    b = Database()
+    orig = _engine._decode_result
+    fired = []
+
+    def decode(out):
+        if not fired:
+            fired.append(1)
+            b._finalizer()  # what collecting an unreachable Database does
+        return orig(out)
+
+    monkeypatch.setattr(_engine, "_decode_result", decode)
+    assert a.events.count_messages("t") == 1
+    monkeypatch.setattr(_engine, "_decode_result", orig)
+    assert fired and a.events.count_messages("t") == 1
+    a.close()

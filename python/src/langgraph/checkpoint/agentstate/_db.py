@@ -178,6 +178,21 @@ def _check_file_path(path: str) -> None:
 
 
 def _close_handle(engine: _engine.Engine, h: int) -> None:
+    # The garbage collector runs finalizers at any allocation, also inside an
+    # engine call on this thread (which holds the engine's reentrant lock):
+    # a close made there would overwrite that call's buffers and answer. It
+    # is made from another thread instead, once the call has released the lock.
+    owned = getattr(engine.lock, "_is_owned", None)
+    if owned is not None and owned():
+        try:
+            threading.Thread(target=_close_now, args=(engine, h), daemon=True).start()
+        except RuntimeError:  # the interpreter is exiting: the process frees it
+            pass
+        return
+    _close_now(engine, h)
+
+
+def _close_now(engine: _engine.Engine, h: int) -> None:
     try:
         engine.call(h, "close")
     except Exception:  # noqa: BLE001 - at exit or collection: nothing to report to
