@@ -193,8 +193,9 @@ def test_auto_reads_the_request_user_and_refuses_without_one(db):
             df.current_user_id.reset(token)
         assert (await s.get("t1", user_id="alice"))["user_id"] == "alice"
 
-    if df._DFAutoSentinel is None:
-        run(go())
+    if df._DFAutoSentinel is not None:
+        pytest.skip("DeerFlow is importable here: AUTO is its sentinel, read from its own request context")
+    run(go())
 
 
 def test_search_pins_first_and_compares_types(db):
