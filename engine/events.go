@@ -19,10 +19,24 @@ import (
 // RunEventStore): messages, traces, middleware records, outputs, errors.
 // Get one with DB.Events; it only holds the handle. A thread's seq numbers
 // increase strictly and never repeat, across processes sharing the file.
-type Events struct{ db *DB }
+type Events struct {
+	db *DB
+	// traceLimit, when not 0, replaces Options.TraceContentLimit for the
+	// puts of this value (WithTraceContentLimit).
+	traceLimit int
+}
+
+// WithTraceContentLimit returns the event surface with its own bound, in
+// UTF-8 bytes, on the content of trace events (DeerFlow's per-store
+// run_events.max_trace_content); 0 keeps Options.TraceContentLimit, a
+// negative limit is refused when events are put.
+func (e Events) WithTraceContentLimit(limit int) Events {
+	e.traceLimit = limit
+	return e
+}
 
 // Events returns the event surface of db.
-func (db *DB) Events() Events { return Events{db} }
+func (db *DB) Events() Events { return Events{db: db} }
 
 const (
 	maxEventTypeChars = 32
@@ -102,6 +116,13 @@ func (e Events) PutIfAbsent(ctx context.Context, ev records.Event) (records.Even
 
 // prepare validates and encodes a batch; it never changes the callers' maps.
 func (e Events) prepare(evs []records.Event) ([]eventRow, error) {
+	limit := e.db.opts.TraceContentLimit
+	if e.traceLimit < 0 {
+		return nil, fmt.Errorf("%w: trace content limit %d is negative", ErrInvalidArgument, e.traceLimit)
+	}
+	if e.traceLimit > 0 {
+		limit = e.traceLimit
+	}
 	rows := make([]eventRow, len(evs))
 	budget := callBudget{what: "the event batch"}
 	for i, ev := range evs {
@@ -118,9 +139,9 @@ func (e Events) prepare(evs []records.Event) ([]eventRow, error) {
 		if len(evs) > 1 {
 			what = fmt.Sprintf("event %d", i)
 		}
-		if ev.Category == records.CategoryTrace && e.db.opts.TraceContentLimit > 0 {
+		if ev.Category == records.CategoryTrace && limit > 0 {
 			var err error
-			if ev.Content, ev.Metadata, err = cutTrace(ev.Content, ev.Metadata, e.db.opts.TraceContentLimit); err != nil {
+			if ev.Content, ev.Metadata, err = cutTrace(ev.Content, ev.Metadata, limit); err != nil {
 				return nil, fmt.Errorf("%w: %s content: %w", ErrInvalidArgument, what, err)
 			}
 		}

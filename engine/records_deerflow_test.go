@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,5 +254,31 @@ func TestRunCreatedAtModelProgressAndActiveList(t *testing.T) {
 	}
 	if a, _ := r.Get(rctx, "a"); a.ModelName != "gpt-x" {
 		t.Fatalf("model: %q", a.ModelName)
+	}
+}
+
+func TestEventTraceLimitPerCall(t *testing.T) {
+	db, _ := openRec(t, nil)
+	e := db.Events().WithTraceContentLimit(100)
+	long := strings.Repeat("é", 80) // 160 bytes
+	got, err := e.PutBatch(rctx, []records.Event{
+		{ThreadID: "t", RunID: "r", EventType: "llm_end", Category: records.CategoryTrace, Content: long},
+		{ThreadID: "t", RunID: "r", EventType: "ai", Category: records.CategoryMessage, Content: long},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got[0].Content.(string); len(s) != 100 || got[0].Metadata[records.MetaContentTruncated] != true || got[0].Metadata[records.MetaOriginalByteLength] != int64(160) {
+		t.Fatalf("trace: %d bytes, %v", len(s), got[0].Metadata)
+	}
+	if got[1].Content != long {
+		t.Fatal("a message was cut")
+	}
+	// The handle's own limit (10 KiB by default) is untouched.
+	if ev, err := db.Events().Put(rctx, records.Event{ThreadID: "t", RunID: "r", EventType: "x", Category: records.CategoryTrace, Content: long}); err != nil || ev.Content != long {
+		t.Fatalf("default limit: %v %v", ev.Content, err)
+	}
+	if _, err := db.Events().WithTraceContentLimit(-1).Put(rctx, msg("t", "r", "x")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("negative limit: %v", err)
 	}
 }

@@ -2,8 +2,8 @@
 DeerFlow classes, without editing a test body: before the test modules are
 imported, DeerFlow's store classes are replaced, where the tests import them
 from, by thin subclasses of ours that take (and ignore) DeerFlow's
-constructor arguments (a SQLAlchemy session factory, a LangGraph store, a
-trace limit). Each construction opens a private in-memory Database.
+constructor arguments (a SQLAlchemy session factory, a LangGraph store),
+passing on the event store's max_trace_content. Each construction opens a private in-memory Database.
 
 Used by deerflow_check.sh (python -m pytest -p deerflow_subst ...). Which
 classes are replaced: AGENTSTATE_SUBST, a comma list of events, runs,
@@ -19,9 +19,9 @@ from langgraph.checkpoint.agentstate import deerflow as _ours
 _WHICH = set(filter(None, os.environ.get("AGENTSTATE_SUBST", "events,runs,threads").split(","))) - {"none"}
 
 
-def _taking_any_args(cls: type, name: str) -> type:
+def _taking_any_args(cls: type, name: str, keep: tuple[str, ...] = ()) -> type:
     def __init__(self, *args, **kwargs):  # noqa: N807
-        cls.__init__(self)
+        cls.__init__(self, **{k: v for k, v in kwargs.items() if k in keep})
 
     return type(name, (cls,), {"__init__": __init__, "__module__": __name__})
 
@@ -33,7 +33,7 @@ def _replace(module: str, attr: str, new: type) -> None:
 
 
 if "events" in _WHICH:
-    _ev = _taking_any_args(_ours.AgentStateRunEventStore, "SubstRunEventStore")
+    _ev = _taking_any_args(_ours.AgentStateRunEventStore, "SubstRunEventStore", keep=("max_trace_content",))
     _replace("deerflow.runtime.events.store.memory", "MemoryRunEventStore", _ev)
     _replace("deerflow.runtime.events.store", "MemoryRunEventStore", _ev)
     _replace("deerflow.runtime.events.store.db", "DbRunEventStore", _ev)

@@ -311,3 +311,24 @@ def test_run_progress_model_name_and_recovery_lists(db):
         assert (await s.get("done", user_id=None))["total_tokens"] == 0
 
     run(go())
+
+
+def test_trace_contents_are_cut_by_utf8_bytes_at_the_stores_limit(db):
+    s = df.AgentStateRunEventStore(db=db, max_trace_content=100)
+
+    async def go():
+        long = "é" * 80  # 160 bytes
+        r = await s.put(thread_id="t", run_id="r", event_type="llm_end", category="trace", content=long)
+        assert len(r["content"].encode()) == 100 and r["content"] == "é" * 50
+        assert r["metadata"] == {"content_truncated": True, "original_byte_length": 160}
+        m = await s.put(thread_id="t", run_id="r", event_type="ai_message", category="message", content=long)
+        assert m["content"] == long
+        (b,) = await s.put_batch([{"thread_id": "t", "run_id": "r", "event_type": "x", "category": "trace", "content": long}])
+        assert b["metadata"]["content_truncated"] is True
+        # another store on the same database keeps the default (10240)
+        other = await df.AgentStateRunEventStore(db=db).put(thread_id="t", run_id="r", event_type="x", category="trace", content=long)
+        assert other["content"] == long
+
+    run(go())
+    with pytest.raises(InvalidArgumentError):
+        df.AgentStateRunEventStore(db=db, max_trace_content=0)

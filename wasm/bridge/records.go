@@ -253,7 +253,8 @@ func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *O
 
 func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
-		Events []records.Event `json:"events"`
+		Events     []records.Event `json:"events"`
+		TraceLimit int             `json:"trace_limit"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -268,7 +269,7 @@ func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, e
 			return nil, nil, err
 		}
 	}
-	evs, err := h.db.Events().PutBatch(ctx, r.Events)
+	evs, err := h.db.Events().WithTraceContentLimit(r.TraceLimit).PutBatch(ctx, r.Events)
 	return map[string]any{"events": evs}, nil, err
 }
 
@@ -276,7 +277,8 @@ func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, e
 // its event type; returns the stored or the existing event and created.
 func opEventsPutIfAbsent(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
-		Event records.Event `json:"event"`
+		Event      records.Event `json:"event"`
+		TraceLimit int           `json:"trace_limit"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -289,7 +291,7 @@ func opEventsPutIfAbsent(ctx context.Context, h *handle, req []byte, _ in) (any,
 	if r.Event.Metadata, err = numbersMap(r.Event.Metadata); err != nil {
 		return nil, nil, err
 	}
-	ev, created, err := h.db.Events().PutIfAbsent(ctx, r.Event)
+	ev, created, err := h.db.Events().WithTraceContentLimit(r.TraceLimit).PutIfAbsent(ctx, r.Event)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -240,14 +240,20 @@ class AgentStateRunEventStore(_OnDatabase):
     belong to threads, and thread access is the ThreadMetaStore's
     ``check_access`` (as with DeerFlow's memory and JSONL stores)."""
 
-    def __init__(self, db: Database | None = None, **_ignored: Any) -> None:
+    def __init__(self, db: Database | None = None, *, max_trace_content: int | None = None, **_ignored: Any) -> None:
+        """``max_trace_content``: DeerFlow's ``run_events.max_trace_content``,
+        the bound in UTF-8 bytes on trace contents (default: the database's,
+        10240, DeerFlow's default)."""
         super().__init__(db)
+        if max_trace_content is not None and (isinstance(max_trace_content, bool) or not isinstance(max_trace_content, int) or max_trace_content <= 0):
+            raise InvalidArgumentError(f"agentstate: max_trace_content must be a positive int, got {max_trace_content!r}")
+        self._trace_limit = max_trace_content
         self._events = self._db.events
 
     # writes
 
     def _put_sync(self, ev: dict[str, Any]) -> dict[str, Any]:
-        return _event_out(self._events.put(_event_in(ev)), ev.get("created_at"))
+        return _event_out(self._events.put(_event_in(ev), trace_limit=self._trace_limit), ev.get("created_at"))
 
     async def put(
         self,
@@ -276,7 +282,7 @@ class AgentStateRunEventStore(_OnDatabase):
             j = i
             while j < len(ins) and ins[j]["thread_id"] == ins[i]["thread_id"]:
                 j += 1
-            stored = self._events.put(ins[i:j])
+            stored = self._events.put(ins[i:j], trace_limit=self._trace_limit)
             out.extend(_event_out(s, events[i + k].get("created_at")) for k, s in enumerate(stored))
             i = j
         return out
@@ -287,7 +293,7 @@ class AgentStateRunEventStore(_OnDatabase):
         return await _to_thread(self._put_batch_sync, list(events))
 
     def _put_if_absent_sync(self, ev: dict[str, Any]) -> tuple[dict, bool]:
-        e, created = self._events.put_if_absent(_event_in(ev))
+        e, created = self._events.put_if_absent(_event_in(ev), trace_limit=self._trace_limit)
         return _event_out(e, ev.get("created_at") if created else None), created
 
     async def put_if_absent(

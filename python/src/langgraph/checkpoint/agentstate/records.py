@@ -184,19 +184,21 @@ class Events(_Surface):
 
     __slots__ = ()
 
-    def put(self, events: dict[str, Any] | list[dict[str, Any]]) -> Any:
+    def put(self, events: dict[str, Any] | list[dict[str, Any]], *, trace_limit: int | None = None) -> Any:
         """Appends one event (a dict) or a list of them in one transaction;
-        returns them (one dict, or a list) with ``seq`` and ``created_at``."""
+        returns them (one dict, or a list) with ``seq`` and ``created_at``.
+        ``trace_limit``: the bound, in UTF-8 bytes, on the content of trace
+        events for this call (default: the database's, 10240)."""
         one = isinstance(events, dict)
         if not one and not isinstance(events, (list, tuple)):
             raise InvalidArgumentError(f"agentstate: events must be a dict or a list of dicts, not {type(events).__name__}")
         lst = [events] if one else list(events)
         for i, e in enumerate(lst):
             _id(f"events[{i}]['thread_id']", _obj(f"events[{i}]", e).get("thread_id"))
-        out = self._call("events.put", {"events": lst})["events"]
+        out = self._call("events.put", _strip({"events": lst, "trace_limit": _opt_int("trace_limit", trace_limit)}))["events"]
         return out[0] if one else out
 
-    def put_if_absent(self, event: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    def put_if_absent(self, event: dict[str, Any], *, trace_limit: int | None = None) -> tuple[dict[str, Any], bool]:
         """Stores one event unless its run already holds an event of its
         ``event_type``; returns ``(event, created)``: the stored event, or
         the first one of that type and False. The check and the write are
@@ -204,7 +206,7 @@ class Events(_Surface):
         every process."""
         e = _obj("event", event)
         _id("event['thread_id']", e.get("thread_id"))
-        r = self._call("events.putIfAbsent", {"event": e})
+        r = self._call("events.putIfAbsent", _strip({"event": e, "trace_limit": _opt_int("trace_limit", trace_limit)}))
         return r["event"], r["created"]
 
     def list_messages(
