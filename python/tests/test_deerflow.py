@@ -119,6 +119,8 @@ def test_message_cursors_task_filter_and_last_visible_reply(db):
             thread_id="t", run_id="r2", event_type="llm.ai.response", category="message", metadata={"caller": "middleware:title"}
         )
         assert await s.get_last_visible_ai_seq_by_run("t", {"r1", "r2", "r9"}) == {"r1": 5, "r2": 11}
+        many = {f"x{i}" for i in range(2500)} | {"r1"}  # more than one engine call's worth
+        assert await s.get_last_visible_ai_seq_by_run("t", many) == {"r1": 5}
         assert await s.delete_by_run("t", "r1") == 6
         assert await s.delete_by_thread("t") == 7
         assert await s.delete_by_thread("t") == 0

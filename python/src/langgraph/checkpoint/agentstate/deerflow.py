@@ -394,7 +394,13 @@ class AgentStateRunEventStore(_OnDatabase):
         ids = sorted(run_ids)
         if not ids:
             return {}
-        return await _to_thread(self._events.last_visible_ai_seq, thread_id, ids)
+        return await _to_thread(self._last_visible_sync, thread_id, ids)
+
+    def _last_visible_sync(self, thread_id: str, ids: list[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i in range(0, len(ids), 1000):  # the engine's bound per call
+            out.update(self._events.last_visible_ai_seq(thread_id, ids[i : i + 1000]))
+        return out
 
     async def count_messages(self, thread_id: str) -> int:
         return await _to_thread(self._events.count_messages, thread_id)
