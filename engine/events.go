@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/codec"
@@ -17,10 +19,24 @@ import (
 // RunEventStore): messages, traces, middleware records, outputs, errors.
 // Get one with DB.Events; it only holds the handle. A thread's seq numbers
 // increase strictly and never repeat, across processes sharing the file.
-type Events struct{ db *DB }
+type Events struct {
+	db *DB
+	// traceLimit, when not 0, replaces Options.TraceContentLimit for the
+	// puts of this value (WithTraceContentLimit).
+	traceLimit int
+}
+
+// WithTraceContentLimit returns the event surface with its own bound, in
+// UTF-8 bytes, on the content of trace events (DeerFlow's per-store
+// run_events.max_trace_content); 0 keeps Options.TraceContentLimit, a
+// negative limit is refused when events are put.
+func (e Events) WithTraceContentLimit(limit int) Events {
+	e.traceLimit = limit
+	return e
+}
 
 // Events returns the event surface of db.
-func (db *DB) Events() Events { return Events{db} }
+func (db *DB) Events() Events { return Events{db: db} }
 
 const (
 	maxEventTypeChars = 32
@@ -100,6 +116,13 @@ func (e Events) PutIfAbsent(ctx context.Context, ev records.Event) (records.Even
 
 // prepare validates and encodes a batch; it never changes the callers' maps.
 func (e Events) prepare(evs []records.Event) ([]eventRow, error) {
+	limit := e.db.opts.TraceContentLimit
+	if e.traceLimit < 0 {
+		return nil, fmt.Errorf("%w: trace content limit %d is negative", ErrInvalidArgument, e.traceLimit)
+	}
+	if e.traceLimit > 0 {
+		limit = e.traceLimit
+	}
 	rows := make([]eventRow, len(evs))
 	budget := callBudget{what: "the event batch"}
 	for i, ev := range evs {
@@ -116,9 +139,9 @@ func (e Events) prepare(evs []records.Event) ([]eventRow, error) {
 		if len(evs) > 1 {
 			what = fmt.Sprintf("event %d", i)
 		}
-		if ev.Category == records.CategoryTrace && e.db.opts.TraceContentLimit > 0 {
+		if ev.Category == records.CategoryTrace && limit > 0 {
 			var err error
-			if ev.Content, ev.Metadata, err = cutTrace(ev.Content, ev.Metadata, e.db.opts.TraceContentLimit); err != nil {
+			if ev.Content, ev.Metadata, err = cutTrace(ev.Content, ev.Metadata, limit); err != nil {
 				return nil, fmt.Errorf("%w: %s content: %w", ErrInvalidArgument, what, err)
 			}
 		}
@@ -237,9 +260,14 @@ func (e Events) insert(c *conn, rows []eventRow) error {
 	for i := range rows {
 		seq++
 		r := &rows[i]
-		r.ev.Seq, r.ev.CreatedAt = seq, fromUS(now)
+		at := now
+		if !r.ev.CreatedAt.IsZero() {
+			// A time the caller recorded (a journal replayed, an import) is kept.
+			at = r.ev.CreatedAt.UnixMicro()
+		}
+		r.ev.Seq, r.ev.CreatedAt = seq, fromUS(at)
 		if err := c.exec(sqlEventInsert, thread, seq, r.ev.RunID, r.ev.EventType, r.ev.Category,
-			r.content, r.metadata, r.taskID, now); err != nil {
+			r.content, r.metadata, r.taskID, at); err != nil {
 			return err
 		}
 	}
@@ -289,6 +317,99 @@ func (e Events) ListMessages(ctx context.Context, threadID string, q records.Mes
 		slices.Reverse(out)
 	}
 	return out, err
+}
+
+// ListRunMessages returns a page of one run's events of category message,
+// in ascending seq order, with the same cursors as ListMessages: the latest
+// Limit, the last Limit before BeforeSeq, or the first Limit after
+// AfterSeq. It is one indexed query.
+func (e Events) ListRunMessages(ctx context.Context, threadID, runID string, q records.MessageQuery) ([]records.Event, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	if err := checkText("run id", runID, maxIDBytes); err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit("messages", q.Limit, 50)
+	if err != nil {
+		return nil, err
+	}
+	sql, args, desc := sqlRunMessagesLatest, []any{threadID, runID, limit}, true
+	switch {
+	case q.BeforeSeq != nil && q.AfterSeq != nil:
+		return nil, fmt.Errorf("%w: messages: give BeforeSeq or AfterSeq, not both", ErrInvalidArgument)
+	case q.BeforeSeq != nil:
+		sql, args = sqlRunMessagesBefore, []any{threadID, runID, *q.BeforeSeq, limit}
+	case q.AfterSeq != nil:
+		sql, args, desc = sqlRunMessagesAfter, []any{threadID, runID, *q.AfterSeq, limit}, false
+	}
+	out, err := e.list(ctx, sql, args, limit)
+	if desc {
+		slices.Reverse(out)
+	}
+	return out, err
+}
+
+// maxVisibleRuns bounds the runs one LastVisibleAISeq call looks at.
+const maxVisibleRuns = 1000
+
+// LastVisibleAISeq returns, for each of runIDs that has one, the seq of its
+// last AI reply a user sees: a message event of type llm.ai.response or
+// ai_message whose metadata "caller" does not begin with "middleware:"
+// (DeerFlow's summaries and other middleware replies are hidden). Runs
+// without one are absent from the map.
+func (e Events) LastVisibleAISeq(ctx context.Context, threadID string, runIDs []string) (map[string]int64, error) {
+	if err := checkID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	if len(runIDs) > maxVisibleRuns {
+		return nil, fmt.Errorf("%w: %d runs, at most %d per call", ErrInvalidArgument, len(runIDs), maxVisibleRuns)
+	}
+	for _, r := range runIDs {
+		if err := checkText("run id", r, maxIDBytes); err != nil {
+			return nil, err
+		}
+	}
+	const page = 64
+	out := make(map[string]int64)
+	err := e.db.read(ctx, func(c *conn) error {
+		for _, run := range runIDs {
+			if _, done := out[run]; done {
+				continue
+			}
+			below := int64(math.MaxInt64)
+			for {
+				n, found := 0, false
+				err := c.query(sqlRunAIReplies, []any{threadID, run, below, page}, func(st row) error {
+					n++
+					if found {
+						return nil
+					}
+					ev, err := scanEvent(st)
+					if err != nil {
+						return err
+					}
+					below = ev.Seq
+					caller, _ := ev.Metadata["caller"].(string)
+					if !strings.HasPrefix(caller, "middleware:") {
+						out[run], found = ev.Seq, true
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if found || n < page {
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ListRunEvents returns a page of one run's events (see RunEventQuery).

@@ -175,8 +175,12 @@ func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, e
 		}
 		owner := r.Owner()
 		lease := now + r.db.opts.RunLease.Microseconds()
+		created := now
+		if !nr.CreatedAt.IsZero() {
+			created = nr.CreatedAt.UnixMicro()
+		}
 		err = c.exec(sqlRunInsert, nr.RunID, nr.ThreadID, nr.AssistantID, nr.UserID, nr.Status, nr.ModelName,
-			nr.MultitaskStrategy, md, kw, now, now, key, owner, lease)
+			nr.MultitaskStrategy, md, kw, created, now, key, owner, lease)
 		if errors.Is(err, driver.ErrUnique) {
 			// The checks above run under the write lock, so this is the
 			// index doing its job against a writer that bypassed them.
@@ -189,7 +193,7 @@ func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, e
 		out.Run = records.Run{
 			RunID: nr.RunID, ThreadID: nr.ThreadID, AssistantID: nr.AssistantID, UserID: nr.UserID,
 			Status: nr.Status, ModelName: nr.ModelName, MultitaskStrategy: nr.MultitaskStrategy,
-			Metadata: storedMD, Kwargs: storedKW, CreatedAt: fromUS(now), UpdatedAt: fromUS(now),
+			Metadata: storedMD, Kwargs: storedKW, CreatedAt: fromUS(created), UpdatedAt: fromUS(now),
 			IdempotencyKey: nr.IdempotencyKey, Owner: owner,
 		}
 		return nil
@@ -491,4 +495,115 @@ func (r Runs) Delete(ctx context.Context, runID string) error {
 		}
 		return nil
 	})
+}
+
+// SetModelName sets the model a run uses (DeerFlow learns it after the run
+// is created). A missing run is ErrNotFound.
+func (r Runs) SetModelName(ctx context.Context, runID, model string) error {
+	if err := checkID("run id", runID); err != nil {
+		return err
+	}
+	if err := checkText("model name", model, maxIDBytes); err != nil {
+		return err
+	}
+	return r.db.write(ctx, func(c *conn) error {
+		changed, err := c.execN(sqlRunSetModel, model, r.db.nowUS(), runID)
+		if err != nil {
+			return err
+		}
+		if changed == 0 {
+			return fmt.Errorf("%w: run %s", ErrNotFound, quoteCut(runID))
+		}
+		return nil
+	})
+}
+
+// Progress records a running snapshot of an active run's totals, keeping
+// its status; the fields left nil keep their values. A run that has ended
+// keeps its final totals: ErrConflict. A missing run is ErrNotFound.
+func (r Runs) Progress(ctx context.Context, runID string, p records.RunProgress) error {
+	if err := checkID("run id", runID); err != nil {
+		return err
+	}
+	for name, n := range map[string]*int64{
+		"total_input_tokens": p.TotalInputTokens, "total_output_tokens": p.TotalOutputTokens,
+		"total_tokens": p.TotalTokens, "llm_call_count": p.LLMCallCount, "lead_agent_tokens": p.LeadAgentTokens,
+		"subagent_tokens": p.SubagentTokens, "middleware_tokens": p.MiddlewareTokens, "message_count": p.MessageCount,
+	} {
+		if n != nil && *n < 0 {
+			return fmt.Errorf("%w: %s %d is negative", ErrInvalidArgument, name, *n)
+		}
+	}
+	var byModel []byte
+	if p.TokenUsageByModel != nil {
+		for model, u := range p.TokenUsageByModel {
+			if err := checkID("model name", model); err != nil {
+				return err
+			}
+			if u.Input < 0 || u.Output < 0 || u.Total < 0 {
+				return fmt.Errorf("%w: negative token count for model %s", ErrInvalidArgument, quoteCut(model))
+			}
+		}
+		var err error
+		if byModel, err = encodeValue("token usage by model", p.TokenUsageByModel); err != nil {
+			return fmt.Errorf("%w: token usage by model: %v", ErrInvalidArgument, err)
+		}
+	}
+	text := func(s *string) any {
+		if s == nil {
+			return nil
+		}
+		return cutRunes(*s, maxSummaryChars)
+	}
+	num := func(n *int64) any {
+		if n == nil {
+			return nil
+		}
+		return *n
+	}
+	return r.db.write(ctx, func(c *conn) error {
+		var status records.RunStatus
+		found, err := c.queryRow(sqlRunStatus, []any{runID}, func(st row) error {
+			status = records.RunStatus(st.Text(0))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: run %s", ErrNotFound, quoteCut(runID))
+		}
+		if !isActive(status) {
+			return &TransitionError{RunID: runID, From: status, To: status}
+		}
+		return c.exec(sqlRunProgress, r.db.nowUS(),
+			num(p.TotalInputTokens), num(p.TotalOutputTokens), num(p.TotalTokens), num(p.LLMCallCount),
+			num(p.LeadAgentTokens), num(p.SubagentTokens), num(p.MiddlewareTokens), byModel,
+			num(p.MessageCount), text(p.FirstHumanMessage), text(p.LastAIMessage), runID)
+	})
+}
+
+// ListActive returns the active runs of every thread (pending, or with
+// PendingOnly only pending), oldest first: what a restarted server recovers.
+func (r Runs) ListActive(ctx context.Context, q records.ActiveQuery) ([]records.Run, error) {
+	limit, err := pageLimit("active runs", q.Limit, maxPage)
+	if err != nil {
+		return nil, err
+	}
+	before := int64(math.MaxInt64)
+	if !q.Before.IsZero() {
+		before = q.Before.UnixMicro()
+	}
+	out := []records.Run{}
+	err = r.db.read(ctx, func(c *conn) error {
+		return c.query(sqlRunsActive, []any{q.PendingOnly, before, limit}, func(st row) error {
+			run, err := scanRun(st)
+			out = append(out, run)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

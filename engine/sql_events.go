@@ -29,6 +29,18 @@ const (
 		WHERE thread_id=? AND category='message' AND seq < ? ORDER BY seq DESC LIMIT ?`
 	sqlMessagesAfter = `SELECT ` + eventCols + ` FROM events INDEXED BY events_messages
 		WHERE thread_id=? AND category='message' AND seq > ? ORDER BY seq LIMIT ?`
+	// One run's messages: the same three pages as the thread's.
+	sqlRunMessagesLatest = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run
+		WHERE thread_id=? AND run_id=? AND category='message' ORDER BY seq DESC LIMIT ?`
+	sqlRunMessagesBefore = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run
+		WHERE thread_id=? AND run_id=? AND category='message' AND seq < ? ORDER BY seq DESC LIMIT ?`
+	sqlRunMessagesAfter = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run
+		WHERE thread_id=? AND run_id=? AND category='message' AND seq > ? ORDER BY seq LIMIT ?`
+	// A run's AI replies, newest first, from below a seq (the last visible
+	// one is looked for in Go: the caller is in the msgpack metadata).
+	sqlRunAIReplies = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run
+		WHERE thread_id=? AND run_id=? AND category='message' AND event_type IN ('llm.ai.response', 'ai_message')
+		AND seq < ? ORDER BY seq DESC LIMIT ?`
 	sqlMessagesCount = `SELECT count(*) FROM events INDEXED BY events_messages WHERE thread_id=? AND category='message'`
 	// ?4 is a JSON array of event types or NULL; ?5 a task id or NULL.
 	sqlRunEvents = `SELECT ` + eventCols + ` FROM events INDEXED BY events_by_run

@@ -30,8 +30,23 @@ const (
 		lead_agent_tokens=?, subagent_tokens=?, middleware_tokens=?, token_usage_by_model=?,
 		message_count=?, first_human_message=?, last_ai_message=?
 		WHERE run_id=?`
-	sqlRunDelete = `DELETE FROM runs WHERE run_id=?`
-	sqlRunPage   = `SELECT ` + runCols + `, created_at, rowid FROM runs
+	sqlRunDelete   = `DELETE FROM runs WHERE run_id=?`
+	sqlRunSetModel = `UPDATE runs SET model_name=?, updated_at=? WHERE run_id=?`
+	// A running snapshot: NULL keeps the stored value.
+	sqlRunProgress = `UPDATE runs SET updated_at=?,
+		total_input_tokens=coalesce(?, total_input_tokens), total_output_tokens=coalesce(?, total_output_tokens),
+		total_tokens=coalesce(?, total_tokens), llm_call_count=coalesce(?, llm_call_count),
+		lead_agent_tokens=coalesce(?, lead_agent_tokens), subagent_tokens=coalesce(?, subagent_tokens),
+		middleware_tokens=coalesce(?, middleware_tokens), token_usage_by_model=coalesce(?, token_usage_by_model),
+		message_count=coalesce(?, message_count), first_human_message=coalesce(?, first_human_message),
+		last_ai_message=coalesce(?, last_ai_message)
+		WHERE run_id=?`
+	// Active runs of every thread, oldest first: ?1 pending only, ?2
+	// created at or before, ?3 limit.
+	sqlRunsActive = `SELECT ` + runCols + ` FROM runs
+		WHERE status IN ('pending', 'running') AND (NOT ?1 OR status = 'pending') AND created_at <= ?2
+		ORDER BY created_at, rowid LIMIT ?3`
+	sqlRunPage = `SELECT ` + runCols + `, created_at, rowid FROM runs
 		WHERE thread_id=?1 AND (created_at < ?2 OR (created_at = ?2 AND rowid < ?3))
 		ORDER BY created_at DESC, rowid DESC LIMIT ?4`
 	// Owners other than ?1 with an active run whose lease lapsed by ?2.

@@ -14,6 +14,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id) DO NOTHING`
 	sqlThreadGet    = `SELECT ` + threadCols + ` FROM threads WHERE thread_id=?1 AND (?2 OR user_id=?3)`
 	sqlThreadName   = `UPDATE threads SET display_name=?4, updated_at=?5 WHERE thread_id=?1 AND (?2 OR user_id=?3)`
+	sqlThreadOwner  = `UPDATE threads SET user_id=?4, updated_at=?5 WHERE thread_id=?1 AND (?2 OR user_id=?3)`
 	sqlThreadStatus = `UPDATE threads SET status=?4, updated_at=?5 WHERE thread_id=?1 AND (?2 OR user_id=?3)`
 	sqlThreadMeta   = `UPDATE threads SET metadata=?4, pinned=?5, updated_at=coalesce(?6, updated_at)
 		WHERE thread_id=?1 AND (?2 OR user_id=?3)`

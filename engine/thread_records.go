@@ -63,8 +63,9 @@ func checkThreadStatus(s records.ThreadStatus) error {
 
 func ownerArgs(o Owner, threadID string) []any { return []any{threadID, o.any, o.id} }
 
-// isPinned reads the pin flag search orders by.
-func isPinned(md map[string]any) bool { return md["pinned"] == true }
+// isPinned reads the pin flag search orders by: metadata "pinned" or
+// DeerFlow's "deerflow_pinned" (what its frontend writes) set to true.
+func isPinned(md map[string]any) bool { return md["pinned"] == true || md["deerflow_pinned"] == true }
 
 // Create inserts a thread owned by owner. A thread id already in use (by
 // anyone) fails with ErrConflict.
@@ -241,6 +242,19 @@ func (t Threads) SetStatus(ctx context.Context, owner Owner, threadID string, st
 		return err
 	}
 	return t.update(ctx, owner, threadID, sqlThreadStatus, string(status))
+}
+
+// SetOwner moves the thread to user newOwner (a repair or migration path:
+// DeerFlow's update_owner). Scoped like every call: owner must own it, or
+// be AnyOwner.
+func (t Threads) SetOwner(ctx context.Context, owner Owner, threadID, newOwner string) error {
+	if err := t.check(owner, threadID); err != nil {
+		return err
+	}
+	if err := checkID("new owner", newOwner); err != nil {
+		return err
+	}
+	return t.update(ctx, owner, threadID, sqlThreadOwner, newOwner)
 }
 
 func (t Threads) update(ctx context.Context, owner Owner, threadID, sql, value string) error {

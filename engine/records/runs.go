@@ -98,6 +98,35 @@ type NewRun struct {
 	// IdempotencyKey, when set, makes a second create with the same key on
 	// the same thread return the first run instead of creating another.
 	IdempotencyKey string `json:"idempotency_key"`
+	// CreatedAt, when set, is the run's creation time (a run recorded
+	// elsewhere first, as DeerFlow's RunManager does); zero means now.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// RunProgress is a running snapshot of a run's totals (Runs.Progress): nil
+// fields, and a nil TokenUsageByModel, keep what is stored.
+type RunProgress struct {
+	TotalInputTokens  *int64                 `json:"total_input_tokens"`
+	TotalOutputTokens *int64                 `json:"total_output_tokens"`
+	TotalTokens       *int64                 `json:"total_tokens"`
+	LLMCallCount      *int64                 `json:"llm_call_count"`
+	LeadAgentTokens   *int64                 `json:"lead_agent_tokens"`
+	SubagentTokens    *int64                 `json:"subagent_tokens"`
+	MiddlewareTokens  *int64                 `json:"middleware_tokens"`
+	TokenUsageByModel map[string]ModelTokens `json:"token_usage_by_model"`
+	MessageCount      *int64                 `json:"message_count"`
+	FirstHumanMessage *string                `json:"first_human_message"`
+	LastAIMessage     *string                `json:"last_ai_message"`
+}
+
+// ActiveQuery selects active runs across threads (Runs.ListActive).
+type ActiveQuery struct {
+	// PendingOnly leaves out running runs.
+	PendingOnly bool
+	// Before, when set, keeps runs created at or before it.
+	Before time.Time
+	// Limit caps the answer (0: 1000, at most 1000).
+	Limit int
 }
 
 // Created is the result of Runs.Create.

@@ -204,6 +204,41 @@ func opRunsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, 
 	return struct{}{}, nil, h.db.Runs().Delete(ctx, r.RunID)
 }
 
+func opRunsSetModelName(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		RunID     string `json:"run_id"`
+		ModelName string `json:"model_name"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Runs().SetModelName(ctx, r.RunID, r.ModelName)
+}
+
+func opRunsProgress(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		RunID    string              `json:"run_id"`
+		Progress records.RunProgress `json:"progress"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Runs().Progress(ctx, r.RunID, r.Progress)
+}
+
+func opRunsListActive(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		PendingOnly bool      `json:"pending_only"`
+		Before      time.Time `json:"before"`
+		Limit       int       `json:"limit"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	runs, err := h.db.Runs().ListActive(ctx, records.ActiveQuery{PendingOnly: r.PendingOnly, Before: r.Before, Limit: r.Limit})
+	return map[string]any{"runs": runs}, nil, err
+}
+
 func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
 		ThreadID      string `json:"thread_id"`
@@ -218,7 +253,8 @@ func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *O
 
 func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
-		Events []records.Event `json:"events"`
+		Events     []records.Event `json:"events"`
+		TraceLimit int             `json:"trace_limit"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
@@ -233,8 +269,60 @@ func opEventsPut(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, e
 			return nil, nil, err
 		}
 	}
-	evs, err := h.db.Events().PutBatch(ctx, r.Events)
+	evs, err := h.db.Events().WithTraceContentLimit(r.TraceLimit).PutBatch(ctx, r.Events)
 	return map[string]any{"events": evs}, nil, err
+}
+
+// opEventsPutIfAbsent stores one event unless its run already has one of
+// its event type; returns the stored or the existing event and created.
+func opEventsPutIfAbsent(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		Event      records.Event `json:"event"`
+		TraceLimit int           `json:"trace_limit"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	c, err := numbers(r.Event.Content)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Event.Content = c
+	if r.Event.Metadata, err = numbersMap(r.Event.Metadata); err != nil {
+		return nil, nil, err
+	}
+	ev, created, err := h.db.Events().WithTraceContentLimit(r.TraceLimit).PutIfAbsent(ctx, r.Event)
+	if err != nil {
+		return nil, nil, err
+	}
+	return map[string]any{"event": ev, "created": created}, nil, nil
+}
+
+func opEventsListRunMessages(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		ThreadID  string `json:"thread_id"`
+		RunID     string `json:"run_id"`
+		Limit     int    `json:"limit"`
+		BeforeSeq *int64 `json:"before_seq"`
+		AfterSeq  *int64 `json:"after_seq"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	evs, err := h.db.Events().ListRunMessages(ctx, r.ThreadID, r.RunID, records.MessageQuery{Limit: r.Limit, BeforeSeq: r.BeforeSeq, AfterSeq: r.AfterSeq})
+	return map[string]any{"events": nonNilEvents(evs)}, nil, err
+}
+
+func opEventsLastVisibleAISeq(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		ThreadID string   `json:"thread_id"`
+		RunIDs   []string `json:"run_ids"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	m, err := h.db.Events().LastVisibleAISeq(ctx, r.ThreadID, r.RunIDs)
+	return map[string]any{"seqs": m}, nil, err
 }
 
 func opEventsListMessages(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
@@ -410,6 +498,18 @@ func opThreadsUpdate(ctx context.Context, h *handle, req []byte, _ in) (any, *Ou
 		}
 	}
 	return struct{}{}, nil, nil
+}
+
+func opThreadsSetOwner(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var r struct {
+		wOwner
+		ThreadID string `json:"thread_id"`
+		NewOwner string `json:"new_owner"`
+	}
+	if err := decodeJSON(req, &r); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, nil, h.db.Threads().SetOwner(ctx, r.engine(), r.ThreadID, r.NewOwner)
 }
 
 func opThreadsDelete(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {

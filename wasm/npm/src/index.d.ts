@@ -278,6 +278,9 @@ export interface Runs {
   complete(runId: string, status: RunStatus, options?: { error?: string; totals?: RunTotals }): Promise<void>;
   delete(runId: string): Promise<void>;
   tokenUsage(threadId: string, options?: { includeActive?: boolean }): Promise<TokenUsage>;
+  setModelName(runId: string, modelName: string): Promise<void>;
+  progress(runId: string, progress: Partial<RunTotals>): Promise<void>;
+  listActive(options?: { pendingOnly?: boolean; before?: string; limit?: number }): Promise<Run[]>;
 }
 
 /** The event stream: seq is allocated inside the write, gap-free per thread. */
@@ -286,6 +289,9 @@ export interface Events {
   put(events: Event[]): Promise<Event[]>;
   listMessages(threadId: string, options?: { limit?: number; beforeSeq?: number; afterSeq?: number }): Promise<Event[]>;
   listRunEvents(threadId: string, runId: string, options?: { types?: string[]; taskId?: string; afterSeq?: number; limit?: number }): Promise<Event[]>;
+  putIfAbsent(event: Event): Promise<{ event: Event; created: boolean }>;
+  listRunMessages(threadId: string, runId: string, options?: { limit?: number; beforeSeq?: number; afterSeq?: number }): Promise<Event[]>;
+  lastVisibleAISeq(threadId: string, runIds: Iterable<string>): Promise<Record<string, number>>;
   countMessages(threadId: string): Promise<number>;
   deleteThread(threadId: string): Promise<number>;
   deleteRun(threadId: string, runId: string): Promise<number>;
@@ -297,6 +303,7 @@ export interface Threads {
   get(owner: Owner, threadId: string): Promise<Thread>;
   search(owner: Owner, query?: { metadata?: Record<string, unknown>; status?: ThreadStatus; limit?: number; offset?: number }): Promise<Thread[]>;
   update(owner: Owner, threadId: string, patch: { displayName?: string; status?: ThreadStatus; metadata?: Record<string, unknown>; touch?: boolean }): Promise<void>;
+  setOwner(owner: Owner, threadId: string, newOwner: string): Promise<void>;
   delete(owner: Owner, threadId: string): Promise<void>;
 }
 

@@ -82,6 +82,23 @@ export class Runs {
     await this.#db.call("runs.delete", { run_id: id("runId", runId) });
   }
 
+  /** Sets the model a run uses (NOT_FOUND when there is no run). */
+  async setModelName(runId, modelName) {
+    await this.#db.call("runs.setModelName", { run_id: id("runId", runId), model_name: String(modelName ?? "") });
+  }
+
+  /** A running snapshot of an active run's totals (the keys of complete's
+   * totals; those left out keep their values); CONFLICT once it has ended. */
+  async progress(runId, progress) {
+    await this.#db.call("runs.progress", { run_id: id("runId", runId), progress: options("progress", progress) });
+  }
+
+  /** The active runs of every thread, oldest first (pendingOnly: the
+   * pending ones; before: created at or before, an RFC 3339 time). */
+  async listActive({ pendingOnly = false, before, limit } = {}) {
+    return (await this.#db.call("runs.listActive", { pending_only: !!pendingOnly, before, limit })).runs;
+  }
+
   /** Token usage of the thread's ended runs (with includeActive, running ones too). */
   async tokenUsage(threadId, { includeActive = false } = {}) {
     return (await this.#db.call("runs.tokenUsage", { thread_id: id("threadId", threadId), include_active: !!includeActive })).usage;
@@ -101,6 +118,32 @@ export class Events {
     for (const [i, e] of list.entries()) id(`events[${i}].thread_id`, options(`events[${i}]`, e).thread_id);
     const r = await this.#db.call("events.put", { events: list });
     return Array.isArray(events) ? r.events : r.events[0];
+  }
+
+  /** Stores one event unless its run already has one of its event_type;
+   * returns { event, created } (the existing event and false then). */
+  async putIfAbsent(event) {
+    id("event.thread_id", options("event", event).thread_id);
+    return this.#db.call("events.putIfAbsent", { event });
+  }
+
+  /** One run's events of category "message", oldest first, paged as listMessages. */
+  async listRunMessages(threadId, runId, { limit, beforeSeq, afterSeq } = {}) {
+    return (
+      await this.#db.call("events.listRunMessages", {
+        thread_id: id("threadId", threadId),
+        run_id: id("runId", runId),
+        limit,
+        before_seq: beforeSeq,
+        after_seq: afterSeq,
+      })
+    ).events;
+  }
+
+  /** Per run, the seq of its last AI reply a user sees (not a middleware's). */
+  async lastVisibleAISeq(threadId, runIds) {
+    const ids = [...runIds].map((r, i) => id(`runIds[${i}]`, r));
+    return (await this.#db.call("events.lastVisibleAISeq", { thread_id: id("threadId", threadId), run_ids: ids })).seqs;
   }
 
   /** The thread's events of category "message", oldest first; `limit`,
@@ -173,6 +216,11 @@ export class Threads {
       metadata,
       touch: !!touch,
     });
+  }
+
+  /** Moves the thread to user `newOwner` (repair and migration). */
+  async setOwner(ownerId, threadId, newOwner) {
+    await this.#db.call("threads.setOwner", { ...owner(ownerId), thread_id: id("threadId", threadId), new_owner: id("newOwner", newOwner) });
   }
 
   async delete(ownerId, threadId) {

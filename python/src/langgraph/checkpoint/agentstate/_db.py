@@ -9,10 +9,13 @@ import sys
 import threading
 import warnings
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _engine
 from .errors import ClosedError, InvalidArgumentError, NotAgentStateError, NotFoundError
+
+if TYPE_CHECKING:
+    from .records import Events, Runs, Threads
 
 _MODES = ("full", "delta", "auto")
 
@@ -161,6 +164,27 @@ class Database:
         """What ``agentstate info`` shows: schema, mode, sizes, rows."""
         return self.call("info")[0]
 
+    @property
+    def runs(self) -> Runs:
+        """The run records of this database (:class:`.records.Runs`)."""
+        from .records import Runs
+
+        return Runs(self)
+
+    @property
+    def events(self) -> Events:
+        """The event stream of this database (:class:`.records.Events`)."""
+        from .records import Events
+
+        return Events(self)
+
+    @property
+    def threads(self) -> Threads:
+        """The thread records of this database (:class:`.records.Threads`)."""
+        from .records import Threads
+
+        return Threads(self)
+
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -213,6 +237,21 @@ def _is_langgraph_sqlite(path: str) -> bool:
 
 
 def _close_handle(engine: _engine.Engine, h: int) -> None:
+    # The garbage collector runs finalizers at any allocation, also inside an
+    # engine call on this thread (which holds the engine's reentrant lock):
+    # a close made there would overwrite that call's buffers and answer. It
+    # is made from another thread instead, once the call has released the lock.
+    owned = getattr(engine.lock, "_is_owned", None)
+    if owned is not None and owned():
+        try:
+            threading.Thread(target=_close_now, args=(engine, h), daemon=True).start()
+        except RuntimeError:  # the interpreter is exiting: the process frees it
+            pass
+        return
+    _close_now(engine, h)
+
+
+def _close_now(engine: _engine.Engine, h: int) -> None:
     try:
         engine.call(h, "close")
     except Exception:  # noqa: BLE001 - at exit or collection: nothing to report to
