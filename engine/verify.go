@@ -416,7 +416,10 @@ func (v *verifier) threadRecords() error {
 				return nil
 			}
 		}
-		if isPinned(md) != (int(st.Int64(3)) != 0) {
+		// A file written before deerflow_pinned pinned a thread keeps that
+		// thread's column at the old rule (pinned alone) until its metadata
+		// is next updated: both agree with the metadata.
+		if col := int(st.Int64(3)) != 0; col != isPinned(md) && col != (md["pinned"] == true) {
 			v.addf("thread", th, "", "", "pinned column %d disagrees with metadata", int(st.Int64(3)))
 		}
 		return nil

@@ -260,6 +260,24 @@ func TestVerifyFindsDamage(t *testing.T) {
 		tamper(t, path, `UPDATE threads SET pinned = 0 WHERE thread_id = 'chat'`)
 		wantProblem(t, verifyPath(t, path), "thread", "pinned")
 	})
+	t.Run("a deerflow_pinned thread written before that key pinned", func(t *testing.T) {
+		// Its column holds the old rule's answer (pinned alone): not a
+		// problem; one that agrees with neither rule is.
+		path, _ := opsFixture(t, channels.ModeFull)
+		db := openRW(t, path)
+		if _, err := db.Threads().Create(context.Background(), User("alice"), records.NewThread{ThreadID: "df", Metadata: map[string]any{"deerflow_pinned": true}}); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		tamper(t, path, `UPDATE threads SET pinned = 0 WHERE thread_id = 'df'`)
+		for _, p := range verifyPath(t, path).Problems {
+			if strings.Contains(p.String(), "pinned") {
+				t.Fatalf("the old rule's column reported: %v", p)
+			}
+		}
+		tamper(t, path, `UPDATE threads SET pinned = 1, metadata = NULL WHERE thread_id = 'df'`)
+		wantProblem(t, verifyPath(t, path), "thread", "pinned")
+	})
 }
 
 func TestVerifyThreadOptionAndCap(t *testing.T) {
