@@ -22,6 +22,7 @@ import platform
 import struct
 import tempfile
 import threading
+import _signal
 from importlib import resources
 from typing import Any
 
@@ -113,6 +114,123 @@ def _prune_cache(d: str, keep: str) -> None:
             pass
 
 
+# ---- signals during calls
+#
+# Python runs a signal's handler in the main thread at the next bytecode
+# boundary, and during a call that is inside a host function (a ctypes
+# callback under wasmtime), possibly before its ``try:``. An exception raised
+# there (Ctrl-C's KeyboardInterrupt) escapes the callback: ctypes prints
+# "Exception ignored", wasmtime gets no trap and an unset result, and the
+# engine runs on with garbage (double frees, segfaults). So while the main
+# thread runs a call, the Python handlers of these signals are swapped for
+# one that only notes the signal; the call runs to its end, and the noted
+# signals' own handlers run once it has returned, in the order the signals
+# came (KeyboardInterrupt raised there, asyncio's handler cancelling its
+# task there). The running statement is not stopped: a call is
+# milliseconds, and a statement stopped halfway left the engine's
+# transaction open (issue 38). Handlers run only in the main thread, so
+# calls of other threads need none of this. Swapping costs two
+# sigaction(2) calls per call (docs/python.md has the measurement).
+_DEFERRED = tuple(
+    int(getattr(_signal, n))
+    for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGCHLD", "SIGWINCH", "SIGVTALRM", "SIGPROF")
+    if hasattr(_signal, n)
+)
+_MAIN_THREAD = threading.main_thread().ident
+_get_ident = threading.get_ident
+_getsignal = _signal.getsignal
+_setsignal = _signal.signal
+_MethodType = type(threading.Thread().start)
+
+
+class _Deferral:
+    """The handlers swapped for one call of the main thread, and the
+    signals that arrived meanwhile."""
+
+    __slots__ = ("saved", "noted", "active")
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[int, Any]] = []
+        self.noted: list[tuple[int, Any]] = []
+        self.active = True
+
+    def note(self, signum: int, frame: Any) -> None:
+        if self.active:
+            self.noted.append((signum, frame))
+            return
+        # Left in place after the call: a handler that ran while the others
+        # were put back raised (signal.signal runs pending handlers first),
+        # and the rest stayed swapped. Put the real one back and run it.
+        for s, h in self.saved:
+            if s == signum:
+                try:
+                    _setsignal(s, h)
+                except (ValueError, OSError):  # pragma: no cover
+                    pass
+                h(signum, frame)
+                return
+
+    def swap(self) -> None:
+        note = self.note
+        saved = self.saved
+        try:
+            for s in _DEFERRED:
+                h = _getsignal(s)
+                if type(h) is _MethodType and h.__func__ is _NOTE:
+                    h = h.__self__.real(s)  # one left behind (see note)
+                if callable(h):
+                    saved.append((s, h))
+                    _setsignal(s, note)
+        except BaseException:
+            # A handler that ran here (a signal from just before the call)
+            # raised: the call does not start, the handlers are put back.
+            self.restore()
+            self.noted.clear()
+            raise
+
+    def real(self, signum: int) -> Any:
+        for s, h in self.saved:
+            if s == signum:
+                return h
+        return _signal.SIG_DFL
+
+    def restore(self) -> None:
+        self.active = False
+        for s, h in self.saved:
+            try:
+                _setsignal(s, h)
+            except (ValueError, OSError):  # pragma: no cover - a handler that cannot be set back
+                pass
+
+    def deliver(self) -> None:
+        """Runs the noted signals' handlers, each signal once (as Python
+        does for a signal that arrives twice before it looks), in the order
+        they came: the first to raise ends the caller's call
+        (KeyboardInterrupt)."""
+        handlers = dict(self.saved)
+        noted, self.noted = self.noted, []
+        seen: list[int] = []
+        for s, frame in noted:
+            if s in seen:
+                continue
+            seen.append(s)
+            h = handlers.get(s)
+            if callable(h):
+                try:
+                    h(s, frame)
+                except BaseException:
+                    # Other signals are not lost: sent again to this process,
+                    # their handlers run as Python runs them.
+                    for s2, _ in noted:
+                        if s2 not in seen:
+                            seen.append(s2)
+                            _signal.raise_signal(s2)
+                    raise
+
+
+_NOTE = _Deferral.note
+
+
 class Engine:
     """The module instance and its calls."""
 
@@ -155,7 +273,16 @@ class Engine:
         self._buf_cap = 0
         self.lock = threading.RLock()
         self.dead: str | None = None
-        ex["_initialize"](self._store)
+        self._deferral: _Deferral | None = None
+        d = _Deferral() if _get_ident() == _MAIN_THREAD else None
+        if d is not None:
+            d.swap()
+        try:
+            ex["_initialize"](self._store)
+        finally:
+            if d is not None:
+                d.restore()
+                d.deliver()
 
     def call(self, h: int, op: str, req: Any = None, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         """Runs op on handle h; returns the result's JSON value and byte arrays."""
@@ -179,47 +306,65 @@ class Engine:
         n = len(head) + 4 * len(bufs)
         for b in bufs:
             n += len(b)
-        with self.lock:
-            if self.dead is not None:
-                raise error_for("CLOSED", f"agentstate: this handle cannot be used: {self.dead}")
-            if n > self._buf_cap:
-                self._buf_ptr = self._buffer(n) & 0xFFFFFFFF
-                self._buf_cap = max(n, 64 << 10)
-            base = self._base
-            at = base + self._buf_ptr
-            memmove = ctypes_memmove
-            memmove(at, head, len(head))
-            at += len(head)
-            pack = _U32.pack
-            for b in bufs:
-                ln = len(b)
-                memmove(at, pack(ln), 4)
-                memmove(at + 4, b, ln)
-                at += 4 + ln
-            try:
-                r = self._call(h, n)
-            except wasmtime.ExitTrap as e:
-                self.dead = f"exit {e.code}"
-                raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
-            except BaseException as e:
-                # A trap unwound the engine's stack (a bug, or an exception a
-                # host function let through): its state is unknown, so this
-                # instance takes no more calls; the next handle opened starts
-                # a new one.
-                self.dead = (str(e).splitlines() or ["trap"])[0]
-                if isinstance(e, wasmtime.Trap):
-                    raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
-                raise
-            ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
-            # Read in place (the result stays valid until the next call,
-            # which waits for this lock): each part is copied once.
-            res = _decode_result(memoryview((ctypes.c_char * ln).from_address(base + ptr)).cast("B"))
-            exc, self.host.pending = self.host.pending, None
+        d = None
+        try:
+            with self.lock:
+                if self.dead is not None:
+                    raise error_for("CLOSED", f"agentstate: this handle cannot be used: {self.dead}")
+                if _get_ident() == _MAIN_THREAD and self._deferral is None:
+                    d = _Deferral()
+                    d.swap()  # a KeyboardInterrupt raised here leaves every handler as it was
+                    self._deferral = d
+                try:
+                    res, exc = self._run(h, n, head, bufs)
+                finally:
+                    if d is not None:
+                        self._deferral = None
+                        d.restore()
+        finally:
+            if d is not None and d.noted:
+                d.deliver()  # after the call, in order: KeyboardInterrupt raised here
         if exc is not None:
             raise exc
         if isinstance(res, AgentStateError):
             raise res
         return json.loads(res[0]), res[1]
+
+    def _run(self, h: int, n: int, head: bytes, bufs: list[bytes] | tuple) -> tuple[Any, BaseException | None]:
+        if n > self._buf_cap:
+            self._buf_ptr = self._buffer(n) & 0xFFFFFFFF
+            self._buf_cap = max(n, 64 << 10)
+        base = self._base
+        at = base + self._buf_ptr
+        memmove = ctypes_memmove
+        memmove(at, head, len(head))
+        at += len(head)
+        pack = _U32.pack
+        for b in bufs:
+            ln = len(b)
+            memmove(at, pack(ln), 4)
+            memmove(at + 4, b, ln)
+            at += 4 + ln
+        try:
+            r = self._call(h, n)
+        except wasmtime.ExitTrap as e:
+            self.dead = f"exit {e.code}"
+            raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
+        except BaseException as e:
+            # A trap unwound the engine's stack (a bug, or an exception a
+            # host function let through): its state is unknown, so this
+            # instance takes no more calls; the next handle opened starts
+            # a new one.
+            self.dead = (str(e).splitlines() or ["trap"])[0]
+            if isinstance(e, wasmtime.Trap):
+                raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
+            raise
+        ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
+        # Read in place (the result stays valid until the next call,
+        # which waits for this lock): each part is copied once.
+        res = _decode_result(memoryview((ctypes.c_char * ln).from_address(base + ptr)).cast("B"))
+        exc, self.host.pending = self.host.pending, None
+        return res, exc
 
 
 def _decode_result(out: memoryview) -> tuple[bytes, list[bytes]] | AgentStateError:
