@@ -196,7 +196,7 @@ def test_a_fork_while_another_thread_is_in_a_call_neither_hangs_nor_touches_the_
     """Class 4: the main thread forks while a second thread is inside saver
     calls; each child either uses the parent's saver (ClosedError at once,
     then opens its own) or only exits. Neither may hang."""
-    rounds = int(os.environ.get("AGENTSTATE_FORK_ROUNDS", "12"))
+    rounds = int(os.environ.get("AGENTSTATE_FORK_ROUNDS", "8"))
     r = run_child(FORK_CHILD, str(tmp_path / "fork.db"), str(rounds), timeout=60 + 25 * rounds)
     assert r.returncode == 0, r.stderr[-3000:]
     hung, bad = map(int, r.stdout.split())

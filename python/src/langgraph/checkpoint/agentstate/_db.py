@@ -93,12 +93,15 @@ class Database:
         self.every: int = res["every"]
         self.auto_retain: bool = res["autoRetain"]
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h)
+        self._forks = _engine._forks
+        self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h, self._forks)
 
     def call(self, op: str, req: Any = None, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         h = self._h
         if h is None:
             raise ClosedError(f"agentstate: {self.path} is closed")
+        if self._forks != _engine._forks:
+            raise ClosedError(f"agentstate: {self.path}: the process forked after this handle was opened: open the file again in the child")
         return self._engine.call(h, op, req, bufs)
 
     @property
@@ -107,7 +110,12 @@ class Database:
 
     def close(self) -> None:
         """Closes the handle; later calls raise ClosedError. Closing twice is
-        no error."""
+        no error. In a child forked after the handle was opened it only
+        marks it closed: the handle is the parent's."""
+        if self._forks != _engine._forks:
+            self._h = None
+            self._finalizer.detach()
+            return
         with self._lock:
             h, self._h = self._h, None
         if h is not None:
@@ -153,7 +161,9 @@ def _check_file_path(path: str) -> None:
         raise NotAgentStateError(f"agentstate: {path} is not an SQLite database (it begins {head!r})")
 
 
-def _close_handle(engine: _engine.Engine, h: int) -> None:
+def _close_handle(engine: _engine.Engine, h: int, forks: int) -> None:
+    if forks != _engine._forks:
+        return  # the parent's handle, in a forked child: the parent closes it
     try:
         engine.call(h, "close")
     except Exception:  # noqa: BLE001 - at exit or collection: nothing to report to

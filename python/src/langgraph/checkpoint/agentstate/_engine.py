@@ -240,6 +240,8 @@ class Engine:
         # reservation), so its base address is read once.
         cfg.memory_reservation = 4 << 30
         cfg.memory_may_move = False
+        if _forks:
+            cfg.parallel_compilation = False  # a forked child has no compile threads (see _before_fork)
         if os.environ.get("AGENTSTATE_PERFMAP"):
             cfg.profiler = "perfmap"  # /tmp/perf-PID.map for `perf record` (docs/python.md)
         self._wasm_engine = wasmtime.Engine(cfg)
@@ -403,18 +405,53 @@ _engine: Engine | None = None
 _engine_lock = threading.Lock()
 
 
+# ---- fork
+#
+# A child forked while another thread of the parent is inside a call
+# inherits that thread's locks held, and nothing will release them: the
+# engine's lock, SQLite's mutexes, wasmtime's. So the fork waits (a few
+# seconds at most) for the running call to end, holding the engine's lock
+# across it; in the child every handle of the parent is closed without a
+# call (its SQLite connections are the parent's: closing them would act on
+# the parent's files), the parent's engine is never freed (freeing runs
+# wasmtime and SQLite code that may need those locks), and the locks a
+# child may meet are new ones. A handle opened in the child starts a new
+# engine, compiled without wasmtime's compile threads (they did not survive
+# the fork).
+_FORK_WAIT = 5.0
+_forks = 0  # forks since the process started: a handle opened before one is the parent's
+_held_for_fork: list[Any] = []
+_orphans: list[Any] = []
+
+
+def _before_fork() -> None:
+    e = _engine
+    if e is not None and e.lock.acquire(timeout=_FORK_WAIT):
+        _held_for_fork.append(e.lock)
+
+
+def _after_fork_in_parent() -> None:
+    while _held_for_fork:
+        _held_for_fork.pop().release()
+
+
 def _after_fork_in_child() -> None:
-    # A forked child must not use the parent's SQLite connections: handles
-    # opened before the fork raise ClosedError there; new ones start a new
-    # engine.
-    global _engine
-    if _engine is not None:
-        _engine.dead = "the process forked after this handle was opened: open the file again in the child"
+    global _engine, _engine_lock, _forks
+    _forks += 1
+    _held_for_fork.clear()
+    _engine_lock = threading.Lock()
+    e = _engine
     _engine = None
+    if e is not None:
+        e.dead = "the process forked after this handle was opened: open the file again in the child"
+        e.lock = threading.RLock()
+        e._deferral = None
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(e))  # never freed here (see above)
+        _orphans.append(e)
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 def engine() -> Engine:
