@@ -201,3 +201,112 @@ def test_a_fork_while_another_thread_is_in_a_call_neither_hangs_nor_touches_the_
     assert r.returncode == 0, r.stderr[-3000:]
     hung, bad = map(int, r.stdout.split())
     assert (hung, bad) == (0, 0), f"{hung} of {rounds} children hung, {bad} failed: {r.stderr[-2000:]}"
+
+
+# ---- 6: the compiled-engine cache
+
+TINY = "(module (func (export \"answer\") (result i32) i32.const 42))"
+
+
+def tiny_engine():
+    import wasmtime
+
+    return wasmtime.Engine(), wasmtime.wat2wasm(TINY)
+
+
+def cache_entries(d):
+    return sorted(n for n in os.listdir(d) if n.endswith(".cwasm"))
+
+
+def sound(d, name):
+    import hashlib
+
+    digest = name[: -len(".cwasm")].rsplit("-", 1)[1]
+    return hashlib.sha256((d / name).read_bytes()).hexdigest().startswith(digest)
+
+
+def answer(engine, module):
+    import wasmtime
+
+    store = wasmtime.Store(engine)
+    return wasmtime.Instance(store, module, []).exports(store)["answer"](store)
+
+
+def zero_page(p):
+    b = bytearray(p.read_bytes())
+    mid = len(b) // 2 & ~4095
+    b[mid : mid + 4096] = bytes(min(4096, len(b) - mid))
+    p.write_bytes(bytes(b))
+
+
+def flip_byte(p):
+    b = bytearray(p.read_bytes())
+    b[len(b) * 2 // 3] ^= 0x01
+    p.write_bytes(bytes(b))
+
+
+def truncate(p):
+    b = p.read_bytes()
+    p.write_bytes(b[: len(b) // 2])
+
+
+@pytest.mark.parametrize("damage", [zero_page, flip_byte, truncate])
+def test_a_damaged_cache_entry_is_detected_replaced_and_never_run(tmp_path, monkeypatch, caplog, damage):
+    """Class 6: an entry damaged after it was written (a page of zeros, one
+    flipped byte, a truncated file) is found before it is mapped, removed,
+    and the module compiled and written again."""
+    from langgraph.checkpoint.agentstate import _engine
+
+    d = tmp_path / "cache"
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(d))
+    engine, wasm = tiny_engine()
+    answer(engine, _engine._compile(engine, wasm))
+    [name] = cache_entries(d)
+    assert sound(d, name)
+    damage(d / name)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="langgraph.checkpoint.agentstate"):
+        module = _engine._compile(engine, wasm)
+    assert answer(engine, module) == 42
+    assert "damaged" in caplog.text and "compiling the engine" in caplog.text
+    [again] = cache_entries(d)
+    assert sound(d, again)  # replaced by a sound entry
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="langgraph.checkpoint.agentstate"):
+        answer(engine, _engine._compile(engine, wasm))
+    assert caplog.text == ""  # the replacement is used, silently
+
+
+def test_the_first_compile_says_so(tmp_path, monkeypatch, caplog):
+    """Issue 42: the first run's silent 25-40 s compile says what happens."""
+    from langgraph.checkpoint.agentstate import _engine
+
+    d = tmp_path / "cache"
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(d))
+    engine, wasm = tiny_engine()
+    with caplog.at_level("WARNING", logger="langgraph.checkpoint.agentstate"):
+        _engine._compile(engine, wasm)
+    assert f"agentstate: compiling the engine for this machine (once, ~30 s); cached in {d}" in caplog.text
+
+
+@pytest.mark.parametrize("why", ["group-writable", "world-writable", "another owner"])
+def test_a_cache_directory_others_can_write_is_not_used(tmp_path, monkeypatch, caplog, why):
+    """Class 6: anyone who can write the cache directory runs native code in
+    every agentstate process, so a directory this user does not own, or
+    that others can write, is refused: the engine is compiled in memory."""
+    from langgraph.checkpoint.agentstate import _engine
+
+    d = tmp_path / "cache"
+    d.mkdir()
+    if why == "another owner":
+        if os.getuid() != 0:
+            pytest.fail("needs root to give the directory to another user (run as root, as CI does)") if os.environ.get("CI") else pytest.skip("needs root")
+        os.chown(d, 65534, 65534)
+    else:
+        os.chmod(d, 0o770 if why == "group-writable" else 0o777)
+    monkeypatch.setenv("AGENTSTATE_CACHE_DIR", str(d))
+    engine, wasm = tiny_engine()
+    with caplog.at_level("WARNING", logger="langgraph.checkpoint.agentstate"):
+        assert answer(engine, _engine._compile(engine, wasm)) == 42
+    assert cache_entries(d) == []
+    assert "not using the engine cache" in caplog.text and "compiling the engine in memory" in caplog.text
