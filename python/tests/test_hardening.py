@@ -6,6 +6,7 @@ Each test runs its case in a child process: a crash there (a segfault, a
 double free, a hang) is a failed test here, not a dead test run."""
 
 import json
+import math
 import os
 import random
 import signal
@@ -310,3 +311,72 @@ def test_a_cache_directory_others_can_write_is_not_used(tmp_path, monkeypatch, c
         assert answer(engine, _engine._compile(engine, wasm)) == 42
     assert cache_entries(d) == []
     assert "not using the engine cache" in caplog.text and "compiling the engine in memory" in caplog.text
+
+
+# ---- 9: typed errors for a ttl that is not finite and for a full disk
+
+
+@pytest.mark.parametrize("ttl", [math.inf, -math.inf, math.nan, 0, -1, "soon"])
+def test_a_ttl_that_is_not_a_positive_finite_number_is_refused_by_name(ttl):
+    from langgraph.checkpoint.agentstate import AgentStateStore, InvalidArgumentError
+
+    with AgentStateStore() as store:
+        with pytest.raises(InvalidArgumentError, match="ttl must be a positive, finite number of minutes"):
+            store.put(("ns",), "k", {"v": 1}, ttl=ttl)
+        assert store.get(("ns",), "k") is None  # nothing written, nothing clamped
+        store.put(("ns",), "k", {"v": 1}, ttl=None)
+        store.put(("ns",), "k2", {"v": 2}, ttl=1e6)
+        assert store.get(("ns",), "k2").value == {"v": 2}
+
+
+def test_the_disk_full_code_is_its_own_class():
+    from langgraph.checkpoint.agentstate import AgentStateError, DiskFullError
+    from langgraph.checkpoint.agentstate.errors import error_for
+
+    e = error_for("DISK_FULL", "agentstate: disk or quota full: database or disk is full")
+    assert type(e) is DiskFullError and isinstance(e, AgentStateError) and isinstance(e, OSError)
+    assert e.code == "DISK_FULL" and str(e) == "agentstate: disk or quota full: database or disk is full"
+
+
+DISK_FULL_CHILD = r"""
+import sys
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.agentstate import AgentStateSaver, DiskFullError
+
+cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+saver = AgentStateSaver(sys.argv[1])
+last = None
+for i in range(1, 200):
+    ck = empty_checkpoint()
+    ck["channel_values"] = {"blob": bytes([i % 251]) * 60_000 + str(i).encode()}
+    ck["channel_versions"] = {"blob": str(i)}
+    try:
+        last = saver.put(cfg, ck, {"step": i}, {"blob": str(i)})
+    except DiskFullError as e:
+        got = saver.get_tuple(cfg)  # the file is as the last acknowledged put left it
+        assert got.config["configurable"]["checkpoint_id"] == last["configurable"]["checkpoint_id"], got.config
+        print("full after", i - 1, "puts:", e, flush=True)
+        break
+else:
+    print("never full", flush=True)
+"""
+
+
+def test_a_full_disk_is_disk_full_error(tmp_path):
+    """Class 9: a full disk (a 1 MiB tmpfs) is DiskFullError, not the base
+    class; the file stays as the last acknowledged put left it."""
+    import shutil
+
+    if os.getuid() != 0 or not shutil.which("mount"):
+        pytest.skip("needs root to mount a 1 MiB tmpfs")
+    d = tmp_path / "tiny"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        r = run_child(DISK_FULL_CHILD, str(d / "full.db"), timeout=300)
+    finally:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith("full after ") and "disk or quota full" in r.stdout, r.stdout + r.stderr[-2000:]

@@ -62,6 +62,7 @@ var errorCodes = []struct {
 	{engine.ErrSchemaTooNew, "SCHEMA_TOO_NEW"},
 	{engine.ErrNotAgentstate, "NOT_AGENTSTATE"},
 	{engine.ErrCorrupt, "CORRUPT"},
+	{engine.ErrDiskFull, "DISK_FULL"},
 	{context.Canceled, "CANCELED"},
 	{context.DeadlineExceeded, "TIMEOUT"},
 }
