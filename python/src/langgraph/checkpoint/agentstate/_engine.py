@@ -363,7 +363,7 @@ class Engine:
         wasi.inherit_stderr()
         if os.environ.get("AGENTSTATE_TRACE"):
             wasi.inherit_stdout()  # the engine prints each call's time
-        env = [(k, v) for k, v in os.environ.items() if k.startswith("AGENTSTATE_")]
+        env = [(k, v) for k, v in os.environ.items() if k.startswith("AGENTSTATE_") or k in ("GOGC", "GOMEMLIMIT")]
         if env:
             wasi.env = env
         self._store.set_wasi(wasi)
@@ -414,10 +414,14 @@ class Engine:
         # The request goes into the module's memory part by part: the byte
         # arrays (LangGraph's serialised values, a whole message list on the
         # default channel) are copied once, not joined first.
-        head = b"".join((_U32.pack(len(opb)), opb, _U32.pack(len(text)), text, _U32.pack(len(bufs))))
+        # The request's JSON text is copied once, into the module's memory,
+        # not joined with its small head and tail first (a 100 MB store
+        # value was one more 100 MB copy).
+        head = _U32.pack(len(opb)) + opb + _U32.pack(len(text))
+        tail = _U32.pack(len(bufs))
         if any(type(b) is not bytes for b in bufs):
             bufs = [bytes(b) for b in bufs]  # memmove takes bytes; len counts bytes
-        n = len(head) + 4 * len(bufs)
+        n = len(head) + len(text) + 4 + 4 * len(bufs)
         for b in bufs:
             n += len(b)
         d = None
@@ -430,7 +434,7 @@ class Engine:
                     d.swap()  # a KeyboardInterrupt raised here leaves every handler as it was
                     self._deferral = d
                 try:
-                    res, exc = self._run(h, n, head, bufs)
+                    res, exc = self._run(h, n, head, text, tail, bufs)
                 finally:
                     if d is not None:
                         self._deferral = None
@@ -444,15 +448,16 @@ class Engine:
             raise res
         return json.loads(res[0]), res[1]
 
-    def _run(self, h: int, n: int, head: bytes, bufs: list[bytes] | tuple) -> tuple[Any, BaseException | None]:
+    def _run(self, h: int, n: int, head: bytes, text: bytes, tail: bytes, bufs: list[bytes] | tuple) -> tuple[Any, BaseException | None]:
         if n > self._buf_cap:
             self._buf_ptr = self._buffer(n) & 0xFFFFFFFF
             self._buf_cap = max(n, 64 << 10)
         base = self._base
         at = base + self._buf_ptr
         memmove = ctypes_memmove
-        memmove(at, head, len(head))
-        at += len(head)
+        for part in (head, text, tail):
+            memmove(at, part, len(part))
+            at += len(part)
         pack = _U32.pack
         for b in bufs:
             ln = len(b)
