@@ -25,6 +25,7 @@ import struct
 import tempfile
 import threading
 import time
+import types
 import _signal
 from importlib import resources
 from typing import Any
@@ -252,7 +253,7 @@ _MAIN_THREAD = threading.main_thread().ident
 _get_ident = threading.get_ident
 _getsignal = _signal.getsignal
 _setsignal = _signal.signal
-_MethodType = type(threading.Thread().start)
+_MethodType = types.MethodType
 
 
 class _Deferral:
