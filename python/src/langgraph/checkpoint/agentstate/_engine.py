@@ -9,7 +9,9 @@ Compiling the module takes seconds, so the compiled form is kept in a
 cache directory (``AGENTSTATE_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or
 ``~/.cache``, under ``langgraph-checkpoint-agentstate``), keyed by the
 module's hash, wasmtime's version and the machine; a process finds it
-there and maps it in milliseconds. ``AGENTSTATE_CACHE_DIR=off`` disables it.
+there and maps it in milliseconds, after checking its digest (see _compile:
+only a directory this user owns and no one else can write is trusted).
+``AGENTSTATE_CACHE_DIR=off`` disables it.
 """
 
 from __future__ import annotations
