@@ -64,6 +64,7 @@ var errorCodes = []struct {
 	{engine.ErrCorrupt, "CORRUPT"},
 	{engine.ErrFileReplaced, "FILE_REPLACED"},
 	{engine.ErrBusy, "BUSY"},
+	{engine.ErrDiskFull, "DISK_FULL"},
 	{context.Canceled, "CANCELED"},
 	{context.DeadlineExceeded, "TIMEOUT"},
 }

@@ -139,12 +139,15 @@ class Database:
                 stacklevel=2,
             )
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h)
+        self._forks = _engine._forks
+        self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h, self._forks)
 
     def call(self, op: str, req: Any = None, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         h = self._h
         if h is None:
             raise ClosedError(f"agentstate: {self.path} is closed")
+        if self._forks != _engine._forks:
+            raise ClosedError(f"agentstate: {self.path}: the process forked after this handle was opened: open the file again in the child")
         return self._engine.call(h, op, req, bufs)
 
     @property
@@ -153,7 +156,12 @@ class Database:
 
     def close(self) -> None:
         """Closes the handle; later calls raise ClosedError. Closing twice is
-        no error."""
+        no error. In a child forked after the handle was opened it only
+        marks it closed: the handle is the parent's."""
+        if self._forks != _engine._forks:
+            self._h = None
+            self._finalizer.detach()
+            return
         with self._lock:
             h, self._h = self._h, None
         if h is not None:
@@ -236,7 +244,9 @@ def _is_langgraph_sqlite(path: str) -> bool:
     return {"checkpoints", "writes"} <= names
 
 
-def _close_handle(engine: _engine.Engine, h: int) -> None:
+def _close_handle(engine: _engine.Engine, h: int, forks: int) -> None:
+    if forks != _engine._forks:
+        return  # the parent's handle, in a forked child: the parent closes it
     # The garbage collector runs finalizers at any allocation, also inside an
     # engine call on this thread (which holds the engine's reentrant lock):
     # a close made there would overwrite that call's buffers and answer. It

@@ -9,7 +9,9 @@ Compiling the module takes seconds, so the compiled form is kept in a
 cache directory (``AGENTSTATE_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or
 ``~/.cache``, under ``langgraph-checkpoint-agentstate``), keyed by the
 module's hash, wasmtime's version and the machine; a process finds it
-there and maps it in milliseconds. ``AGENTSTATE_CACHE_DIR=off`` disables it.
+there and maps it in milliseconds, after checking its digest (see _compile:
+only a directory this user owns and no one else can write is trusted).
+``AGENTSTATE_CACHE_DIR=off`` disables it.
 """
 
 from __future__ import annotations
@@ -17,11 +19,16 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import logging
 import os
 import platform
+import stat
 import struct
 import tempfile
 import threading
+import time
+import types
+import _signal
 from importlib import resources
 from typing import Any
 
@@ -60,9 +67,30 @@ def _cache_dir() -> str | None:
     return d
 
 
+_log = logging.getLogger("langgraph.checkpoint.agentstate")
+_DIGEST_CHARS = 32  # of the entry's SHA-256, in its name
+
+
 def _compile(engine: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
+    """The compiled module: from the cache when a sound entry is there,
+    else compiled (25-40 s) and written to the cache.
+
+    The cache runs native code from its directory in every agentstate
+    process, so it trusts that directory only when this user owns it and
+    no one else can write it (a directory that fails this is not used:
+    the engine is compiled in memory, every process). An entry is named
+    after the SHA-256 of its bytes, checked before the entry is mapped: a
+    damaged entry (a page of zeros, one flipped byte, a truncated file) is
+    removed and compiled again, never run. Entries are written to a
+    temporary file, synced, renamed into place and the directory synced."""
     d = _cache_dir()
     if d is None:
+        return wasmtime.Module(engine, wasm)
+    why = _untrusted(d)
+    if why is not None:
+        _log.warning(
+            "agentstate: not using the engine cache %s: %s; compiling the engine in memory (~30 s, in every process)", d, why
+        )
         return wasmtime.Module(engine, wasm)
     key = hashlib.sha256(wasm).hexdigest()[:24]
     try:
@@ -71,38 +99,126 @@ def _compile(engine: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
         wv = version("wasmtime")
     except Exception:  # noqa: BLE001 - no metadata: the module's own check refuses a foreign build
         wv = "unknown"
-    tag = f"wasmtime{wv}-{platform.machine()}-{platform.system()}"
-    path = os.path.join(d, f"engine-{key}-{tag}.cwasm")
-    if os.path.exists(path):
+    prefix = f"engine-{key}-wasmtime{wv}-{platform.machine()}-{platform.system()}-"
+    try:
+        names = sorted(n for n in os.listdir(d) if n.startswith(prefix) and n.endswith(".cwasm"))
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(d, name)
+        module = _load_checked(engine, path, name[len(prefix) : -len(".cwasm")])
+        if module is not None:
+            return module
+        _log.warning("agentstate: the engine cache entry %s is damaged: removed, compiling again", path)
         try:
-            return wasmtime.Module.deserialize_file(engine, path)
-        except Exception:  # noqa: BLE001 - a damaged or foreign cache entry: compile again
+            os.remove(path)
+        except OSError:
             pass
+    _log.warning("agentstate: compiling the engine for this machine (once, ~30 s); cached in %s", d)
     module = wasmtime.Module(engine, wasm)
     try:
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(module.serialize())
-        os.replace(tmp, path)  # atomic: a concurrent process sees all or nothing
+        data = module.serialize()
+        path = os.path.join(d, prefix + hashlib.sha256(data).hexdigest()[:_DIGEST_CHARS] + ".cwasm")
+        _write_synced(d, path, data)
         _prune_cache(d, keep=path)
     except OSError:
-        pass  # a read-only home: run without the cache
+        pass  # a full or read-only disk: run without the cache
     return module
 
 
+def _untrusted(d: str) -> str | None:
+    """Why the cache directory d (created if missing, for this user only)
+    is not to be trusted, or None."""
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.stat(d)
+    except OSError as e:
+        return f"cannot create or read it ({e.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"it is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"others can write it (mode {stat.S_IMODE(st.st_mode):o}; chmod go-w to use it)"
+    return None
+
+
+def _load_checked(engine: wasmtime.Engine, path: str, digest: str) -> wasmtime.Module | None:
+    """The entry at path if its bytes have the digest its name gives, else
+    None. It is mapped from the descriptor that was checked, not opened
+    again by name (a file renamed over it meanwhile is not run)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read()
+        if len(data) != st.st_size or hashlib.sha256(data).hexdigest()[:_DIGEST_CHARS] != digest:
+            return None
+        try:
+            if os.path.isdir("/proc/self/fd"):
+                del data
+                return wasmtime.Module.deserialize_file(engine, f"/proc/self/fd/{fd}")
+            return wasmtime.Module.deserialize(engine, data)
+        except Exception:  # noqa: BLE001 - sound bytes of a foreign build (another wasmtime): compile again
+            return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _write_synced(d: str, path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".engine-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic: a concurrent process sees all or nothing
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
 _CACHE_ENTRIES = 4
+_STALE_TMP_SECONDS = 3600
 
 
 def _prune_cache(d: str, keep: str) -> None:
     """Keeps the newest few compiled modules (other builds, other wasmtime
-    versions, other environments sharing the directory), removes the rest."""
+    versions, other environments sharing the directory), removes the rest
+    and the temporary files of writers that died an hour ago or more."""
     entries = []
+    now = time.time()
     for name in os.listdir(d):
         p = os.path.join(d, name)
         if name.startswith("engine-") and name.endswith(".cwasm") and p != keep:
             try:
                 entries.append((os.path.getmtime(p), p))
+            except OSError:
+                pass
+        elif name.startswith(".engine-") and name.endswith(".tmp"):
+            try:
+                if now - os.path.getmtime(p) > _STALE_TMP_SECONDS:
+                    os.remove(p)
             except OSError:
                 pass
     entries.sort(reverse=True)
@@ -111,6 +227,123 @@ def _prune_cache(d: str, keep: str) -> None:
             os.remove(p)
         except OSError:
             pass
+
+
+# ---- signals during calls
+#
+# Python runs a signal's handler in the main thread at the next bytecode
+# boundary, and during a call that is inside a host function (a ctypes
+# callback under wasmtime), possibly before its ``try:``. An exception raised
+# there (Ctrl-C's KeyboardInterrupt) escapes the callback: ctypes prints
+# "Exception ignored", wasmtime gets no trap and an unset result, and the
+# engine runs on with garbage (double frees, segfaults). So while the main
+# thread runs a call, the Python handlers of these signals are swapped for
+# one that only notes the signal; the call runs to its end, and the noted
+# signals' own handlers run once it has returned, in the order the signals
+# came (KeyboardInterrupt raised there, asyncio's handler cancelling its
+# task there). The running statement is not stopped: a call is
+# milliseconds, and a statement stopped halfway left the engine's
+# transaction open (issue 38). Handlers run only in the main thread, so
+# calls of other threads need none of this. Swapping costs two
+# sigaction(2) calls per call (docs/python.md has the measurement).
+_DEFERRED = tuple(
+    int(getattr(_signal, n))
+    for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGCHLD", "SIGWINCH", "SIGVTALRM", "SIGPROF")
+    if hasattr(_signal, n)
+)
+_MAIN_THREAD = threading.main_thread().ident
+_get_ident = threading.get_ident
+_getsignal = _signal.getsignal
+_setsignal = _signal.signal
+_MethodType = types.MethodType
+
+
+class _Deferral:
+    """The handlers swapped for one call of the main thread, and the
+    signals that arrived meanwhile."""
+
+    __slots__ = ("saved", "noted", "active")
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[int, Any]] = []
+        self.noted: list[tuple[int, Any]] = []
+        self.active = True
+
+    def note(self, signum: int, frame: Any) -> None:
+        if self.active:
+            self.noted.append((signum, frame))
+            return
+        # Left in place after the call: a handler that ran while the others
+        # were put back raised (signal.signal runs pending handlers first),
+        # and the rest stayed swapped. Put the real one back and run it.
+        for s, h in self.saved:
+            if s == signum:
+                try:
+                    _setsignal(s, h)
+                except (ValueError, OSError):  # pragma: no cover
+                    pass
+                h(signum, frame)
+                return
+
+    def swap(self) -> None:
+        note = self.note
+        saved = self.saved
+        try:
+            for s in _DEFERRED:
+                h = _getsignal(s)
+                if type(h) is _MethodType and h.__func__ is _NOTE:
+                    h = h.__self__.real(s)  # one left behind (see note)
+                if callable(h):
+                    saved.append((s, h))
+                    _setsignal(s, note)
+        except BaseException:
+            # A handler that ran here (a signal from just before the call)
+            # raised: the call does not start, the handlers are put back.
+            self.restore()
+            self.noted.clear()
+            raise
+
+    def real(self, signum: int) -> Any:
+        for s, h in self.saved:
+            if s == signum:
+                return h
+        return _signal.SIG_DFL
+
+    def restore(self) -> None:
+        self.active = False
+        for s, h in self.saved:
+            try:
+                _setsignal(s, h)
+            except (ValueError, OSError):  # pragma: no cover - a handler that cannot be set back
+                pass
+
+    def deliver(self) -> None:
+        """Runs the noted signals' handlers, each signal once (as Python
+        does for a signal that arrives twice before it looks), in the order
+        they came: the first to raise ends the caller's call
+        (KeyboardInterrupt)."""
+        handlers = dict(self.saved)
+        noted, self.noted = self.noted, []
+        seen: list[int] = []
+        for s, frame in noted:
+            if s in seen:
+                continue
+            seen.append(s)
+            h = handlers.get(s)
+            if callable(h):
+                try:
+                    h(s, frame)
+                except BaseException:
+                    # Other signals are not lost: sent again to this process,
+                    # their handlers run as Python runs them.
+                    for s2, _ in noted:
+                        if s2 not in seen:
+                            seen.append(s2)
+                            _signal.raise_signal(s2)
+                    raise
+
+
+_NOTE = _Deferral.note
 
 
 class Engine:
@@ -122,6 +355,8 @@ class Engine:
         # reservation), so its base address is read once.
         cfg.memory_reservation = 4 << 30
         cfg.memory_may_move = False
+        if _forks:
+            cfg.parallel_compilation = False  # a forked child has no compile threads (see _before_fork)
         if os.environ.get("AGENTSTATE_PERFMAP"):
             cfg.profiler = "perfmap"  # /tmp/perf-PID.map for `perf record` (docs/python.md)
         self._wasm_engine = wasmtime.Engine(cfg)
@@ -131,7 +366,7 @@ class Engine:
         wasi.inherit_stderr()
         if os.environ.get("AGENTSTATE_TRACE"):
             wasi.inherit_stdout()  # the engine prints each call's time
-        env = [(k, v) for k, v in os.environ.items() if k.startswith("AGENTSTATE_")]
+        env = [(k, v) for k, v in os.environ.items() if k.startswith("AGENTSTATE_") or k in ("GOGC", "GOMEMLIMIT")]
         if env:
             wasi.env = env
         self._store.set_wasi(wasi)
@@ -155,7 +390,16 @@ class Engine:
         self._buf_cap = 0
         self.lock = threading.RLock()
         self.dead: str | None = None
-        ex["_initialize"](self._store)
+        self._deferral: _Deferral | None = None
+        d = _Deferral() if _get_ident() == _MAIN_THREAD else None
+        if d is not None:
+            d.swap()
+        try:
+            ex["_initialize"](self._store)
+        finally:
+            if d is not None:
+                d.restore()
+                d.deliver()
 
     def call(self, h: int, op: str, req: Any = None, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         """Runs op on handle h; returns the result's JSON value and byte arrays."""
@@ -173,53 +417,76 @@ class Engine:
         # The request goes into the module's memory part by part: the byte
         # arrays (LangGraph's serialised values, a whole message list on the
         # default channel) are copied once, not joined first.
-        head = b"".join((_U32.pack(len(opb)), opb, _U32.pack(len(text)), text, _U32.pack(len(bufs))))
+        # The request's JSON text is copied once, into the module's memory,
+        # not joined with its small head and tail first (a 100 MB store
+        # value was one more 100 MB copy).
+        head = _U32.pack(len(opb)) + opb + _U32.pack(len(text))
+        tail = _U32.pack(len(bufs))
         if any(type(b) is not bytes for b in bufs):
             bufs = [bytes(b) for b in bufs]  # memmove takes bytes; len counts bytes
-        n = len(head) + 4 * len(bufs)
+        n = len(head) + len(text) + 4 + 4 * len(bufs)
         for b in bufs:
             n += len(b)
-        with self.lock:
-            if self.dead is not None:
-                raise error_for("CLOSED", f"agentstate: this handle cannot be used: {self.dead}")
-            if n > self._buf_cap:
-                self._buf_ptr = self._buffer(n) & 0xFFFFFFFF
-                self._buf_cap = max(n, 64 << 10)
-            base = self._base
-            at = base + self._buf_ptr
-            memmove = ctypes_memmove
-            memmove(at, head, len(head))
-            at += len(head)
-            pack = _U32.pack
-            for b in bufs:
-                ln = len(b)
-                memmove(at, pack(ln), 4)
-                memmove(at + 4, b, ln)
-                at += 4 + ln
-            try:
-                r = self._call(h, n)
-            except wasmtime.ExitTrap as e:
-                self.dead = f"exit {e.code}"
-                raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
-            except BaseException as e:
-                # A trap unwound the engine's stack (a bug, or an exception a
-                # host function let through): its state is unknown, so this
-                # instance takes no more calls; the next handle opened starts
-                # a new one.
-                self.dead = (str(e).splitlines() or ["trap"])[0]
-                if isinstance(e, wasmtime.Trap):
-                    raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
-                raise
-            ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
-            # Read in place (the result stays valid until the next call,
-            # which waits for this lock): each part is copied once.
-            res = _decode_result(memoryview((ctypes.c_char * ln).from_address(base + ptr)).cast("B"))
-            exc, self.host.pending = self.host.pending, None
+        d = None
+        try:
+            with self.lock:
+                if self.dead is not None:
+                    raise error_for("CLOSED", f"agentstate: this handle cannot be used: {self.dead}")
+                if _get_ident() == _MAIN_THREAD and self._deferral is None:
+                    d = _Deferral()
+                    d.swap()  # a KeyboardInterrupt raised here leaves every handler as it was
+                    self._deferral = d
+                try:
+                    res, exc = self._run(h, n, head, text, tail, bufs)
+                finally:
+                    if d is not None:
+                        self._deferral = None
+                        d.restore()
+        finally:
+            if d is not None and d.noted:
+                d.deliver()  # after the call, in order: KeyboardInterrupt raised here
         if exc is not None:
             raise exc
         if isinstance(res, AgentStateError):
             raise res
         return json.loads(res[0]), res[1]
+
+    def _run(self, h: int, n: int, head: bytes, text: bytes, tail: bytes, bufs: list[bytes] | tuple) -> tuple[Any, BaseException | None]:
+        if n > self._buf_cap:
+            self._buf_ptr = self._buffer(n) & 0xFFFFFFFF
+            self._buf_cap = max(n, 64 << 10)
+        base = self._base
+        at = base + self._buf_ptr
+        memmove = ctypes_memmove
+        for part in (head, text, tail):
+            memmove(at, part, len(part))
+            at += len(part)
+        pack = _U32.pack
+        for b in bufs:
+            ln = len(b)
+            memmove(at, pack(ln), 4)
+            memmove(at + 4, b, ln)
+            at += 4 + ln
+        try:
+            r = self._call(h, n)
+        except wasmtime.ExitTrap as e:
+            self.dead = f"exit {e.code}"
+            raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
+        except BaseException as e:
+            # A trap unwound the engine's stack (a bug, or an exception a
+            # host function let through): its state is unknown, so this
+            # instance takes no more calls; the next handle opened starts
+            # a new one.
+            self.dead = (str(e).splitlines() or ["trap"])[0]
+            if isinstance(e, wasmtime.Trap):
+                raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
+            raise
+        ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
+        # Read in place (the result stays valid until the next call,
+        # which waits for this lock): each part is copied once.
+        res = _decode_result(memoryview((ctypes.c_char * ln).from_address(base + ptr)).cast("B"))
+        exc, self.host.pending = self.host.pending, None
+        return res, exc
 
 
 def _decode_result(out: memoryview) -> tuple[bytes, list[bytes]] | AgentStateError:
@@ -258,18 +525,53 @@ _engine: Engine | None = None
 _engine_lock = threading.Lock()
 
 
+# ---- fork
+#
+# A child forked while another thread of the parent is inside a call
+# inherits that thread's locks held, and nothing will release them: the
+# engine's lock, SQLite's mutexes, wasmtime's. So the fork waits (a few
+# seconds at most) for the running call to end, holding the engine's lock
+# across it; in the child every handle of the parent is closed without a
+# call (its SQLite connections are the parent's: closing them would act on
+# the parent's files), the parent's engine is never freed (freeing runs
+# wasmtime and SQLite code that may need those locks), and the locks a
+# child may meet are new ones. A handle opened in the child starts a new
+# engine, compiled without wasmtime's compile threads (they did not survive
+# the fork).
+_FORK_WAIT = 5.0
+_forks = 0  # forks since the process started: a handle opened before one is the parent's
+_held_for_fork: list[Any] = []
+_orphans: list[Any] = []
+
+
+def _before_fork() -> None:
+    e = _engine
+    if e is not None and e.lock.acquire(timeout=_FORK_WAIT):
+        _held_for_fork.append(e.lock)
+
+
+def _after_fork_in_parent() -> None:
+    while _held_for_fork:
+        _held_for_fork.pop().release()
+
+
 def _after_fork_in_child() -> None:
-    # A forked child must not use the parent's SQLite connections: handles
-    # opened before the fork raise ClosedError there; new ones start a new
-    # engine.
-    global _engine
-    if _engine is not None:
-        _engine.dead = "the process forked after this handle was opened: open the file again in the child"
+    global _engine, _engine_lock, _forks
+    _forks += 1
+    _held_for_fork.clear()
+    _engine_lock = threading.Lock()
+    e = _engine
     _engine = None
+    if e is not None:
+        e.dead = "the process forked after this handle was opened: open the file again in the child"
+        e.lock = threading.RLock()
+        e._deferral = None
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(e))  # never freed here (see above)
+        _orphans.append(e)
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 def engine() -> Engine:

@@ -58,6 +58,15 @@ class CorruptError(AgentStateError):
     code = "CORRUPT"
 
 
+class DiskFullError(AgentStateError, OSError):
+    """The disk or the user's quota is full; the call wrote nothing."""
+
+    code = "DISK_FULL"
+
+    def __str__(self) -> str:  # OSError would format its args
+        return str(self.args[0]) if self.args else ""
+
+
 class TimeoutError_(AgentStateError, TimeoutError):
     code = "TIMEOUT"
 
@@ -109,6 +118,7 @@ _BY_CODE = {
         SchemaTooNewError,
         NotAgentStateError,
         CorruptError,
+        DiskFullError,
         TimeoutError_,
         BusyError,
         FileReplacedError,

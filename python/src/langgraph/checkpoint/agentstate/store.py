@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Iterable
 from datetime import datetime
@@ -142,9 +143,17 @@ class AgentStateStore(BaseStore):
                 if op.ttl is None:
                     req["noExpiry"] = True
                 else:
-                    if not op.ttl > 0:
-                        raise InvalidArgumentError(f"agentstate: ttl must be a positive number of minutes or None, got {op.ttl!r}")
-                    req["ttlMs"] = float(op.ttl) * _MINUTE_MS
+                    try:
+                        ttl = float(op.ttl)
+                    except (TypeError, ValueError):
+                        ttl = math.nan
+                    # Not finite (inf, nan) is refused, not clamped: "never
+                    # expires" is ttl=None.
+                    if not (ttl > 0 and math.isfinite(ttl * _MINUTE_MS)):
+                        raise InvalidArgumentError(
+                            f"agentstate: ttl must be a positive, finite number of minutes, or None for no expiry, got {op.ttl!r}"
+                        )
+                    req["ttlMs"] = ttl * _MINUTE_MS
             return req
         if isinstance(op, SearchOp):
             if op.query:
