@@ -32,7 +32,7 @@ type conn struct {
 	// backend; nil for SQLite, which pays nothing for it.
 	tr func(q string, args []any) (string, []any, error)
 	// shared: a connection to a shared SQLite file (shared.go); tr then
-	// gives our objects their SharedPrefix names.
+	// gives our objects their sharedPrefix names.
 	shared bool
 }
 

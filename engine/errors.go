@@ -21,60 +21,45 @@ var (
 	ErrClosed = errors.New("agentstate: database is closed")
 	// ErrInvalidOption: Open was given an option outside its range.
 	ErrInvalidOption = errors.New("agentstate: invalid option")
-	// ErrInvalidArgument: a missing or malformed argument (for Open, a path
-	// that is a directory, a named pipe or a device).
+	// ErrInvalidArgument: a missing or malformed argument (or Open's path).
 	ErrInvalidArgument = errors.New("agentstate: invalid argument")
-	// ErrNotFound: the named thing does not exist (or belongs to another
-	// owner); for Open, the directory of the file's path.
+	// ErrNotFound: no such thing (or another owner's; Open: no directory).
 	ErrNotFound = errors.New("agentstate: not found")
-	// ErrConflict: the call would break a rule the database enforces (one
-	// active run per thread, a duplicate id, a refused status transition).
+	// ErrConflict: the call would break a rule the database enforces.
 	ErrConflict = errors.New("agentstate: conflict")
-	// ErrNotAgentstate: an SQLite database written by something else, or
-	// not an SQLite database at all.
+	// ErrNotAgentstate: another tool's SQLite database, or not one at all.
 	ErrNotAgentstate = errors.New("agentstate: not an agentstate database")
 	// ErrSchemaTooNew: the file was written by a newer agentstate.
 	ErrSchemaTooNew = errors.New("agentstate: database schema is newer than this build")
-	// ErrSchemaTooOld: a read-only handle met a file of an older schema,
-	// which only a read-write Open upgrades. It matches ErrReadOnly too.
+	// ErrSchemaTooOld: an older schema a read-only handle cannot upgrade.
 	ErrSchemaTooOld = errors.New("agentstate: database schema is older than this build")
-	// ErrModeMismatch: the file, or a thread, is in another channel mode
-	// than the handle (see ModeMismatchError).
+	// ErrModeMismatch: another channel mode (see ModeMismatchError).
 	ErrModeMismatch = errors.New("agentstate: channel mode mismatch")
 	// ErrCorrupt: stored bytes or the file itself do not decode.
 	ErrCorrupt = errors.New("agentstate: corrupt data")
-	// ErrFormatTooNew: stored bytes in a format of a newer agentstate (not
-	// damage: upgrade agentstate). It matches ErrSchemaTooNew too.
+	// ErrFormatTooNew: bytes of a newer agentstate (matches ErrSchemaTooNew).
 	ErrFormatTooNew error = formatTooNewError{}
 	// ErrReadOnly: a write on a handle opened read-only, or on a file its
 	// process cannot write.
 	ErrReadOnly = errors.New("agentstate: database opened read-only")
-	// ErrTooLarge: a value past MaxValueBytes or the limits beside it, or a
-	// call that needed more memory than SQLite has. It matches
-	// ErrInvalidArgument too.
+	// ErrTooLarge: past MaxValueBytes or the limits beside it, or past
+	// SQLite's memory. It matches ErrInvalidArgument too.
 	ErrTooLarge error = tooLargeError{}
-	// ErrDiskFull: the disk or the user's quota is full; the call wrote
-	// nothing.
+	// ErrDiskFull: the disk or the user's quota is full; nothing written.
 	ErrDiskFull = errors.New("agentstate: disk or quota full")
-	// ErrBusy: another connection held the lock a call needed for longer
-	// than Options.BusyTimeout. Nothing was written; retry later.
+	// ErrBusy: a lock held past Options.BusyTimeout; nothing written.
 	ErrBusy = errors.New("agentstate: database is busy")
-	// ErrFileReplaced: the file was deleted or replaced while the handle had
-	// it open. Every write and Close fail with it, before writing (reads see
-	// the file as it was): close the handle and open the path again.
+	// ErrFileReplaced: the file was deleted or replaced under the handle;
+	// writes and Close fail with it before writing: open the path again.
 	ErrFileReplaced = errors.New("agentstate: database file was deleted or replaced while open")
-	// ErrConnectionLost (PostgreSQL): the server connection failed or was
-	// ended. The call changed nothing, unless the error is also
-	// ErrOutcomeUnknown; the next call dials a new session.
+	// ErrConnectionLost (PostgreSQL): the session ended; nothing written
+	// unless also ErrOutcomeUnknown (docs/contract.md §7).
 	ErrConnectionLost = errors.New("agentstate: connection to the database server lost")
-	// ErrOutcomeUnknown (PostgreSQL): a COMMIT was sent and its answer never
-	// came, so the write may or may not be applied: read before retrying. It
-	// also matches what ended the wait (a context error or
-	// ErrConnectionLost): test for it first.
+	// ErrOutcomeUnknown (PostgreSQL): a COMMIT's answer never came: read
+	// before retrying; test for it first (docs/contract.md §7).
 	ErrOutcomeUnknown = errors.New("agentstate: outcome of the write is unknown")
-	// ErrInterrupted (PostgreSQL): the server cancelled a statement (its
-	// statement_timeout, or pg_cancel_backend), not the call's context.
-	// Nothing was written.
+	// ErrInterrupted (PostgreSQL): the server cancelled a statement; nothing
+	// was written.
 	ErrInterrupted = errors.New("agentstate: statement cancelled, not by the call's context (the server's statement_timeout, or pg_cancel_backend)")
 )
 
@@ -111,11 +96,8 @@ func (e *HeldError) Unwrap() []error { return []error{ErrConflict, e.err} }
 // (WantMode, WantEvery). Its message tells a Go caller what to call; other
 // front ends read the fields.
 type ModeMismatchError struct {
-	// Op is where the modes met: "open" (options against the file),
-	// "thread" (a thread against the handle), "import" (an export, or with
-	// Thread one of its threads, against the file), "convert"
-	// (ConvertThread to delta on a handle not in delta mode) or "converted"
-	// (another handle converted the file after this one opened it).
+	// Op is where the modes met: "open", "thread", "import", "convert" or
+	// "converted" (docs/contract.md §5).
 	Op               string
 	Path             string // the file as the handle was opened
 	Thread           string // the thread, for "thread" and "convert"

@@ -26,10 +26,7 @@ type Events struct {
 	traceLimit int
 }
 
-// WithTraceContentLimit returns the event surface with its own bound, in
-// UTF-8 bytes, on the content of trace events (DeerFlow's per-store
-// run_events.max_trace_content); 0 keeps Options.TraceContentLimit, a
-// negative limit is refused when events are put.
+// WithTraceContentLimit: its own bound on trace contents (docs/records.md).
 func (e Events) WithTraceContentLimit(limit int) Events {
 	e.traceLimit = limit
 	return e
@@ -319,10 +316,7 @@ func (e Events) ListMessages(ctx context.Context, threadID string, q records.Mes
 	return out, err
 }
 
-// ListRunMessages returns a page of one run's events of category message,
-// in ascending seq order, with the same cursors as ListMessages: the latest
-// Limit, the last Limit before BeforeSeq, or the first Limit after
-// AfterSeq. It is one indexed query.
+// ListRunMessages is ListMessages for one run (docs/records.md).
 func (e Events) ListRunMessages(ctx context.Context, threadID, runID string, q records.MessageQuery) ([]records.Event, error) {
 	if err := checkID("thread id", threadID); err != nil {
 		return nil, err
@@ -353,11 +347,7 @@ func (e Events) ListRunMessages(ctx context.Context, threadID, runID string, q r
 // maxVisibleRuns bounds the runs one LastVisibleAISeq call looks at.
 const maxVisibleRuns = 1000
 
-// LastVisibleAISeq returns, for each of runIDs that has one, the seq of its
-// last AI reply a user sees: a message event of type llm.ai.response or
-// ai_message whose metadata "caller" does not begin with "middleware:"
-// (DeerFlow's summaries and other middleware replies are hidden). Runs
-// without one are absent from the map.
+// LastVisibleAISeq: each run's last AI reply a user sees (docs/records.md).
 func (e Events) LastVisibleAISeq(ctx context.Context, threadID string, runIDs []string) (map[string]int64, error) {
 	if err := checkID("thread id", threadID); err != nil {
 		return nil, err

@@ -88,11 +88,7 @@ func (db *DB) CheckpointWAL(ctx context.Context) (admin.WALStatus, error) {
 // for reuse; Vacuum gives them back to the file system). The rebuilt file
 // goes through the write-ahead log: CheckpointWAL after it says
 // whether the file on disk has shrunk.
-//
-// A shared file (Options.SharedFile) is not vacuumed: VACUUM rebuilds every
-// table of the file, the other tools' too (and may renumber the rowids of
-// theirs that have no INTEGER PRIMARY KEY); its owner runs it, when the
-// other tools can take it (ErrInvalidArgument).
+// A shared file is refused (ErrInvalidArgument; docs/format.md).
 func (db *DB) Vacuum(ctx context.Context) error {
 	if db.shared {
 		return fmt.Errorf("%w: %s is a shared file: VACUUM would rebuild the other tools' tables too; agentstate leaves that to the file's owner (retention's freed pages are reused without it)", ErrInvalidArgument, db.path)

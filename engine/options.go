@@ -96,16 +96,8 @@ type Options struct {
 	// without renewal; the handle renews its leases every RunLease/3 while it
 	// is open. Default 1 minute; must be 1s..24h.
 	RunLease time.Duration
-	// SharedFile lets agentstate live in an SQLite file that other tools'
-	// tables share (DeerFlow's deerflow.db beside its SQLAlchemy tables):
-	// our tables and indexes are named agentstate_*, the header fields live
-	// in the agentstate_header table, and the file's SQLite header
-	// (application_id, user_version), auto_vacuum and the other tools'
-	// objects are left alone (docs/format.md, "Shared files"). A file that
-	// holds agentstate_header opens as shared without it; a file of
-	// agentstate's own opens as one with it. Default false; not for
-	// Memory; nothing to do on PostgreSQL, whose schema is ours already.
-	// DB.Options reports it resolved.
+	// SharedFile: live in an SQLite file other tools' tables share (default
+	// false; docs/format.md, "Shared files").
 	SharedFile bool
 
 	// RunOwner labels the runs this handle creates (a suffix unique to the

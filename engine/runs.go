@@ -497,8 +497,7 @@ func (r Runs) Delete(ctx context.Context, runID string) error {
 	})
 }
 
-// SetModelName sets the model a run uses (DeerFlow learns it after the run
-// is created). A missing run is ErrNotFound.
+// SetModelName sets the model of a run (ErrNotFound if it is missing).
 func (r Runs) SetModelName(ctx context.Context, runID, model string) error {
 	if err := checkID("run id", runID); err != nil {
 		return err
@@ -518,9 +517,7 @@ func (r Runs) SetModelName(ctx context.Context, runID, model string) error {
 	})
 }
 
-// Progress records a running snapshot of an active run's totals, keeping
-// its status; the fields left nil keep their values. A run that has ended
-// keeps its final totals: ErrConflict. A missing run is ErrNotFound.
+// Progress records an active run's running totals (docs/records.md).
 func (r Runs) Progress(ctx context.Context, runID string, p records.RunProgress) error {
 	if err := checkID("run id", runID); err != nil {
 		return err
@@ -583,8 +580,7 @@ func (r Runs) Progress(ctx context.Context, runID string, p records.RunProgress)
 	})
 }
 
-// ListActive returns the active runs of every thread (pending, or with
-// PendingOnly only pending), oldest first: what a restarted server recovers.
+// ListActive returns every thread's active runs, oldest first.
 func (r Runs) ListActive(ctx context.Context, q records.ActiveQuery) ([]records.Run, error) {
 	limit, err := pageLimit("active runs", q.Limit, maxPage)
 	if err != nil {

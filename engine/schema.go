@@ -71,7 +71,7 @@ func mustLoadMigrations() []migration {
 type fileState struct {
 	appID, version int64
 	objects        int64 // rows of sqlite_master (a shared file: ours)
-	// marker: the file holds SharedMarker (a shared file of ours).
+	// marker: the file holds sharedMarker (a shared file of ours).
 	marker bool
 	// shared: read as a shared file; appID and version are the marker's,
 	// fileAppID the SQLite header's (the other tool's, or 0).
@@ -127,7 +127,7 @@ func (s fileState) check(path string) error {
 	}
 	switch {
 	case s.marker:
-		return fmt.Errorf("%w: %s became a shared file (it holds %s) while this handle opened it; open it again", ErrNotAgentstate, path, SharedMarker)
+		return fmt.Errorf("%w: %s became a shared file (it holds %s) while this handle opened it; open it again", ErrNotAgentstate, path, sharedMarker)
 	case s.appID != 0 && s.appID != ApplicationID:
 		return fmt.Errorf("%w: %s has application id 0x%08x", ErrNotAgentstate, path, s.appID)
 	case s.appID == 0 && s.objects > 0:
@@ -144,9 +144,9 @@ func (s fileState) checkShared(path string) error {
 	case s.fileAppID == ApplicationID:
 		return fmt.Errorf("%w: %s became an agentstate file of its own while this handle opened it as a shared one; open it again", ErrNotAgentstate, path)
 	case s.objects > 0 && !s.marker:
-		return fmt.Errorf("%w: %s holds %d schema objects named %s* but no %s table: they are not agentstate's", ErrNotAgentstate, path, s.objects, SharedPrefix, SharedMarker)
+		return fmt.Errorf("%w: %s holds %d schema objects named %s* but no %s table: they are not agentstate's", ErrNotAgentstate, path, s.objects, sharedPrefix, sharedMarker)
 	case s.marker && s.appID != ApplicationID:
-		return fmt.Errorf("%w: %s has a %s table with application id 0x%08x", ErrNotAgentstate, path, SharedMarker, s.appID)
+		return fmt.Errorf("%w: %s has a %s table with application id 0x%08x", ErrNotAgentstate, path, sharedMarker, s.appID)
 	case s.version > int64(SchemaVersion):
 		return fmt.Errorf("%w: %s has schema version %d, this build knows up to %d; upgrade agentstate", ErrSchemaTooNew, path, s.version, SchemaVersion)
 	}
@@ -498,7 +498,7 @@ func readSchema(c *conn) (map[string]schemaObject, error) {
 }
 
 // expectedSharedSchema is expectedSchema as a shared file holds it: the
-// marker table and every object under its SharedPrefix name, each made by
+// marker table and every object under its sharedPrefix name, each made by
 // the statements a shared file runs.
 var expectedSharedSchema = sync.OnceValues(func() (map[string]schemaObject, error) {
 	d, err := scratchConn()

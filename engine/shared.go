@@ -8,21 +8,21 @@ import (
 // A shared SQLite file (Options.SharedFile, docs/format.md "Shared files"):
 // agentstate lives beside another tool's tables (DeerFlow's SQLAlchemy and
 // alembic tables in deerflow.db) without claiming the file. Every object of
-// ours is named with SharedPrefix, the header fields live in the marker
-// table SharedMarker instead of the SQLite header (application_id and
+// ours is named with sharedPrefix, the header fields live in the marker
+// table sharedMarker instead of the SQLite header (application_id and
 // user_version stay the other tool's), and nothing of theirs is read,
 // written, rebuilt or vacuumed. The engine's SQL stays as it is: a shared
 // handle's connections rewrite our names in each statement once
 // (sharedTranslate), as a PostgreSQL handle's translate theirs.
 
-// SharedPrefix starts the name of every table and index agentstate creates
+// sharedPrefix starts the name of every table and index agentstate creates
 // in a shared file.
-const SharedPrefix = "agentstate_"
+const sharedPrefix = "agentstate_"
 
-// SharedMarker is the table that marks a shared file as holding agentstate
+// sharedMarker is the table that marks a shared file as holding agentstate
 // and stands for the header fields: one row, the application id
 // (ApplicationID) and the schema version.
-const SharedMarker = SharedPrefix + "header"
+const sharedMarker = sharedPrefix + "header"
 
 const (
 	sqlSharedMarkerCreate = `CREATE TABLE agentstate_header (
@@ -46,7 +46,7 @@ const (
 // table and index freshSchema and the migrations create, drop or rename to
 // (TestSharedNamesAreTheSchema holds them to the schema), so that a
 // migration in a shared file touches only objects of ours. Each becomes
-// SharedPrefix+name in a shared file.
+// sharedPrefix+name in a shared file.
 var sharedNames = sync.OnceValue(func() map[string]bool {
 	names := map[string]bool{}
 	scan := func(text string) {
@@ -112,7 +112,7 @@ func sharedTranslate(q string, args []any) (string, []any, error) {
 
 // sharedSQL rewrites the engine's SQL text (one statement or a script) for
 // a shared file: every identifier, bare or quoted, that names one of our
-// objects gets SharedPrefix. String literals and comments are left as they
+// objects gets sharedPrefix. String literals and comments are left as they
 // are. The rename is consistent across a statement, and no column of ours
 // is named like a table or index of ours (TestSharedNamesAreNotColumns),
 // so the statement means what it meant.
@@ -154,7 +154,7 @@ func sharedSQL(q string) string {
 			inner := q[i+1 : max(i+1, j-1)]
 			if j-1 > i && q[j-1] == closer && names[strings.ToLower(inner)] {
 				b.WriteByte(c)
-				b.WriteString(SharedPrefix)
+				b.WriteString(sharedPrefix)
 				b.WriteString(inner)
 				b.WriteByte(closer)
 			} else {
@@ -173,7 +173,7 @@ func sharedSQL(q string) string {
 				prev = q[i-1]
 			}
 			if prev != '?' && prev != ':' && prev != '@' && c != '$' && !(c >= '0' && c <= '9') && names[strings.ToLower(w)] {
-				b.WriteString(SharedPrefix)
+				b.WriteString(sharedPrefix)
 			}
 			b.WriteString(w)
 			i = j
@@ -227,10 +227,10 @@ func readSharedState(c *conn) (s fileState, err error) {
 	return s, err
 }
 
-// sharedPrefixIf is SharedPrefix for a shared file, "" for another.
+// sharedPrefixIf is sharedPrefix for a shared file, "" for another.
 func sharedPrefixIf(shared bool) string {
 	if shared {
-		return SharedPrefix
+		return sharedPrefix
 	}
 	return ""
 }

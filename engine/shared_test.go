@@ -208,7 +208,7 @@ func TestSharedFileBesideAnotherToolsTables(t *testing.T) {
 		t.Fatalf("info: shared %v, application id %#x, version %d", in.Shared, in.ApplicationID, in.SchemaVersion)
 	}
 	for name := range in.Rows {
-		if !strings.HasPrefix(name, SharedPrefix) {
+		if !strings.HasPrefix(name, sharedPrefix) {
 			t.Errorf("info counts %q, not a table of agentstate's", name)
 		}
 	}
@@ -379,7 +379,7 @@ func TestSharedNamesAreTheSchema(t *testing.T) {
 		t.Errorf("a shared file has %d objects, want %d and the marker", len(shared), len(want))
 	}
 	for name, o := range want {
-		if s, ok := shared[SharedPrefix+name]; !ok || s.typ != o.typ || s.sql != sharedSQL(o.sql) {
+		if s, ok := shared[sharedPrefix+name]; !ok || s.typ != o.typ || s.sql != sharedSQL(o.sql) {
 			t.Errorf("%s in a shared file: %+v, want %q", name, s, sharedSQL(o.sql))
 		}
 	}

@@ -244,9 +244,7 @@ func (t Threads) SetStatus(ctx context.Context, owner Owner, threadID string, st
 	return t.update(ctx, owner, threadID, sqlThreadStatus, string(status))
 }
 
-// SetOwner moves the thread to user newOwner (a repair or migration path:
-// DeerFlow's update_owner). Scoped like every call: owner must own it, or
-// be AnyOwner.
+// SetOwner moves a thread to user newOwner; owner must own it or be AnyOwner.
 func (t Threads) SetOwner(ctx context.Context, owner Owner, threadID, newOwner string) error {
 	if err := t.check(owner, threadID); err != nil {
 		return err
