@@ -181,6 +181,15 @@ class _Put:
 _DIRECT, _TRY, _WITH_PUT, _AFTER_PUT, _HELD = (object() for _ in range(5))
 
 
+def _taken(w: _Writes) -> bool:
+    """Whether a put sent w with itself (raising the error it met)."""
+    if not w.settled:
+        return False
+    if w.error is not None:
+        raise w.error
+    return True
+
+
 class _ExtraConflict(Exception):
     """A put's values beside new_versions met values stored already."""
 
@@ -699,9 +708,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 with self._cond:
                     while not p.done and not w.settled:
                         self._cond.wait()
-                if w.settled:
-                    if w.error is not None:
-                        raise w.error
+                if _taken(w):
                     return
                 continue
             try:
@@ -931,9 +938,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 continue
             if how is _WITH_PUT or how is _AFTER_PUT:
                 await self._ended(loop, p)
-                if w.settled:
-                    if w.error is not None:
-                        raise w.error
+                if _taken(w):
                     return
                 continue
             try:
