@@ -80,11 +80,16 @@ $("#composer").addEventListener("submit", async (ev) => {
   if (!text) return;
   input.value = "";
   input.disabled = true;
-  setStatus("thinking…");
+  sending++;
+  setStatus(loading ? "loading the engine… (your message is queued)" : "thinking…");
   try {
     await ask({ type: "send", text });
     setStatus("ready");
+  } catch {
+    // Not stored (the status line says why): give the text back.
+    if (!input.value) input.value = text;
   } finally {
+    sending--;
     if (!locked) {
       input.disabled = false;
       input.focus();
@@ -109,8 +114,19 @@ $("#reset").addEventListener("click", async () => {
   setStatus("ready");
 });
 
+// A message sent while the engine loads is queued by the worker behind
+// "init"; the status says "ready" only when nothing is in flight.
+let loading = true;
+let sending = 0;
 setStatus("loading the engine…");
 ask({ type: "init" }).then(
-  () => setStatus("ready"),
-  (e) => lock(e.message),
+  () => {
+    loading = false;
+    if (sending === 0) setStatus("ready");
+    else setStatus("thinking…");
+  },
+  (e) => {
+    loading = false;
+    lock(e.message);
+  },
 );

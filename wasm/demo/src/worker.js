@@ -82,7 +82,15 @@ async function snapshot() {
   };
 }
 
-self.onmessage = async ({ data }) => {
+// Messages are handled one at a time, in the order they came: a message
+// typed while the engine is still loading waits for "init" instead of
+// meeting a graph that does not exist yet.
+let queue = Promise.resolve();
+self.onmessage = ({ data }) => {
+  queue = queue.then(() => handle(data));
+};
+
+async function handle(data) {
   try {
     if (data.type === "init") await init();
     if (data.type === "send") {
@@ -98,4 +106,4 @@ self.onmessage = async ({ data }) => {
   } catch (e) {
     self.postMessage({ type: "error", id: data.id, message: `${e.code ? `${e.code}: ` : ""}${e.message}` });
   }
-};
+}
