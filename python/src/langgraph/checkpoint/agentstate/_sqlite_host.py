@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import apsw
 
-from . import _share
+from . import _share, _stdlib_host
 from .errors import HeldError
 
 HEADER = 32
@@ -389,7 +389,14 @@ class SQLiteHost:
                     return self._error(buf, cap, SQLITE_CANTOPEN, SQLITE_CANTOPEN, str(e))
                 except OSError as e:
                     return self._error(buf, cap, SQLITE_CANTOPEN, SQLITE_CANTOPEN, f"agentstate: register in {name}.natives: {e}")
-            db = apsw.Connection(name, flags=flags, vfs=vfs) if vfs else apsw.Connection(name, flags=flags)
+            if vfs:
+                db = apsw.Connection(name, flags=flags, vfs=vfs)
+            elif by_path and _stdlib_host.wanted(name):
+                # The SQLite of Python's sqlite3 module, for a file this
+                # process also opens through it (_stdlib_host).
+                db = _stdlib_host.Connection(name, flags)
+            else:
+                db = apsw.Connection(name, flags=flags)
             c = _Conn(db)
             c.release = release
             if by_path and not vfs:
