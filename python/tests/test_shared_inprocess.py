@@ -18,6 +18,8 @@ import sqlite3
 import threading
 from contextlib import closing
 
+import pytest
+
 from langgraph.checkpoint.agentstate import AgentStateSaver, Database
 from langgraph.checkpoint.base import empty_checkpoint
 
@@ -141,12 +143,11 @@ def test_deerflow_one_file_in_one_process_loses_nothing(tmp_path, agentstate_cli
     assert v.returncode == 0, v.stdout + v.stderr
 
 
+@pytest.mark.filterwarnings("ignore:agentstate.*shared file:RuntimeWarning")
 def test_a_shared_file_uses_the_sqlite_of_python_and_keeps_it(tmp_path):
     """The library is chosen per file and process: a shared file is opened
     through Python's sqlite3; a second handle of an open file follows the
     first; a different explicit choice is refused, the file untouched."""
-    import pytest
-
     from langgraph.checkpoint.agentstate.errors import InvalidArgumentError, InvalidOptionError
 
     path = str(tmp_path / "deerflow.db")
@@ -167,3 +168,30 @@ def test_a_shared_file_uses_the_sqlite_of_python_and_keeps_it(tmp_path):
     with pytest.raises(InvalidOptionError, match="sqlite must be"):
         Database(own, sqlite="system")
     assert Database().sqlite is None  # in memory: nothing to share
+
+
+def test_a_deleted_log_is_found_through_python_sqlite_too(tmp_path):
+    """The stdlib host keeps the file checks of the apsw host (docs/contract.md
+    7): a write after the write-ahead log was deleted is refused with
+    FileReplacedError, the commits before it kept."""
+    import os
+
+    from langgraph.checkpoint.agentstate import FileReplacedError
+
+    path = str(tmp_path / "deerflow.db")
+    make_app_file(path)
+    app = sqlite3.connect(path)  # the app's pooled connection keeps the log in use
+    app.execute("SELECT count(*) FROM users").fetchall()
+    db = Database(path, shared=True)
+    try:
+        assert db.sqlite == "stdlib"
+        saver = AgentStateSaver(db=db)
+        v = saver.get_next_version(None)
+        first = _put(saver, "t", 0, None, v)
+        os.remove(path + "-wal")
+        with pytest.raises(FileReplacedError, match="write-ahead log"):
+            _put(saver, "t", 1, first, saver.get_next_version(v))
+    finally:
+        db.close()
+        app.close()
+    assert lost(path, {"t": [first]}, []) == ([], 0)

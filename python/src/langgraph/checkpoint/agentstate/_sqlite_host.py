@@ -142,6 +142,8 @@ def _vfs_fd(db: apsw.Connection, op: int) -> int:
     or its write-ahead log), or -1 when it has none."""
     if os.name != "posix":
         return -1  # another VFS (win32): its file has no such descriptor
+    if type(db) is not apsw.Connection:
+        return db.vfs_fd(op)  # _stdlib_host's
     p = ctypes.c_void_p()
     try:
         if not db.file_control("main", op, ctypes.addressof(p)) or not p.value:

@@ -90,12 +90,13 @@ def _octet_length(v: Any) -> Any:
 
 
 class Connection:
-    __slots__ = ("con", "fn_error", "tc", "lock")
+    __slots__ = ("con", "fn_error", "tc", "path")
 
     def __init__(self, name: str, flags: int) -> None:
         sqlite3 = _sqlite3()
         mode = "ro" if flags & OPEN_READONLY else "rwc" if flags & OPEN_CREATE else "rw"
-        uri = "file:" + quote(os.path.abspath(name), safe="/") + "?mode=" + mode
+        self.path = os.path.realpath(os.path.abspath(name))
+        uri = "file:" + quote(self.path, safe="/") + "?mode=" + mode
         self.fn_error: BaseException | None = None
         self.tc = 0
         try:
@@ -158,10 +159,30 @@ class Connection:
         except _sqlite3().Error as e:
             raise self._convert(e) from None
 
-    def file_control(self, *args: Any) -> bool:
-        # The module has no sqlite3_file_control: the VFS's descriptors
-        # cannot be read (the host then checks the path alone).
-        raise _Error("agentstate host: no file_control over Python's sqlite3", SQLITE_ERROR)
+    def vfs_fd(self, op: int) -> int:
+        """A descriptor of this process open on the file (op 7) or on its
+        write-ahead log (op 28), or -1: the module has no
+        sqlite3_file_control, so it is found in /proc/self/fd (Linux; -1
+        elsewhere, and the host then checks the path alone). Any of them
+        serves, one of a deleted log first: the host compares the one it
+        gets with the file at the path, and looks again when it no longer
+        names the same file."""
+        target = self.path + ("-wal" if op == 28 else "")
+        try:
+            fds = os.listdir("/proc/self/fd")
+        except OSError:
+            return -1
+        found = -1
+        for f in fds:
+            try:
+                link = os.readlink("/proc/self/fd/" + f)
+            except OSError:
+                continue
+            if link == target + " (deleted)":
+                return int(f)
+            if link == target and found < 0:
+                found = int(f)
+        return found
 
     def serialize(self, schema: str) -> bytes:
         try:
