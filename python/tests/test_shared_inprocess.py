@@ -195,3 +195,23 @@ def test_a_deleted_log_is_found_through_python_sqlite_too(tmp_path):
         db.close()
         app.close()
     assert lost(path, {"t": [first]}, []) == ([], 0)
+
+
+def test_a_python_sqlite_too_old_for_the_engine_is_named(tmp_path, monkeypatch):
+    """Below the SQLite the engine's SQL needs, sqlite="stdlib" is refused
+    naming both versions, and a shared open falls back to apsw's copy with
+    the warning saying why (the file is untouched by the refusal)."""
+    from langgraph.checkpoint.agentstate import _stdlib_host
+    from langgraph.checkpoint.agentstate.errors import InvalidOptionError
+
+    path = str(tmp_path / "deerflow.db")
+    make_app_file(path)
+    before = open(path, "rb").read()
+    monkeypatch.setattr(_stdlib_host, "MIN_VERSION", (99, 0, 0))
+    with pytest.raises(InvalidOptionError, match=rf"links SQLite {sqlite3.sqlite_version}; the engine needs 99\.0\.0"):
+        Database(path, shared=True, sqlite="stdlib")
+    assert open(path, "rb").read() == before
+    with pytest.warns(RuntimeWarning, match="not here: Python's sqlite3 module links SQLite"):
+        db = Database(path, shared=True)
+    assert db.sqlite == "apsw"
+    db.close()

@@ -157,7 +157,8 @@ class Database:
                 f"agentstate: {p} is a shared file opened through apsw's SQLite and this process has imported "
                 "Python's sqlite3 module: if this process also opens the file through it (SQLAlchemy, "
                 "aiosqlite), the two copies of SQLite do not lock each other out and writes can be lost; "
-                "open it with sqlite='stdlib' (docs/contract.md, 5.1)",
+                "open it with sqlite='stdlib' (docs/contract.md, 5.1)"
+                + (f"; not here: {why}" if (why := _stdlib_host.available()) else ""),
                 RuntimeWarning,
                 stacklevel=2,
             )
