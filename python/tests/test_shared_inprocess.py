@@ -215,3 +215,35 @@ def test_a_python_sqlite_too_old_for_the_engine_is_named(tmp_path, monkeypatch):
         db = Database(path, shared=True)
     assert db.sqlite == "apsw"
     db.close()
+
+
+def test_another_tools_file_is_never_touched_through_a_second_sqlite(tmp_path, monkeypatch):
+    """In a process that has imported sqlite3, even a refused open of the
+    app's file (shared=True forgotten) and the look at whether it is a
+    LangGraph SqliteSaver file go through sqlite3's SQLite: opening and
+    closing it through apsw's would drop the locks the app's connections
+    hold. A file of agentstate's own stays on apsw."""
+    from langgraph.checkpoint.agentstate import NotAgentStateError, _sqlite_host
+
+    path = str(tmp_path / "deerflow.db")
+    make_app_file(path)
+    own = str(tmp_path / "own.db")
+    Database(own).close()
+    real = _sqlite_host.apsw.Connection
+    opened = []
+
+    def spy(name, *a, **kw):
+        opened.append(name)
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(_sqlite_host.apsw, "Connection", spy)
+    app = sqlite3.connect(path)  # the app's pooled connection, open throughout
+    try:
+        with pytest.raises(NotAgentStateError, match="LangGraph SqliteSaver file"):
+            Database(path)
+        assert opened == []
+    finally:
+        app.close()
+        monkeypatch.setattr(_sqlite_host.apsw, "Connection", real)
+    with closing(Database(own)) as db:
+        assert db.sqlite == "apsw"

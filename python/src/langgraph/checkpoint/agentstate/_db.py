@@ -59,8 +59,11 @@ class Database:
         sqlite: the copy of SQLite a file is opened with: ``"stdlib"``, the
             one of Python's ``sqlite3`` module (and so of SQLAlchemy and
             aiosqlite in this process, which must share its locks);
-            ``"apsw"``, the package's own (SQLite 3.54, faster); ``None``
-            (the default), stdlib for a shared file and apsw otherwise. A
+            ``"apsw"``, the package's own (SQLite 3.54); ``None`` (the
+            default), stdlib for a shared file, and for an existing file not
+            of agentstate's own once this process has imported ``sqlite3``
+            (the engine's first look at it, and its refusal, go through the
+            app's copy too), apsw otherwise. A
             file keeps the library it is open with in this process: a
             different explicit choice is refused (``InvalidArgumentError``).
             ``Database.sqlite`` says which it is.
@@ -120,6 +123,7 @@ class Database:
         self._engine = _engine.engine()
         self.sqlite: str | None = None
         release = None
+        _stdlib_host.check(sqlite)
         if p != ":memory:":
             self.sqlite, release = _stdlib_host.claim(req["path"], sqlite, shared)
         try:
@@ -134,7 +138,7 @@ class Database:
         except NotAgentStateError as e:
             if release is not None:
                 release()
-            if p != ":memory:" and _is_langgraph_sqlite(p):
+            if p != ":memory:" and _is_langgraph_sqlite(p, self.sqlite):
                 raise NotAgentStateError(
                     f"{e}\n{p} is a LangGraph SqliteSaver file: copy its threads into an agentstate file with the "
                     f"agentstate CLI (go install ./cmd/agentstate in a clone of the repository): "
@@ -257,10 +261,18 @@ def _check_file_path(path: str) -> None:
         raise NotAgentStateError(f"agentstate: {path} is not an SQLite database (it begins {head!r})")
 
 
-def _is_langgraph_sqlite(path: str) -> bool:
+def _is_langgraph_sqlite(path: str, lib: str | None = "apsw") -> bool:
     """Whether path holds the tables of LangGraph's SqliteSaver (read only,
-    the schema alone)."""
+    the schema alone), read through the library lib the file was opened
+    with."""
     try:
+        if lib == "stdlib":
+            con = _stdlib_host.connect_ro(path)
+            try:
+                names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            finally:
+                con.close()
+            return {"checkpoints", "writes"} <= names
         import apsw
 
         con = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)

@@ -28,6 +28,7 @@ so one file is never open through both copies at once.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any, Callable
 from urllib.parse import quote
@@ -47,6 +48,7 @@ OPEN_READONLY = 0x01
 OPEN_CREATE = 0x04
 
 LIBRARIES = ("stdlib", "apsw")
+APPLICATION_ID = 0x41675374  # "AgSt": a file of agentstate's own (engine.ApplicationID)
 
 
 class _Error(apsw.Error):
@@ -262,14 +264,44 @@ def _key(path: str) -> str:
     return os.path.realpath(os.path.abspath(path))
 
 
+def check(want: str | None) -> None:
+    if want is not None and want not in LIBRARIES:
+        raise InvalidOptionError(f"agentstate: sqlite must be one of {', '.join(LIBRARIES)} or None, got {want!r}")
+
+
+def connect_ro(path: str, timeout: float = 1.0):
+    """A read-only sqlite3 connection to the file at path."""
+    return _sqlite3().connect("file:" + quote(_key(path), safe="/") + "?mode=ro", uri=True, timeout=timeout)
+
+
+def _not_ours(path: str) -> bool:
+    """Whether this process may hold the existing file at path through
+    Python's sqlite3 and it is not a file of agentstate's own (a shared
+    file, or another tool's that the engine will refuse): then even the
+    engine's first look at it goes through that library, since opening and
+    closing it through apsw's would drop the locks sqlite3's connections
+    hold. Read through sqlite3 itself, so the look is safe too."""
+    if "sqlite3" not in sys.modules or not os.path.exists(path):
+        return False
+    sqlite3 = _sqlite3()
+    try:
+        con = connect_ro(path)
+        try:
+            return con.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return True  # unreadable now: the engine decides, through sqlite3
+
+
 def claim(path: str, want: str | None, shared: bool) -> tuple[str, Callable[[], None]]:
     """Chooses the SQLite library of an open of the file at path and holds
     that choice while the handle is open: returns the library and the
     function that lets it go. want: "stdlib", "apsw" or None (stdlib for a
-    shared file, apsw otherwise). A file open in this process keeps its
+    shared file, or a file not of agentstate's own when this process has
+    imported sqlite3; apsw otherwise). A file open in this process keeps its
     library: None follows it, a different explicit choice is refused."""
-    if want is not None and want not in LIBRARIES:
-        raise InvalidOptionError(f"agentstate: sqlite must be one of {', '.join(LIBRARIES)} or None, got {want!r}")
+    check(want)
     key = _key(path)
     with _lock:
         held = _files.get(key)
@@ -282,7 +314,7 @@ def claim(path: str, want: str | None, shared: bool) -> tuple[str, Callable[[], 
                 )
             lib = held[0]
         else:
-            lib = want or ("stdlib" if shared else "apsw")
+            lib = want or ("stdlib" if shared or _not_ours(path) else "apsw")
         if lib == "stdlib":
             why = available()
             if why:
