@@ -69,6 +69,10 @@ def _sqlite3():
 
 def available() -> str:
     """"" when Python's sqlite3 module can run the engine, else why not."""
+    if sys.version_info < (3, 11):
+        # The engine classifies errors by SQLite's codes (a busy statement
+        # is retried): Python 3.10's sqlite3 errors carry none.
+        return f"Python {sys.version_info[0]}.{sys.version_info[1]}'s sqlite3 module gives no SQLite error codes (sqlite_errorcode, Python 3.11)"
     try:
         sqlite3 = _sqlite3()
     except ImportError as e:
