@@ -33,7 +33,7 @@ type viewFixture struct {
 // rebuilt, the head's finished tasks' writes applied, messages in one form.
 func TestStateAsLangGraph(t *testing.T) {
 	fixtures, _ := filepath.Glob("../../testdata/langgraph/view/view-*.json")
-	if len(fixtures) < 2 {
+	if len(fixtures) < 3 {
 		t.Fatalf("want the view fixtures of two LangGraph Python versions and LangGraph.js, found %v", fixtures)
 	}
 	for _, fx := range fixtures {
