@@ -132,7 +132,7 @@ func View(ctx context.Context, db *engine.DB, cfg engine.Config, o ViewOptions) 
 		if inner, ok := snapshotOf(v); ok {
 			v, delta[ch] = inner, true
 		}
-		if out.Values[ch], err = neutral(v); err != nil {
+		if out.Values[ch], err = neutralV(v, b.Type == "msgpack"); err != nil {
 			return out, fmt.Errorf("channel %q of thread %q at checkpoint %s: %w", ch, t.Config.ThreadID, t.Config.CheckpointID, err)
 		}
 	}
@@ -162,7 +162,7 @@ func View(ctx context.Context, db *engine.DB, cfg engine.Config, o ViewOptions) 
 				if inner, ok := snapshotOf(v); ok {
 					v = inner
 				}
-				if seed, err = neutral(v); err != nil {
+				if seed, err = neutralV(v, h.Seed.Type == "msgpack"); err != nil {
 					return out, err
 				}
 			}
@@ -259,7 +259,7 @@ func decodeWrites(pws []engine.PendingWrite, memo extMemo) ([]viewWrite, error) 
 		if inner, ok := overwriteOf(v); ok {
 			v, w.overwrite = inner, true
 		}
-		if w.v, err = neutral(v); err != nil {
+		if w.v, err = neutralV(v, pw.Value.Type == "msgpack"); err != nil {
 			return nil, fmt.Errorf("write of task %s: %w", pw.TaskID, err)
 		}
 		out = append(out, w)
@@ -436,8 +436,12 @@ func neutralFields(typ string, fields map[string]any) NeutralMessage {
 	m := NeutralMessage{"type": typ, "id": nil, "content": ""}
 	for k, v := range fields {
 		switch k {
-		case "type", "role", "tool_call_chunks", "chunk_position", "lc_kwargs", "lc_serializable":
+		case "type", "tool_call_chunks", "chunk_position", "lc_kwargs", "lc_serializable":
 			continue
+		case "role":
+			if typ != "chat" {
+				continue
+			}
 		case "id":
 			if s, ok := v.(string); ok && s != "" {
 				m["id"] = s
@@ -507,6 +511,11 @@ func toNeutral(v any) (NeutralMessage, error) {
 			role, _ = x["type"].(string)
 		}
 		if t, ok := roleTypes[role]; ok {
+			if _, neutral := x["type"]; !neutral {
+				// {"role": "user", "content": ...}: the role is the type.
+				x = maps.Clone(x)
+				delete(x, "role")
+			}
 			return neutralFields(t, x), nil
 		}
 	}
@@ -531,12 +540,17 @@ func describeDisplay(v any) string {
 // neutral maps a decoded value (decodeTyped's: JSON values, or Python's
 // with *pyRaw inside) into display JSON: messages anywhere in it as
 // neutral messages, other Python values in the mapping of SerdeJSON.
-func neutral(v any) (any, error) {
+func neutral(v any) (any, error) { return neutralV(v, false) }
+
+// neutralV is neutral; py says v is Python's, whose maps with a "$type"
+// key show as {"$type": "dict", "items"} (SerdeJSON's mapping), so that
+// they do not read as a tagged value.
+func neutralV(v any, py bool) (any, error) {
 	switch x := v.(type) {
 	case *pyRaw:
 		if e := x.ext; e != nil && e.code == extPydanticV2 && strings.HasPrefix(e.module, "langchain_core.messages") {
 			if t, ok := classType(e.name); ok {
-				f, err := neutral(e.arg)
+				f, err := neutralV(e.arg, true)
 				if err != nil {
 					return nil, err
 				}
@@ -546,10 +560,10 @@ func neutral(v any) (any, error) {
 		}
 		switch {
 		case x.items != nil:
-			return neutral(x.items)
+			return neutralV(x.items, true)
 		case x.fields != nil:
 			if _, tagged := x.fields["$type"]; !tagged {
-				return neutral(x.fields)
+				return neutralV(x.fields, true)
 			}
 		}
 		return pyJSON(x)
@@ -557,7 +571,7 @@ func neutral(v any) (any, error) {
 		out := make([]any, len(x))
 		for i, e := range x {
 			var err error
-			if out[i], err = neutral(e); err != nil {
+			if out[i], err = neutralV(e, py); err != nil {
 				return nil, err
 			}
 		}
@@ -571,7 +585,7 @@ func neutral(v any) (any, error) {
 			}
 			if t, ok := classType(class); ok && len(ids) > 1 && ids[0] == "langchain_core" {
 				kw, _ := x["kwargs"].(map[string]any)
-				f, err := neutral(kw)
+				f, err := neutralV(kw, py)
 				if err != nil {
 					return nil, err
 				}
@@ -582,9 +596,12 @@ func neutral(v any) (any, error) {
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			var err error
-			if out[k], err = neutral(e); err != nil {
+			if out[k], err = neutralV(e, py); err != nil {
 				return nil, err
 			}
+		}
+		if _, tagged := x["$type"]; tagged && py {
+			return dictItems(out), nil
 		}
 		return out, nil
 	case codec.Blob:

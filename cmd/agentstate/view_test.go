@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,7 +105,7 @@ func compareValues(t *testing.T, name string, got, want map[string]any) {
 			continue
 		}
 		if !reflect.DeepEqual(normJSON(g), normJSON(w)) {
-			t.Errorf("%s: channel %q:\n got %s\nwant %s", name, k, jsonText(g), jsonText(w))
+			t.Errorf("%s: channel %q differs at %s:\n got %s\nwant %s", name, k, firstDiff(normJSON(g), normJSON(w), k), jsonText(g), jsonText(w))
 		}
 	}
 	for k := range got {
@@ -166,4 +168,237 @@ func TestStateReducerNotNamed(t *testing.T) {
 	contains(t, r.stderr, `channel "results"`, "pending writes of finished tasks", "--reducer results=")
 	r = agentstate(t, nil, "state", "--reducer", "notes=sum", db, "delta")
 	want(t, r, 2)
+}
+
+// TestStateAsLangGraphSqliteFixtures: the repository's LangGraph
+// SqliteSaver fixtures (Python 1.2.24: DeltaChannels by cadence, by forks,
+// by an Overwrite, durability="exit", subgraphs; LangGraph.js 1.7.3),
+// imported in the protocol's form, show every checkpoint's values as the
+// LangGraph that wrote them read them back (its get_state by checkpoint
+// id, which applies no pending writes).
+func TestStateAsLangGraphSqliteFixtures(t *testing.T) {
+	type cp struct {
+		ns, id string
+		values map[string]any
+		skip   []string
+	}
+	load := func(t *testing.T, path string) (threads map[string][]cp) {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		threads = map[string][]cp{}
+		if strings.HasSuffix(path, "states.json") { // LangGraph.js
+			var f struct {
+				Threads map[string][]struct {
+					NS     string         `json:"checkpoint_ns"`
+					ID     string         `json:"checkpoint_id"`
+					Values map[string]any `json:"values"`
+				} `json:"threads"`
+			}
+			if err := json.Unmarshal(raw, &f); err != nil {
+				t.Fatal(err)
+			}
+			for th, l := range f.Threads {
+				for _, c := range l {
+					threads[th] = append(threads[th], cp{c.NS, c.ID, c.Values, nil})
+				}
+			}
+			return threads
+		}
+		var f struct {
+			Threads map[string]map[string][]struct {
+				ID    string `json:"checkpoint_id"`
+				State struct {
+					Values    map[string]any `json:"values"`
+					NotInFile []string       `json:"values_not_in_file"`
+				} `json:"state"`
+			} `json:"threads"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil {
+			t.Fatal(err)
+		}
+		for th, nss := range f.Threads {
+			for ns, l := range nss {
+				for _, c := range l {
+					threads[th] = append(threads[th], cp{ns, c.ID, c.State.Values, c.State.NotInFile})
+				}
+			}
+		}
+		return threads
+	}
+	for _, fx := range []struct{ src, expected string }{
+		{"python/langgraph-py.sqlite", "python/expected-py-sqlite.json"},
+		{"langgraph-js.sqlite", "langgraph-js.states.json"},
+	} {
+		t.Run(fx.src, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "testdata", "langgraph")
+			src := filepath.Join(t.TempDir(), "src.sqlite")
+			b, err := os.ReadFile(filepath.Join(dir, fx.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(src, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(t.TempDir(), "lg.db")
+			var out, errs bytes.Buffer
+			if code := run(context.Background(), []string{"import-langgraph", src, db}, &out, &errs); code != 0 {
+				t.Fatalf("import: %s", errs.String())
+			}
+			n := 0
+			for thread, cps := range load(t, filepath.Join(dir, fx.expected)) {
+				for _, c := range cps {
+					out.Reset()
+					errs.Reset()
+					args := []string{"state", "--json", "--reducer", "notes=concat", "--checkpoint", c.id, "--ns", c.ns, db, thread}
+					if code := run(context.Background(), args, &out, &errs); code != 0 {
+						t.Errorf("%s@%s: exit %d: %s", thread, c.id, code, errs.String())
+						continue
+					}
+					var got struct {
+						Values map[string]any `json:"values"`
+					}
+					if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+						t.Fatal(err)
+					}
+					want := map[string]any{}
+					for k, v := range c.values {
+						if !slices.Contains(c.skip, k) {
+							want[k] = sortSets(expectedNeutral(v))
+						}
+					}
+					for k, v := range got.Values {
+						got.Values[k] = sortSets(v)
+					}
+					compareValues(t, thread+"@"+c.ns+"@"+c.id, got.Values, want)
+					n++
+				}
+			}
+			t.Logf("%d checkpoints equal", n)
+		})
+	}
+}
+
+// expectedNeutral maps a message of the fixtures' expected JSON (Python's
+// {"$type": "message", "class", "fields"}, LangChain.js's constructor
+// JSON) into the neutral form docs/cli.md describes; the test's own
+// reading of that page, not the code under test.
+func expectedNeutral(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = expectedNeutral(e)
+		}
+		return out
+	case map[string]any:
+		if x["$type"] == "message" {
+			cls := x["class"].(string)
+			f, _ := expectedNeutral(x["fields"]).(map[string]any)
+			return neutralOf(cls[strings.LastIndex(cls, ".")+1:], f)
+		}
+		if x["lc"] == float64(1) && x["type"] == "constructor" {
+			ids, _ := x["id"].([]any)
+			f, _ := expectedNeutral(x["kwargs"]).(map[string]any)
+			return neutralOf(ids[len(ids)-1].(string), f)
+		}
+		out := map[string]any{}
+		for k, e := range x {
+			out[k] = expectedNeutral(e)
+		}
+		return out
+	}
+	return v
+}
+
+func neutralOf(class string, f map[string]any) map[string]any {
+	typ := strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(class, "Chunk"), "Message"))
+	out := map[string]any{"type": typ, "id": nil, "content": ""}
+	if id, _ := f["id"].(string); id != "" {
+		out["id"] = id
+	}
+	if c, ok := f["content"]; ok && c != nil {
+		out["content"] = c
+	}
+	for k, v := range f {
+		switch {
+		case k == "type" || k == "id" || k == "content" || k == "tool_call_chunks" || k == "chunk_position",
+			k == "role" && typ != "chat", k == "status" && v == "success":
+			continue
+		case k == "tool_calls" || k == "invalid_tool_calls":
+			l, _ := v.([]any)
+			var calls []any
+			for _, c := range l {
+				m := map[string]any{}
+				for ck, cv := range c.(map[string]any) {
+					if ck != "type" || cv != "tool_call" && cv != "invalid_tool_call" {
+						m[ck] = cv
+					}
+				}
+				calls = append(calls, m)
+			}
+			v = calls
+		}
+		if isEmptyJSON(v) && v != float64(0) || v == false {
+			continue
+		}
+		out[k] = v
+	}
+	if typ == "remove" {
+		out["content"] = ""
+	}
+	return out
+}
+
+// sortSets orders a Python set's items by their JSON text: a set has no
+// order, and the expected JSON sorts them.
+func sortSets(v any) any {
+	v = normJSON(v)
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			for k := range x {
+				x[k] = walk(x[k])
+			}
+			if items, ok := x["items"].([]any); ok && (x["$type"] == "set" || x["$type"] == "frozenset") {
+				slices.SortFunc(items, func(a, b any) int { return strings.Compare(jsonText(a), jsonText(b)) })
+			}
+		}
+		return v
+	}
+	return walk(v)
+}
+
+// firstDiff names the first place where a and b differ, and both there.
+func firstDiff(a, b any, at string) string {
+	switch x := a.(type) {
+	case map[string]any:
+		if y, ok := b.(map[string]any); ok {
+			for k := range x {
+				if !reflect.DeepEqual(x[k], y[k]) {
+					return firstDiff(x[k], y[k], at+"."+k)
+				}
+			}
+			for k := range y {
+				if _, ok := x[k]; !ok {
+					return fmt.Sprintf("%s.%s (missing; want %s)", at, k, jsonText(y[k]))
+				}
+			}
+		}
+	case []any:
+		if y, ok := b.([]any); ok && len(x) == len(y) {
+			for i := range x {
+				if !reflect.DeepEqual(x[i], y[i]) {
+					return firstDiff(x[i], y[i], fmt.Sprintf("%s[%d]", at, i))
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%s (got %s, want %s)", at, jsonText(a), jsonText(b))
 }
