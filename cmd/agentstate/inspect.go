@@ -141,6 +141,12 @@ func readView(ctx context.Context, db *engine.DB, cfg engine.Config, reducers vi
 	return stateView{StateView: v, DeltaChannels: lg.Delta, Applied: lg.Applied}, nil
 }
 
+// historyValues is a line of history --values.
+type historyValues struct {
+	admin.LogEntry
+	Values map[string]any `json:"values"`
+}
+
 // viewReducers collects repeated --reducer CHANNEL=REDUCER flags.
 type viewReducers map[string]langgraph.Reducer
 
@@ -157,10 +163,13 @@ func (m viewReducers) Set(s string) error {
 }
 
 func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("history", "history [--limit N] [--before ID] [--ns NS] [--json] FILE THREAD", stdout)
+	fs := newFlags("history", "history [--limit N] [--before ID] [--ns NS] [--values [--reducer CHANNEL=R]...] [--json] FILE THREAD", stdout)
 	limit := fs.Int("limit", 0, "at most N checkpoints (0: all)")
 	before := fs.String("before", "", "only checkpoints older than this id")
 	ns := fs.String("ns", "", "checkpoint namespace (a subgraph's); default the root graph")
+	values := fs.Bool("values", false, "add each checkpoint's values, as state shows them (LangGraph's get_state_history for a LangGraph thread); implies --json")
+	reducers := viewReducers{}
+	fs.Var(reducers, "reducer", "with --values: the reducer of a LangGraph channel the file does not name (see state); repeatable")
 	asJSON := fs.Bool("json", false, "print one JSON object per checkpoint")
 	pos, err := parse(fs, args, "FILE", "THREAD")
 	if err != nil {
@@ -169,6 +178,10 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *limit < 0 {
 		return fs.usageErr("--limit %d is negative", *limit)
 	}
+	if len(reducers) > 0 && !*values {
+		return fs.usageErr("--reducer needs --values")
+	}
+	*asJSON = *asJSON || *values
 	db, err := openFile(ctx, pos[0], true)
 	if err != nil {
 		return err
@@ -203,6 +216,18 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			break
 		}
 		n++
+		if *values {
+			// A checkpoint named by its id: LangGraph applies no pending
+			// writes to it (get_state_history).
+			v, err := readView(ctx, db, engine.Config{ThreadID: pos[1], CheckpointNS: *ns, CheckpointID: e.CheckpointID}, reducers)
+			if err != nil {
+				return argErr(fs, pos[0], err)
+			}
+			if err := printJSON(stdout, historyValues{LogEntry: e, Values: v.Values}); err != nil {
+				return err
+			}
+			continue
+		}
 		if *asJSON {
 			if err := printJSON(stdout, e); err != nil {
 				return err

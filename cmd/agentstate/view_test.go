@@ -84,6 +84,40 @@ func TestStateAsLangGraph(t *testing.T) {
 					states++
 				}
 			}
+			// export --states shows every head as state does, history
+			// --values every checkpoint as get_state_history does.
+			lines := func(args ...string) []map[string]any {
+				var out, errs bytes.Buffer
+				if code := run(context.Background(), args, &out, &errs); code != 0 {
+					t.Fatalf("%v: exit %d: %s", args, code, errs.String())
+				}
+				var l []map[string]any
+				for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+					var m map[string]any
+					if err := json.Unmarshal([]byte(line), &m); err != nil {
+						t.Fatal(err)
+					}
+					l = append(l, m)
+				}
+				return l
+			}
+			heads := map[string]map[string]any{}
+			for _, l := range lines(append(append([]string{"export", "--states"}, flags...), db)...) {
+				heads[l["config"].(map[string]any)["thread_id"].(string)], _ = l["values"].(map[string]any)
+			}
+			for thread, list := range f.Threads {
+				byID := map[string]map[string]any{}
+				for _, l := range lines(append(append([]string{"history", "--values"}, flags...), db, thread)...) {
+					byID[l["checkpoint_id"].(string)], _ = l["values"].(map[string]any)
+				}
+				for _, w := range list {
+					if w.CheckpointID == nil {
+						compareValues(t, thread+"@head (export --states)", heads[thread], w.Values)
+						continue
+					}
+					compareValues(t, thread+"@"+*w.CheckpointID+" (history --values)", byID[*w.CheckpointID], w.Values)
+				}
+			}
 			t.Logf("%s LangGraph %s: %d states equal", f.Language, f.LangGraph, states)
 		})
 	}
