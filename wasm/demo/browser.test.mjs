@@ -80,3 +80,36 @@ test("a chat thread survives a reload", { timeout: 240_000 }, async () => {
     fs.rmSync(profile, { recursive: true, force: true });
   }
 });
+
+// Issue 42: a message typed while the page still says "loading the engine"
+// was lost (the worker had no graph yet, and the input was already
+// cleared). It is now sent once the engine is ready.
+test("a message typed while the engine loads is sent when it is ready", { timeout: 240_000 }, async () => {
+  const server = await serve(0);
+  const url = `http://127.0.0.1:${server.address().port}/`;
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  const errors = [];
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.on("pageerror", (e) => errors.push(e.message));
+    page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+    await page.goto(url, { waitUntil: "domcontentloaded" });
+    const status = await page.locator("#status").textContent();
+    assert.match(status, /^loading the engine/, "the message must be typed before the engine is ready");
+    await page.fill("#input", "typed while loading");
+    await page.press("#input", "Enter");
+    await page.waitForFunction(() => document.querySelectorAll(".msg.ai").length === 1, null, { timeout: 120_000 });
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent === "ready", null, { timeout: 60_000 });
+    assert.deepEqual(await page.locator(".msg.human p").allTextContents(), ["typed while loading"]);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+    server.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+});
