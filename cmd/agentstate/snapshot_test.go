@@ -86,7 +86,7 @@ func TestReadWhileNodeHoldsTheFile(t *testing.T) {
 	}()
 	reads, last := 0, 0
 	retries := snapshotRetries
-	for reads < 6 {
+	for reads < 4 {
 		var out, errs bytes.Buffer
 		if code := run(ctx, []string{"verify", path}, &out, &errs); code != 0 {
 			t.Fatalf("verify of a copy: exit %d\n%s%s", code, out.String(), errs.String())
