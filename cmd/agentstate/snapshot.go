@@ -149,6 +149,21 @@ func walHeader(wal string) ([]byte, error) {
 	return b, err
 }
 
+// journalMagic starts a rollback journal that holds a transaction.
+var journalMagic = []byte{0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7}
+
+// liveJournal reports whether a rollback journal holds a transaction.
+func liveJournal(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(journalMagic))
+	_, err = io.ReadFull(f, b)
+	return err == nil && bytes.Equal(b, journalMagic)
+}
+
 // copyBytes copies src to dst; a missing src is an empty copy's absence.
 func copyBytes(src, dst string) (bool, error) {
 	in, err := os.Open(src)
@@ -215,6 +230,11 @@ func copyConsistent(path, dst string) (ok bool, reason string, err error) {
 	}
 	if !bytes.Equal(h1, h3) || !bytes.Equal(h1, hc) {
 		return false, "start its log again (after a checkpoint)", nil
+	}
+	if liveJournal(path + "-journal") {
+		// A file in rollback-journal mode mid-transaction: its pages
+		// may be the new ones before the transaction is final.
+		return false, "hold a transaction open in a rollback journal", nil
 	}
 	if !hasWAL || hc == nil {
 		os.Remove(dst + "-wal")

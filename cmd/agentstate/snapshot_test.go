@@ -194,6 +194,9 @@ func TestSnapshotSeesTheRaces(t *testing.T) {
 			f.Close()
 		}},
 		{"truncate", "start its log again", func() { os.Truncate(path+"-wal", 0) }},
+		{"journal", "rollback journal", func() {
+			os.WriteFile(path+"-journal", append([]byte{0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7}, make([]byte, 512)...), 0o644)
+		}},
 	} {
 		copyHook = c.race
 		ok, reason, err := copyConsistent(path, dir+"/copy.db")
@@ -201,6 +204,7 @@ func TestSnapshotSeesTheRaces(t *testing.T) {
 			t.Errorf("%s: ok %v, reason %q, err %v; want a copy thrown away for %q", c.name, ok, reason, err, c.reason)
 		}
 		os.WriteFile(path+"-wal", wal, 0o644)
+		os.Remove(path + "-journal")
 	}
 	copyHook = nil
 	if ok, reason, err := copyConsistent(path, dir+"/copy.db"); !ok || err != nil {
