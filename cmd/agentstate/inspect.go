@@ -99,6 +99,10 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "note: %s have a version but no value in this checkpoint: LangGraph stores no value for an empty channel "+
 			"(a trigger such as __start__ or branch:to:NODE once its step has run)\n", strings.Join(view.Unresolved, ", "))
 	}
+	if len(view.Applied) > 0 && !*asJSON {
+		fmt.Fprintf(stderr, "note: %s include the writes that finished tasks saved before the next superstep failed or was interrupted, "+
+			"as LangGraph's get_state shows them; --checkpoint %s shows the checkpoint without them\n", strings.Join(view.Applied, ", "), view.Config.CheckpointID)
+	}
 	if *safe {
 		view.Values = engine.SafeForBrowser(view.Values)
 	}

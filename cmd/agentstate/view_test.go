@@ -202,6 +202,11 @@ func TestStateReducerNotNamed(t *testing.T) {
 	contains(t, r.stderr, `channel "results"`, "pending writes of finished tasks", "--reducer results=")
 	r = agentstate(t, nil, "state", "--reducer", "notes=sum", db, "delta")
 	want(t, r, 2)
+	// Named, the head shows the finished tasks' writes and says so.
+	r = agentstate(t, nil, "state", "--reducer", "results=concat", db, "fanout-failed")
+	want(t, r, 0)
+	contains(t, r.stderr, "note: messages, results include the writes that finished tasks saved", "--checkpoint ")
+	contains(t, r.stdout, `"worker 3 done"`, `"applied_pending_writes"`)
 }
 
 // TestStateAsLangGraphSqliteFixtures: the repository's LangGraph
