@@ -583,7 +583,9 @@ func neutralV(v any, py bool) (any, error) {
 			if len(ids) > 0 {
 				class, _ = ids[len(ids)-1].(string)
 			}
-			if t, ok := classType(class); ok && len(ids) > 1 && ids[0] == "langchain_core" {
+			// ["langchain_core", "messages", "AIMessage"]; LangChain
+			// Python's older ["langchain", "schema", "messages", ...].
+			if t, ok := classType(class); ok && len(ids) > 1 && ids[len(ids)-2] == "messages" {
 				kw, _ := x["kwargs"].(map[string]any)
 				f, err := neutralV(kw, py)
 				if err != nil {

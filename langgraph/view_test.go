@@ -28,7 +28,16 @@ func TestNeutralMessageOneForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"type": "tool", "id": "t1", "content": "21 C", "tool_call_id": "c1", "artifact": map[string]any{"src": "x"}}
-	for name, got := range map[string]any{"js": gotJS, "python": gotPy} {
+	old := `{"lc":1,"type":"constructor","id":["langchain","schema","messages","ToolMessage"],"kwargs":{"id":"t1","content":"21 C","tool_call_id":"c1","artifact":{"src":"x"}}}`
+	ov, err := codec.DecodeJSON([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotOld, err := neutralV(ov, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]any{"js": gotJS, "python": gotPy, "python json serde": gotOld} {
 		if !reflect.DeepEqual(got, want) {
 			g, _ := json.Marshal(got)
 			t.Errorf("%s: %s", name, g)
