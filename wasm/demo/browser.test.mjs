@@ -86,3 +86,4 @@ test("a chat thread survives a reload", { timeout: 240_000 }, async () => {
     fs.rmSync(profile, { recursive: true, force: true });
   }
 });
+

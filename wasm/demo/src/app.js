@@ -80,16 +80,18 @@ $("#composer").addEventListener("submit", async (ev) => {
   if (!text) return;
   input.value = "";
   input.disabled = true;
-  sending++;
-  setStatus(loading ? "loading the engine… (your message is queued)" : "thinking…");
+  // A message typed while the engine loads waits for it, saying so,
+  // rather than reaching a worker with no graph yet (and being lost).
+  if (!engineReady) setStatus("loading the engine… your message is sent when it is ready");
+  if (!(await ready)) {
+    input.value = text; // the chat could not be opened: keep what was typed
+    return;
+  }
+  setStatus("thinking…");
   try {
     await ask({ type: "send", text });
     setStatus("ready");
-  } catch {
-    // Not stored (the status line says why): give the text back.
-    if (!input.value) input.value = text;
   } finally {
-    sending--;
     if (!locked) {
       input.disabled = false;
       input.focus();
@@ -114,19 +116,17 @@ $("#reset").addEventListener("click", async () => {
   setStatus("ready");
 });
 
-// A message sent while the engine loads is queued by the worker behind
-// "init"; the status says "ready" only when nothing is in flight.
-let loading = true;
-let sending = 0;
 setStatus("loading the engine…");
-ask({ type: "init" }).then(
+let engineReady = false;
+// Resolves true once the chat is open, false if it could not be.
+const ready = ask({ type: "init" }).then(
   () => {
-    loading = false;
-    if (sending === 0) setStatus("ready");
-    else setStatus("thinking…");
+    engineReady = true;
+    if (!$("#input").disabled) setStatus("ready");
+    return true;
   },
   (e) => {
-    loading = false;
     lock(e.message);
+    return false;
   },
 );

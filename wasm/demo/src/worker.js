@@ -82,9 +82,8 @@ async function snapshot() {
   };
 }
 
-// Messages are handled one at a time, in the order they came: a message
-// typed while the engine is still loading waits for "init" instead of
-// meeting a graph that does not exist yet.
+// One request at a time, in the order the page sent them: a "send" that
+// arrives while "init" still loads the engine runs after it.
 let queue = Promise.resolve();
 self.onmessage = ({ data }) => {
   queue = queue.then(() => handle(data));
