@@ -42,6 +42,9 @@ class BuildWithEngine(build_py):
                 "-buildmode=c-shared -tags hostsqlite -trimpath -ldflags='-s -w' -o FILE ./wasm/reactor)"
             )
         env = dict(os.environ, GOOS="wasip1", GOARCH="wasm", CGO_ENABLED="0")
+        # pip shows this with -v; without it, only its "Building wheel" line.
+        print("langgraph-checkpoint-agentstate: compiling the engine with go build "
+              "(about 50 s the first time on 2 cores, seconds with Go's build cache)", flush=True)
         subprocess.run(
             [go, "build", "-buildmode=c-shared", "-tags", "hostsqlite", "-trimpath", "-ldflags=-s -w",
              "-o", str(dest), "./wasm/reactor"],
