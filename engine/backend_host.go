@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/agentstate/agentstate/engine/internal/driver/hostsqlite"
+	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 // hostBackend is SQLite provided by the host (GOOS=js builds, and GOOS=wasip1
@@ -41,6 +42,9 @@ type hostBackend struct {
 }
 
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
+	if pgurl.Is(path) {
+		return openPGBackend(path, o) // the host's PostgreSQL client (hostpg)
+	}
 	if err := hostsqlite.Available(); err != nil {
 		return nil, err
 	}

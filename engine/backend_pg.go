@@ -1,5 +1,3 @@
-//go:build !js && !wasip1
-
 package engine
 
 import (

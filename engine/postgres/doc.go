@@ -10,7 +10,9 @@
 // packages and 5.6 MB of a minimal binary, which a program that opens only
 // SQLite files does without.
 //
-// The WebAssembly builds (GOOS=js, GOOS=wasip1) have no PostgreSQL: there
-// the package registers nothing, and engine.Open refuses the URL as it
-// would without it.
+// The WebAssembly builds that take SQLite from their host (GOOS=js, and
+// GOOS=wasip1 with the hostsqlite tag) take PostgreSQL from it too: there
+// the package registers the host transport (engine/internal/driver/hostpg),
+// and the host runs the statements on its own client (the Python package's
+// psycopg); a host without one refuses the URL with a typed error.
 package postgres

@@ -52,6 +52,8 @@ var errorCodes = []struct {
 	err  error
 	code string
 }{
+	{engine.ErrOutcomeUnknown, "OUTCOME_UNKNOWN"}, // before what it wraps
+	{engine.ErrConnectionLost, "CONNECTION_LOST"},
 	{engine.ErrNotFound, "NOT_FOUND"},
 	{engine.ErrConflict, "CONFLICT"},
 	{engine.ErrInvalidArgument, "INVALID_ARGUMENT"},
@@ -116,6 +118,7 @@ type openRequest struct {
 	Every      int     `json:"every"`
 	CacheBytes *int64  `json:"cacheBytes"`
 	ReadConns  int     `json:"readConns"`
+	WriteConns int     `json:"writeConns"` // a server database's writer sessions
 	ReadOnly   bool    `json:"readOnly"`
 	Shared     bool    `json:"shared"` // engine.Options.SharedFile
 	BusyMs     *int64  `json:"busyTimeoutMs"`
@@ -143,6 +146,7 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 	if req.ReadConns > 0 {
 		o.ReadConns = req.ReadConns
 	}
+	o.WriteConns = req.WriteConns
 	// Without a mode an existing file opens in the mode it records and a
 	// new one in full mode: a file written in delta mode must not need its
 	// mode repeated by every program that opens it.
