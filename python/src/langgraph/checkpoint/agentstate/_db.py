@@ -11,7 +11,7 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from . import _engine
+from . import _engine, _pg_host
 from .errors import ClosedError, InvalidArgumentError, NotAgentStateError, NotFoundError
 
 if TYPE_CHECKING:
@@ -25,7 +25,8 @@ class Database:
 
     Args:
         path: the file, created if missing; ``":memory:"`` (the default) for a
-            private in-memory database.
+            private in-memory database; or a ``postgresql://`` URL (needs
+            psycopg 3: the ``[postgres]`` extra; docs/postgresql.md).
         mode: the channel mode of a new file, ``"full"`` or ``"delta"`` (with
             ``every``, the snapshot cadence K); ``"auto"`` or ``None`` opens
             an existing file in the mode it records and creates a new one in
@@ -59,6 +60,10 @@ class Database:
             lock each other out, so a shared open in a process that has
             imported ``sqlite3`` warns (``RuntimeWarning``;
             docs/contract.md 5.1).
+        schema: with a URL, the PostgreSQL schema the tables live in (first
+            in the search_path; it must exist).
+        pool_size: with a URL, how many writer sessions the handle may open
+            (default 4); readers take one more.
     """
 
     def __init__(
@@ -75,6 +80,8 @@ class Database:
         store_sweep_interval_minutes: float | None = None,
         auto_retain: bool | None = None,
         shared: bool = False,
+        schema: str | None = None,
+        pool_size: int | None = None,
     ) -> None:
         if mode is not None and mode not in _MODES:
             raise InvalidArgumentError(f"agentstate: mode must be one of {', '.join(_MODES)} or None, got {mode!r}")
@@ -82,7 +89,17 @@ class Database:
         if not isinstance(p, str):
             raise InvalidArgumentError("agentstate: path must be a str or os.PathLike[str]")
         req: dict[str, Any] = {}
-        if p != ":memory:":
+        url = _pg_host.is_url(p)
+        if (schema is not None or pool_size is not None) and not url:
+            raise InvalidArgumentError("agentstate: schema and pool_size are for postgresql:// URLs")
+        if url:
+            # A PostgreSQL database (docs/postgresql.md); messages show the
+            # URL without its password.
+            req["path"] = _pg_host.open_url(p, schema)
+            p = req["name"] = _pg_host.redact(p)
+            if pool_size is not None:
+                req["writeConns"] = int(pool_size)
+        elif p != ":memory:":
             if p == "":
                 raise InvalidArgumentError("agentstate: path is empty (use ':memory:' for an in-memory database)")
             _check_file_path(p)
