@@ -31,7 +31,8 @@ type Bridge struct {
 
 // handle is one open database and its live list cursors.
 type handle struct {
-	db *engine.DB
+	db      *engine.DB
+	timeout time.Duration // each call's deadline (timeoutMs), or 0
 
 	mu      sync.Mutex
 	cursors map[int]*cursor
@@ -119,6 +120,7 @@ type openRequest struct {
 	CacheBytes *int64  `json:"cacheBytes"`
 	ReadConns  int     `json:"readConns"`
 	WriteConns int     `json:"writeConns"` // a server database's writer sessions
+	TimeoutMs  int     `json:"timeoutMs"`  // each call's deadline, open's too (0: none)
 	ReadOnly   bool    `json:"readOnly"`
 	Shared     bool    `json:"shared"` // engine.Options.SharedFile
 	BusyMs     *int64  `json:"busyTimeoutMs"`
@@ -175,7 +177,12 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 	}
 
 	ctx := context.Background()
-	h := &handle{cursors: map[int]*cursor{}}
+	h := &handle{cursors: map[int]*cursor{}, timeout: time.Duration(req.TimeoutMs) * time.Millisecond}
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
 	switch {
 	case req.Path != "" && req.Image != nil:
 		return nil, nil, errArg("open takes a path or an image, not both")

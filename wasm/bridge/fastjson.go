@@ -642,6 +642,7 @@ func readOpen(m map[string]any) (r openRequest, err error) {
 	optInt64(&r.CacheBytes, "cacheBytes")
 	integer(&r.ReadConns, "readConns")
 	integer(&r.WriteConns, "writeConns")
+	integer(&r.TimeoutMs, "timeoutMs")
 	boolean(&r.ReadOnly, "readOnly")
 	boolean(&r.Shared, "shared")
 	optInt64(&r.BusyMs, "busyTimeoutMs")

@@ -220,7 +220,8 @@ func encodeArgs(oids []uint32, args []any) ([]arg, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = arg{v: v, binary: f == 1}
+		// A nil slice is NULL, as pgconn sends it (a nil []byte argument).
+		out[i] = arg{v: v, binary: f == 1, null: v == nil}
 	}
 	return out, nil
 }
