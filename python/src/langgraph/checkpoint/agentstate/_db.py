@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .records import Events, Runs, Threads
 
 _MODES = ("full", "delta", "auto")
+_PG_TIMEOUT_MS = 30_000  # a PostgreSQL call's default deadline: a server that stops answering never hangs it
 
 
 class Database:
@@ -64,6 +65,9 @@ class Database:
             in the search_path; it must exist).
         pool_size: with a URL, how many writer sessions the handle may open
             (default 4); readers take one more.
+        timeout_ms: with a URL, each call's deadline (default 30000; 0 for
+            none): a server that stops answering fails the call with
+            ``TimeoutError_`` then, and the session is given up.
     """
 
     def __init__(
@@ -82,6 +86,7 @@ class Database:
         shared: bool = False,
         schema: str | None = None,
         pool_size: int | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         if mode is not None and mode not in _MODES:
             raise InvalidArgumentError(f"agentstate: mode must be one of {', '.join(_MODES)} or None, got {mode!r}")
@@ -90,8 +95,8 @@ class Database:
             raise InvalidArgumentError("agentstate: path must be a str or os.PathLike[str]")
         req: dict[str, Any] = {}
         url = _pg_host.is_url(p)
-        if (schema is not None or pool_size is not None) and not url:
-            raise InvalidArgumentError("agentstate: schema and pool_size are for postgresql:// URLs")
+        if (schema is not None or pool_size is not None or timeout_ms is not None) and not url:
+            raise InvalidArgumentError("agentstate: schema, pool_size and timeout_ms are for postgresql:// URLs")
         if url:
             # A PostgreSQL database (docs/postgresql.md); messages show the
             # URL without its password.
@@ -99,6 +104,7 @@ class Database:
             p = req["name"] = _pg_host.redact(p)
             if pool_size is not None:
                 req["writeConns"] = int(pool_size)
+            req["timeoutMs"] = _PG_TIMEOUT_MS if timeout_ms is None else int(timeout_ms)
         elif p != ":memory:":
             if p == "":
                 raise InvalidArgumentError("agentstate: path is empty (use ':memory:' for an in-memory database)")

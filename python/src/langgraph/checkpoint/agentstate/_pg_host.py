@@ -291,13 +291,16 @@ class PGHost:
             return
         conn = s.conn
         if cancel:
-            # The server may still be running the statement: ask it to stop
-            # (a connection of its own, which may wait on a server that is
-            # gone: a daemon thread's business, not the caller's).
+            # The server may still be running the statement (or waiting for
+            # a lock): ask it to stop, on a connection of its own driven
+            # without blocking by a daemon thread, which gives up after
+            # _CANCEL_WAIT (a server that does not answer is no caller's
+            # business).
             try:
-                c = conn.get_cancel()
-                threading.Thread(target=_cancel, args=(c,), daemon=True).start()
-            except Exception:  # noqa: BLE001, S110 - best effort
+                cc = conn.cancel_conn()
+                cc.start()
+                threading.Thread(target=_cancel, args=(cc,), daemon=True).start()
+            except Exception:  # noqa: BLE001, S110 - libpq before 17: the server finds the session closed
                 pass
         conn.finish()
 
@@ -433,8 +436,26 @@ def _err(r) -> tuple[bytes, str]:
     return state, msg
 
 
-def _cancel(c) -> None:
+_CANCEL_WAIT = 10.0
+
+
+def _cancel(cc) -> None:
+    p = pq()
+    end = time.monotonic() + _CANCEL_WAIT
     try:
-        c.cancel()
+        while True:
+            st = cc.poll()
+            if st in (p.PollingStatus.OK, p.PollingStatus.FAILED):
+                break
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            fd = cc.socket
+            if st == p.PollingStatus.WRITING:
+                select.select([], [fd], [], left)
+            else:
+                select.select([fd], [], [], left)
     except Exception:  # noqa: BLE001, S110 - the server is gone: nothing to stop
         pass
+    finally:
+        cc.finish()
