@@ -5,11 +5,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
 	"github.com/agentstate/agentstate/engine/internal/driver/hostsqlite"
-	"github.com/agentstate/agentstate/internal/pgurl"
 )
 
 // hostBackend is SQLite provided by the host (GOOS=js builds, and GOOS=wasip1
@@ -42,8 +42,8 @@ type hostBackend struct {
 }
 
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
-	if pgurl.Is(path) {
-		return openPGBackend(path, o) // the host's PostgreSQL client (hostpg)
+	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
+		return openPGBackend(path, o) // the host's PostgreSQL client, or a refusal (backend_pg_stub.go)
 	}
 	if err := hostsqlite.Available(); err != nil {
 		return nil, err

@@ -1,3 +1,5 @@
+//go:build (!js && !wasip1) || (wasip1 && hostsqlite)
+
 package engine
 
 import (

@@ -10,9 +10,11 @@
 // packages and 5.6 MB of a minimal binary, which a program that opens only
 // SQLite files does without.
 //
-// The WebAssembly builds that take SQLite from their host (GOOS=js, and
-// GOOS=wasip1 with the hostsqlite tag) take PostgreSQL from it too: there
-// the package registers the host transport (engine/internal/driver/hostpg),
-// and the host runs the statements on its own client (the Python package's
-// psycopg); a host without one refuses the URL with a typed error.
+// The Python package's WebAssembly build (GOOS=wasip1 with the hostsqlite
+// tag) takes PostgreSQL from its host: there the package registers the host
+// transport (engine/internal/driver/hostpg), and the host runs the
+// statements on its own client (psycopg). The other WebAssembly builds
+// (GOOS=js, the npm package's; GOOS=wasip1 without the tag) carry no
+// PostgreSQL backend: the package registers nothing there, and engine.Open
+// refuses the URL.
 package postgres

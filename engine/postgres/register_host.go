@@ -1,4 +1,4 @@
-//go:build js || (wasip1 && hostsqlite)
+//go:build wasip1 && hostsqlite
 
 package postgres
 
