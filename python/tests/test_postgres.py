@@ -47,11 +47,12 @@ def pg_url():
     return PG
 
 
-def _admin(url: str, sql: str) -> None:
+def _admin(url: str, sql: str) -> list:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as c:
-        c.execute(sql)
+        cur = c.execute(sql)
+        return cur.fetchall() if cur.description else []
 
 
 @pytest.fixture
@@ -251,6 +252,25 @@ def test_several_processes_lose_nothing_acknowledged(pg_url, schema):
             total += len(ids)
     assert len(acked["shared"]) == total // 2 and total >= 6
     print(f"several processes: {total} acknowledged checkpoints (3 processes, 4 s), all stored once with their writes")
+
+
+def test_a_terminated_session_is_dialled_again(pg_url, schema):
+    """The server ends the handle's sessions (pg_terminate_backend, as a
+    restart or failover does) between calls: the next call's transaction
+    had sent nothing, so it runs again on a new session and succeeds."""
+    app = "t_" + uuid.uuid4().hex[:10]
+    sep = "&" if "?" in pg_url else "?"
+    saver = AgentStateSaver(f"{pg_url}{sep}application_name={app}", schema=schema)
+    try:
+        c = _put(saver, "t", 0)
+        for _ in range(2):
+            ended = _admin(pg_url, f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{app}'")
+            assert ended and all(ok for (ok,) in ended)
+            time.sleep(0.2)  # the server ends them
+            c = _put(saver, "t", 1, c)
+            assert saver.get_tuple(_cfg("t")).config == c
+    finally:
+        saver.close()
 
 
 class _Proxy:
