@@ -42,3 +42,5 @@ func hostExec(id int, buf []byte, reqLen int, deadline float64) int {
 func hostTake(id int, buf []byte) int { return host.Call("take", id, ptr(buf), len(buf)).Int() }
 
 func hostClose(id int) { host.Call("close", id) }
+
+func hostAvailable() bool { return host.Type() == js.TypeObject }
