@@ -22,6 +22,7 @@ import (
 // handle whose clock is three leases ahead, so every lease looks lapsed)
 // is not reconciled, round after round, and its owner completes it.
 func TestLostLivenessLockIsTakenAgain(t *testing.T) {
+	skipShort(t, "runs child processes for several seconds")
 	if noLiveness {
 		t.Skip("liveness locks disabled in this process")
 	}

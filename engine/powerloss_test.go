@@ -106,6 +106,7 @@ func (p *powerTrial) epoch(fs *faultvfs.VFS, w relWork, crashAt int64, maxSteps 
 }
 
 func TestPowerLoss(t *testing.T) {
+	skipShort(t, "replays power losses for seconds")
 	sqliteOnly(t, "drops an SQLite file's unsynced writes through a faulting VFS")
 	fs := powerVFSFor(t)
 	seed := relSeed(t)

@@ -175,6 +175,9 @@ func stmtText(s ast.Stmt) string {
 // docs/postgresql.md's block another, each with only the imports the README
 // names; the quick start is run and prints what its comments say.
 func TestREADMEGoBlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the README's programs; skipped with -short")
+	}
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	programs := map[string][]string{}
 	sections := []string{"Quick start", "PostgreSQL"}

@@ -255,6 +255,16 @@ func bigUnderRace(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sizes, not concurrency: run without -race")
 	}
+	skipShort(t, "writes values of tens of MB")
+}
+
+// skipShort leaves a slow test out of the quick loop (go test -short);
+// CI runs everything.
+func skipShort(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why + "; skipped with -short")
+	}
 }
 
 // valueModes are the modes the value tests run in: one under the race
@@ -280,6 +290,7 @@ func valuesDB(t *testing.T, mode channels.Mode) *DB {
 // reads; one level more is refused by every surface as ErrInvalidArgument,
 // with the file unchanged. Wide values pass everywhere too.
 func TestDeepValuesAreStoredOnlyIfReadable(t *testing.T) {
+	skipShort(t, "writes values up to the size limits")
 	ctx := context.Background()
 	wideN := 20000
 	if raceEnabled {
@@ -374,6 +385,7 @@ func bigString(n int) string {
 // panic inside the SQLite driver and a 46 MB delta list made cold reads,
 // verify and convert panic.
 func TestLargeValuesAreStoredOnlyIfReadable(t *testing.T) {
+	skipShort(t, "writes values up to the size limits")
 	ctx := context.Background()
 	const slack = 4 << 10 // room for the engine's wrapping and the other fields
 	within := bigString(MaxValueBytes - slack)

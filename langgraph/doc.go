@@ -68,6 +68,15 @@
 // something else) are listed, each with its thread, checkpoint and channel,
 // in an *UnsupportedError; Options.SkipUnsupported imports the others.
 //
+// # Showing a thread as LangGraph shows it
+//
+// View (view.go) reads a checkpoint of a thread in the protocol's form as
+// LangGraph's get_state shows its values: decoded from the serde, every
+// LangChain message in one neutral form whichever language wrote it,
+// DeltaChannels rebuilt, and at the head the pending writes of the
+// finished tasks of a failed superstep applied. The CLI's state, history
+// --values and export --states call it (docs/cli.md, "LangGraph threads").
+//
 // Compare checks the promise: every checkpoint of the destination reads as
 // the source's (in the messages form, derived the same way). The package's tests check both
 // against what LangGraph itself read back from the fixtures in

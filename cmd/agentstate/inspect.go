@@ -71,9 +71,11 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 var threadStatuses = []string{string(records.ThreadIdle), string(records.ThreadBusy), string(records.ThreadInterrupted), string(records.ThreadError)}
 
 func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("state", "state [--checkpoint ID] [--ns NS] [--safe] [--json] FILE THREAD", stdout)
+	fs := newFlags("state", "state [--checkpoint ID] [--ns NS] [--reducer CHANNEL=R]... [--safe] [--json] FILE THREAD", stdout)
 	cp := fs.String("checkpoint", "", "this checkpoint instead of the latest")
 	ns := fs.String("ns", "", "checkpoint namespace (a subgraph's); default the root graph")
+	reducers := viewReducers{}
+	fs.Var(reducers, "reducer", "the reducer of a LangGraph channel the file does not name (a DeltaChannel, or one with pending writes to apply):\nCHANNEL=messages|concat|last; \"messages\" uses messages by default; repeatable")
 	safe := fs.Bool("safe", false, "apply the API boundary helper: drop __pregel_* channels and inline images of hidden messages")
 	asJSON := fs.Bool("json", false, "print one line of JSON instead of indented JSON")
 	pos, err := parse(fs, args, "FILE", "THREAD")
@@ -88,23 +90,18 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := requireThread(ctx, db, pos[0], pos[1]); err != nil {
 		return argErr(fs, pos[0], err)
 	}
-	view, err := db.ReadState(ctx, engine.Config{ThreadID: pos[1], CheckpointNS: *ns, CheckpointID: *cp})
+	cfg := engine.Config{ThreadID: pos[1], CheckpointNS: *ns, CheckpointID: *cp}
+	view, err := readView(ctx, db, cfg, reducers)
 	if err != nil {
 		return argErr(fs, pos[0], err)
 	}
 	if len(view.Unresolved) > 0 && !*asJSON {
 		fmt.Fprintf(stderr, "note: %s have a version but no value in this checkpoint: LangGraph stores no value for an empty channel "+
-			"(a trigger such as __start__ or branch:to:NODE once its step has run), and a DeltaChannel's value is its writes, which state does not fold\n",
-			strings.Join(view.Unresolved, ", "))
+			"(a trigger such as __start__ or branch:to:NODE once its step has run)\n", strings.Join(view.Unresolved, ", "))
 	}
-	// Values kept as LangGraph's serde wrote them (an imported LangGraph
-	// thread, a saver's) read as JSON: Python's msgpack, bytes, None.
-	for ch, v := range view.Values {
-		if b, ok := v.(codec.Blob); ok {
-			if d, ok, err := langgraph.SerdeJSON(b); ok && err == nil {
-				view.Values[ch] = d
-			}
-		}
+	if len(view.Applied) > 0 && !*asJSON {
+		fmt.Fprintf(stderr, "note: %s include the writes that finished tasks saved before the next superstep failed or was interrupted, "+
+			"as LangGraph's get_state shows them; --checkpoint %s shows the checkpoint without them\n", strings.Join(view.Applied, ", "), view.Config.CheckpointID)
 	}
 	if *safe {
 		view.Values = engine.SafeForBrowser(view.Values)
@@ -115,11 +112,68 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return printIndented(stdout, view)
 }
 
+// stateView is what state prints: the engine's view of a checkpoint, and
+// for a LangGraph thread what langgraph.View rebuilt.
+type stateView struct {
+	engine.StateView
+	// DeltaChannels lists the DeltaChannels rebuilt from their snapshot
+	// and writes; Applied the channels given the pending writes of the
+	// head's next superstep, as LangGraph's get_state applies them.
+	DeltaChannels []string `json:"delta_channels,omitempty"`
+	Applied       []string `json:"applied_pending_writes,omitempty"`
+}
+
+// readView reads one checkpoint's state: a thread-API thread as the engine
+// rebuilds it, a LangGraph thread (a saver's, an import's) as LangGraph's
+// get_state shows it (langgraph.View): DeltaChannels rebuilt, messages in
+// one form, and at the head (no checkpoint given) the finished tasks'
+// pending writes applied.
+func readView(ctx context.Context, db *engine.DB, cfg engine.Config, reducers viewReducers) (stateView, error) {
+	v, err := db.ReadState(ctx, cfg)
+	if err != nil || v.Mode != "" {
+		return stateView{StateView: v}, err
+	}
+	lg, err := langgraph.View(ctx, db, v.Config, langgraph.ViewOptions{Reducers: reducers, Head: cfg.CheckpointID == ""})
+	var re *langgraph.ReducerError
+	if errors.As(err, &re) {
+		return stateView{}, fmt.Errorf("%w; say which with --reducer %s=messages|concat|last", err, shellQuote(re.Channel))
+	}
+	if err != nil {
+		return stateView{}, err
+	}
+	v.Values, v.Unresolved = lg.Values, lg.Empty
+	return stateView{StateView: v, DeltaChannels: lg.Delta, Applied: lg.Applied}, nil
+}
+
+// historyValues is a line of history --values.
+type historyValues struct {
+	admin.LogEntry
+	Values map[string]any `json:"values"`
+}
+
+// viewReducers collects repeated --reducer CHANNEL=REDUCER flags.
+type viewReducers map[string]langgraph.Reducer
+
+func (m viewReducers) String() string { return "" }
+
+func (m viewReducers) Set(s string) error {
+	ch, name, ok := strings.Cut(s, "=")
+	r, err := langgraph.ParseReducer(name)
+	if !ok || ch == "" || err != nil {
+		return fmt.Errorf("%q is not CHANNEL=messages|concat|last", s)
+	}
+	m[ch] = r
+	return nil
+}
+
 func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("history", "history [--limit N] [--before ID] [--ns NS] [--json] FILE THREAD", stdout)
+	fs := newFlags("history", "history [--limit N] [--before ID] [--ns NS] [--values [--reducer CHANNEL=R]...] [--json] FILE THREAD", stdout)
 	limit := fs.Int("limit", 0, "at most N checkpoints (0: all)")
 	before := fs.String("before", "", "only checkpoints older than this id")
 	ns := fs.String("ns", "", "checkpoint namespace (a subgraph's); default the root graph")
+	values := fs.Bool("values", false, "add each checkpoint's values, as state shows them (LangGraph's get_state_history for a LangGraph thread); implies --json")
+	reducers := viewReducers{}
+	fs.Var(reducers, "reducer", "with --values: the reducer of a LangGraph channel the file does not name (see state); repeatable")
 	asJSON := fs.Bool("json", false, "print one JSON object per checkpoint")
 	pos, err := parse(fs, args, "FILE", "THREAD")
 	if err != nil {
@@ -128,6 +182,10 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *limit < 0 {
 		return fs.usageErr("--limit %d is negative", *limit)
 	}
+	if len(reducers) > 0 && !*values {
+		return fs.usageErr("--reducer needs --values")
+	}
+	*asJSON = *asJSON || *values
 	db, err := openFile(ctx, pos[0], true)
 	if err != nil {
 		return err
@@ -162,6 +220,18 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			break
 		}
 		n++
+		if *values {
+			// A checkpoint named by its id: LangGraph applies no pending
+			// writes to it (get_state_history).
+			v, err := readView(ctx, db, engine.Config{ThreadID: pos[1], CheckpointNS: *ns, CheckpointID: e.CheckpointID}, reducers)
+			if err != nil {
+				return argErr(fs, pos[0], err)
+			}
+			if err := printJSON(stdout, historyValues{LogEntry: e, Values: v.Values}); err != nil {
+				return err
+			}
+			continue
+		}
 		if *asJSON {
 			if err := printJSON(stdout, e); err != nil {
 				return err

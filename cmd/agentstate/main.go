@@ -87,7 +87,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			return report(stderr, c.name, c.run(ctx, args[1:], stdout, stderr))
+			noteTo = stderr
+			err := c.run(ctx, args[1:], stdout, stderr)
+			for _, f := range afterCommand {
+				f()
+			}
+			afterCommand, noteTo = nil, nil
+			return report(stderr, c.name, err)
 		}
 	}
 	fmt.Fprintf(stderr, "agentstate: unknown command %q\n\n", args[0])

@@ -17,6 +17,14 @@ import (
 	"github.com/agentstate/agentstate/langgraph"
 )
 
+// afterCommand runs when the command has returned (and closed its DB):
+// the removal of a snapshot's copy. noteTo is where notes about how a file
+// was opened go (the command's stderr).
+var (
+	afterCommand []func()
+	noteTo       io.Writer
+)
+
 // openFile opens an existing agentstate file (or a PostgreSQL URL) in the
 // mode it records; readOnly for commands that must not change it.
 func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, error) {
@@ -30,6 +38,16 @@ func openFile(ctx context.Context, path string, readOnly bool) (*engine.DB, erro
 		opts.ReconcileOnOpen = false
 	}
 	db, err := engine.Open(ctx, path, &opts)
+	if held, ok := heldByNode(err); ok && readOnly {
+		// A Node process has the file: read a consistent copy of it
+		// (snapshot.go) rather than refuse.
+		db, cleanup, err := openSnapshot(ctx, path, held, noteTo)
+		if err != nil {
+			return nil, err
+		}
+		afterCommand = append(afterCommand, cleanup)
+		return db, nil
+	}
 	if errors.Is(err, engine.ErrNotAgentstate) && langgraph.Probe(ctx, path) == nil {
 		// A LangGraph saver's file: the command that reads it.
 		dst := strings.TrimSuffix(path, filepath.Ext(path)) + ".agentstate.db"

@@ -468,7 +468,7 @@ func TestStateExplainsUnresolved(t *testing.T) {
 	r := agentstate(t, nil, "state", path, "t1")
 	want(t, r, 0)
 	contains(t, r.stdout, `"unresolved"`, "__start__")
-	contains(t, r.stderr, "note: __start__, branch:to:agent have a version but no value", "empty channel", "DeltaChannel")
+	contains(t, r.stderr, "note: __start__, branch:to:agent have a version but no value", "empty channel")
 	j := agentstate(t, nil, "state", path, "t1", "--json")
 	want(t, j, 0)
 	if j.stderr != "" || len(jsonLines(t, j.stdout)) != 1 {

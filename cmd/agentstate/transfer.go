@@ -20,8 +20,11 @@ import (
 var stdin io.Reader = os.Stdin
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", "export [--thread T] [--quiet] [--json] FILE > dump.jsonl", stdout)
+	fs := newFlags("export", "export [--thread T] [--states [--reducer CHANNEL=R]...] [--quiet] [--json] FILE > dump.jsonl", stdout)
 	thread := fs.String("thread", "", "export only this thread (its checkpoints, values, writes, record, runs and events)")
+	states := fs.Bool("states", false, "instead of a dump, each thread's latest state (root namespace) as state --json prints it, one JSON line per thread; not for import")
+	reducers := viewReducers{}
+	fs.Var(reducers, "reducer", "with --states: the reducer of a LangGraph channel the file does not name (see state); repeatable")
 	quiet := fs.Bool("quiet", false, "no progress and no summary on stderr")
 	asJSON := fs.Bool("json", false, "the output is JSON lines anyway; like --quiet")
 	pos, err := parse(fs, args, "FILE")
@@ -29,11 +32,17 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	*quiet = *quiet || *asJSON
+	if len(reducers) > 0 && !*states {
+		return fs.usageErr("--reducer needs --states")
+	}
 	db, err := openFile(ctx, pos[0], true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if *states {
+		return exportStates(ctx, db, pos[0], *thread, reducers, stdout)
+	}
 	if *thread != "" {
 		// Before writing anything: a dump of nothing would look complete.
 		if err := requireThread(ctx, db, pos[0], *thread); err != nil {
@@ -55,6 +64,44 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "agentstate export: %d rows from %s (%s)\n", rep.Total, pgurl.Redacted(pos[0]), rowCounts(rep.Rows))
 	}
 	return nil
+}
+
+// exportStates writes each thread's head state (root namespace), as state
+// --json shows it, one line per thread with a checkpoint, in thread order.
+func exportStates(ctx context.Context, db *engine.DB, path, thread string, reducers viewReducers, stdout io.Writer) error {
+	one := func(id string) error {
+		v, err := readView(ctx, db, engine.Config{ThreadID: id}, reducers)
+		if errors.Is(err, engine.ErrNotFound) && thread == "" {
+			return nil // a thread of records only
+		}
+		if err != nil {
+			return inFile(path, err)
+		}
+		return printJSON(stdout, v)
+	}
+	if thread != "" {
+		if err := requireThread(ctx, db, path, thread); err != nil {
+			return inFile(path, err)
+		}
+		return one(thread)
+	}
+	for offset := 0; ; offset += 1000 {
+		list, err := db.ListThreads(ctx, admin.ThreadListOptions{Limit: 1000, Offset: offset})
+		if err != nil {
+			return inFile(path, err)
+		}
+		for _, t := range list {
+			if t.Checkpoints == 0 {
+				continue
+			}
+			if err := one(t.ThreadID); err != nil {
+				return err
+			}
+		}
+		if len(list) < 1000 {
+			return nil
+		}
+	}
 }
 
 func rowCounts(m map[string]int64) string {

@@ -13,8 +13,8 @@ from langgraph.checkpoint.agentstate.errors import InvalidOptionError
 
 from test_graph import chat, drive, values
 
-# This module imports sqlite3, so every shared open here warns that this
-# process could reach the file through a second copy of SQLite
+# This module imports sqlite3, so a shared open through apsw here warns that
+# this process could reach the file through a second copy of SQLite
 # (test_a_shared_open_warns_when_sqlite3_is_loaded holds the warning).
 pytestmark = pytest.mark.filterwarnings("ignore:agentstate.*shared file:RuntimeWarning")
 
@@ -181,7 +181,16 @@ def test_the_app_writes_its_tables_while_agentstate_writes(tmp_path):
 
 
 def test_a_shared_open_warns_when_sqlite3_is_loaded(tmp_path):
+    # Only through apsw's copy of SQLite: a shared file opens through
+    # Python's sqlite3 by default, the copy this process's sqlite3 uses.
+    import warnings
+
     path = str(tmp_path / "deerflow.db")
     make_app_file(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        db = Database(path, shared=True)
+        assert db.sqlite == "stdlib"
+        db.close()
     with pytest.warns(RuntimeWarning, match="two copies of SQLite"):
-        Database(path, shared=True).close()
+        Database(path, shared=True, sqlite="apsw").close()

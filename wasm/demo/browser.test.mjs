@@ -1,6 +1,7 @@
 // The demo in headless Chromium (Debian's /usr/bin/chromium, driven by
 // playwright-core, which never downloads a browser): three turns, a reload,
-// and the thread and its checkpoints are still there. Saves a screenshot
+// and the thread and its checkpoints are still there; the first message is
+// typed while the engine is still loading. Saves a screenshot
 // to test-results/demo.png.
 //
 //   node build.mjs && node --test browser.test.mjs
@@ -19,7 +20,9 @@ const { chromium } = require("playwright-core");
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
 test("a chat thread survives a reload", { timeout: 240_000 }, async () => {
-  const server = await serve(0);
+  // The engine's modules arrive 3 s late, so the first message is typed
+  // while the page still says "loading the engine…" (it used to be lost).
+  const server = await serve(0, { wasmDelayMs: 3000 });
   const url = `http://127.0.0.1:${server.address().port}/`;
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), "agentstate-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
@@ -36,13 +39,16 @@ test("a chat thread survives a reload", { timeout: 240_000 }, async () => {
     const ready = () => page.waitForFunction(() => document.querySelector("#status")?.textContent === "ready", null, { timeout: 120_000 });
 
     await page.goto(url);
-    await ready();
-    assert.equal(await page.locator(".msg").count(), 0);
-
     const turns = ["Hello from the browser test", "Remember that my favourite colour is teal", "What did I just tell you?"];
+    assert.equal(await page.locator("#status").textContent(), "loading the engine…");
+    await page.fill("#input", turns[0]);
+    await page.press("#input", "Enter");
+    assert.equal(await page.locator(".msg").count(), 0);
     for (const [i, text] of turns.entries()) {
-      await page.fill("#input", text);
-      await page.press("#input", "Enter");
+      if (i > 0) {
+        await page.fill("#input", text);
+        await page.press("#input", "Enter");
+      }
       await page.waitForFunction((n) => document.querySelectorAll(".msg.ai").length === n, i + 1, { timeout: 60_000 });
       await ready();
     }
@@ -80,3 +86,4 @@ test("a chat thread survives a reload", { timeout: 240_000 }, async () => {
     fs.rmSync(profile, { recursive: true, force: true });
   }
 });
+

@@ -80,6 +80,13 @@ $("#composer").addEventListener("submit", async (ev) => {
   if (!text) return;
   input.value = "";
   input.disabled = true;
+  // A message typed while the engine loads waits for it, saying so,
+  // rather than reaching a worker with no graph yet (and being lost).
+  if (!engineReady) setStatus("loading the engine… your message is sent when it is ready");
+  if (!(await ready)) {
+    input.value = text; // the chat could not be opened: keep what was typed
+    return;
+  }
   setStatus("thinking…");
   try {
     await ask({ type: "send", text });
@@ -110,7 +117,16 @@ $("#reset").addEventListener("click", async () => {
 });
 
 setStatus("loading the engine…");
-ask({ type: "init" }).then(
-  () => setStatus("ready"),
-  (e) => lock(e.message),
+let engineReady = false;
+// Resolves true once the chat is open, false if it could not be.
+const ready = ask({ type: "init" }).then(
+  () => {
+    engineReady = true;
+    if (!$("#input").disabled) setStatus("ready");
+    return true;
+  },
+  (e) => {
+    lock(e.message);
+    return false;
+  },
 );

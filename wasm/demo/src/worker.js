@@ -82,7 +82,14 @@ async function snapshot() {
   };
 }
 
-self.onmessage = async ({ data }) => {
+// One request at a time, in the order the page sent them: a "send" that
+// arrives while "init" still loads the engine runs after it.
+let queue = Promise.resolve();
+self.onmessage = ({ data }) => {
+  queue = queue.then(() => handle(data));
+};
+
+async function handle(data) {
   try {
     if (data.type === "init") await init();
     if (data.type === "send") {
@@ -98,4 +105,4 @@ self.onmessage = async ({ data }) => {
   } catch (e) {
     self.postMessage({ type: "error", id: data.id, message: `${e.code ? `${e.code}: ` : ""}${e.message}` });
   }
-};
+}

@@ -121,16 +121,24 @@ async function infoRows(file) {
 }
 
 describe("one file, the native CLI and the npm package", () => {
-  it("Node first: the CLI is refused at once, naming Node; then reads what Node wrote", async () => {
+  it("Node first: the CLI's writes are refused at once, naming Node, its reads read a copy; then it reads what Node wrote", async () => {
     const file = newFile();
     const saver = await AgentStateSaver.open({ path: file });
     await putSteps(saver, "t", 0, 5);
-    for (const cmd of [["info", file], ["verify", file], ["import", file]]) {
+    for (const cmd of [["import", file]]) {
       const r = await run(cmd, { input: dump });
       expect(r.code, r.stdout).toBe(1);
       expect(r.stderr).toMatch(heldByNode(file, process.pid));
       expect(r.stderr).not.toMatch(/is a directory|locking protocol/);
       expect(r.ms).toBeLessThan(10_000); // a second of grace, not the busy timeout
+    }
+    // Read-only commands read a consistent copy (docs/cli.md, "A file a
+    // Node process has open"), saying so.
+    for (const cmd of [["verify", file], ["info", "--json", file]]) {
+      const r = await run(cmd);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stderr).toMatch(new RegExp(`${esc(file)} is open in node( \\([^)]*\\))? pid ${process.pid}; this reads a consistent copy`));
+      if (cmd[0] === "info") expect(JSON.parse(r.stdout).rows.checkpoints).toBe(5);
     }
     expect(natives(file)).toEqual([]); // refused CLIs withdrew
     await saver.close();
@@ -247,17 +255,25 @@ describe("one file, the native CLI and the npm package", () => {
     console.log(`same-moment rounds: ${JSON.stringify(outcomes)}`);
   }, 300_000);
 
-  it("while Node writes, every CLI command is refused; after it stops, the file verifies", async () => {
+  it("while Node writes, the CLI's reads read consistent copies and its writes are refused; after it stops, the file verifies", async () => {
     const file = newFile();
     const w = child(process.execPath, [writer, file, "loop"]);
     await w.waitFor(/n=\d+/);
+    let last = 0;
     for (let i = 0; i < 3; i++) {
       const r = await run(["verify", file]);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(heldByNode(file, w.c.pid));
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/this reads a consistent copy/);
+      const rows = await infoRows(file);
+      expect(rows.checkpoints).toBeGreaterThanOrEqual(last);
+      last = rows.checkpoints;
     }
+    const imp = await run(["import", file], { input: dump });
+    expect(imp.code).toBe(1);
+    expect(imp.stderr).toMatch(heldByNode(file, w.c.pid));
     w.c.kill("SIGTERM");
     await w.exited;
     await verify(file);
+    expect((await infoRows(file)).checkpoints).toBeGreaterThanOrEqual(last);
   }, 180_000);
 });

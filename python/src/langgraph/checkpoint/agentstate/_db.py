@@ -11,7 +11,7 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from . import _engine, _pg_host
+from . import _engine, _pg_host, _stdlib_host
 from .errors import ClosedError, InvalidArgumentError, NotAgentStateError, NotFoundError
 
 if TYPE_CHECKING:
@@ -54,13 +54,21 @@ class Database:
             other tables are left alone (docs/format.md, "Shared files").
             A file that holds ``agentstate_header`` opens as shared without
             it; a file of agentstate's own opens as one with it. Not for
-            ``":memory:"``. ``Database.shared`` says what the file is. The
-            other tool's writers must be other processes: Python's
-            ``sqlite3`` module (SQLAlchemy, aiosqlite) is another copy of
-            SQLite than the package's, and two copies in one process do not
-            lock each other out, so a shared open in a process that has
-            imported ``sqlite3`` warns (``RuntimeWarning``;
-            docs/contract.md 5.1).
+            ``":memory:"``. ``Database.shared`` says what the file is. A
+            shared file is opened through Python's ``sqlite3`` module (see
+            ``sqlite``), so the other tool may write it from this process
+            too (SQLAlchemy, aiosqlite; docs/contract.md 5.1).
+        sqlite: the copy of SQLite a file is opened with: ``"stdlib"``, the
+            one of Python's ``sqlite3`` module (and so of SQLAlchemy and
+            aiosqlite in this process, which must share its locks);
+            ``"apsw"``, the package's own (SQLite 3.54); ``None`` (the
+            default), stdlib for a shared file, and for an existing file not
+            of agentstate's own once this process has imported ``sqlite3``
+            (the engine's first look at it, and its refusal, go through the
+            app's copy too), apsw otherwise. A
+            file keeps the library it is open with in this process: a
+            different explicit choice is refused (``InvalidArgumentError``).
+            ``Database.sqlite`` says which it is.
         schema: with a URL, the PostgreSQL schema the tables live in (first
             in the search_path; it must exist).
         pool_size: with a URL, how many writer sessions the handle may open
@@ -84,6 +92,7 @@ class Database:
         store_sweep_interval_minutes: float | None = None,
         auto_retain: bool | None = None,
         shared: bool = False,
+        sqlite: str | None = None,
         schema: str | None = None,
         pool_size: int | None = None,
         timeout_ms: int | None = None,
@@ -135,35 +144,55 @@ class Database:
         req["host"] = "python"  # the engine's advice in this package's terms
         self.path = p
         self._engine = _engine.engine()
+        self.sqlite: str | None = None
+        release = None
+        _stdlib_host.check(sqlite)
+        if p != ":memory:" and not url:
+            self.sqlite, release = _stdlib_host.claim(req["path"], sqlite, shared)
         try:
             res, _ = self._engine.call(0, "open", req)
+            if sqlite is None and self.sqlite == "apsw" and res.get("shared"):
+                # A shared file opened without shared=True: again through
+                # Python's sqlite3, unless this process has it open already.
+                release()
+                self._engine.call(res["h"], "close")
+                self.sqlite, release = _stdlib_host.claim(req["path"], None, True)
+                res, _ = self._engine.call(0, "open", req)
         except NotAgentStateError as e:
-            if p != ":memory:" and _is_langgraph_sqlite(p):
+            if release is not None:
+                release()
+            if p != ":memory:" and not url and _is_langgraph_sqlite(p, self.sqlite):
                 raise NotAgentStateError(
                     f"{e}\n{p} is a LangGraph SqliteSaver file: copy its threads into an agentstate file with the "
                     f"agentstate CLI (go install ./cmd/agentstate in a clone of the repository): "
                     f"agentstate import-langgraph {shlex.quote(p)} {shlex.quote(os.path.splitext(p)[0] + '.agentstate.db')}"
                 ) from None
             raise
+        except BaseException:
+            if release is not None:
+                release()
+            raise
         self._h: int | None = res["h"]
         self.mode: str = res["mode"]
         self.every: int = res["every"]
         self.auto_retain: bool = res["autoRetain"]
         self.shared: bool = bool(res.get("shared", False))
-        if self.shared and "sqlite3" in sys.modules:
+        if self.shared and self.sqlite == "apsw" and "sqlite3" in sys.modules:
             # Two copies of SQLite in one process do not lock each other
             # out (docs/contract.md 5.1): measured, they lose writes.
             warnings.warn(
-                f"agentstate: {p} is a shared file and this process has imported Python's sqlite3 module: "
-                "if this process also opens the file through it (SQLAlchemy, aiosqlite), the two copies of "
-                "SQLite do not lock each other out and writes can be lost; open it from another process, "
-                "or keep agentstate in a file of its own (docs/contract.md, 5.1)",
+                f"agentstate: {p} is a shared file opened through apsw's SQLite and this process has imported "
+                "Python's sqlite3 module: if this process also opens the file through it (SQLAlchemy, "
+                "aiosqlite), the two copies of SQLite do not lock each other out and writes can be lost; "
+                "open it with sqlite='stdlib' (docs/contract.md, 5.1)"
+                + (f"; not here: {why}" if (why := _stdlib_host.available()) else ""),
                 RuntimeWarning,
                 stacklevel=2,
             )
         self._lock = threading.Lock()
         self._forks = _engine._forks
-        self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h, self._forks)
+        self._release = release
+        self._finalizer = weakref.finalize(self, _close_handle, self._engine, self._h, self._forks, release)
 
     def call(self, op: str, req: Any = None, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         h = self._h
@@ -189,7 +218,11 @@ class Database:
             h, self._h = self._h, None
         if h is not None:
             self._finalizer.detach()
-            self._engine.call(h, "close")
+            try:
+                self._engine.call(h, "close")
+            finally:
+                if self._release is not None:
+                    self._release()
 
     def info(self) -> dict[str, Any]:
         """What ``agentstate info`` shows: schema, mode, sizes, rows."""
@@ -251,10 +284,18 @@ def _check_file_path(path: str) -> None:
         raise NotAgentStateError(f"agentstate: {path} is not an SQLite database (it begins {head!r})")
 
 
-def _is_langgraph_sqlite(path: str) -> bool:
+def _is_langgraph_sqlite(path: str, lib: str | None = "apsw") -> bool:
     """Whether path holds the tables of LangGraph's SqliteSaver (read only,
-    the schema alone)."""
+    the schema alone), read through the library lib the file was opened
+    with."""
     try:
+        if lib == "stdlib":
+            con = _stdlib_host.connect_ro(path)
+            try:
+                names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            finally:
+                con.close()
+            return {"checkpoints", "writes"} <= names
         import apsw
 
         con = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
@@ -267,7 +308,7 @@ def _is_langgraph_sqlite(path: str) -> bool:
     return {"checkpoints", "writes"} <= names
 
 
-def _close_handle(engine: _engine.Engine, h: int, forks: int) -> None:
+def _close_handle(engine: _engine.Engine, h: int, forks: int, release=None) -> None:
     if forks != _engine._forks:
         return  # the parent's handle, in a forked child: the parent closes it
     # The garbage collector runs finalizers at any allocation, also inside an
@@ -277,15 +318,18 @@ def _close_handle(engine: _engine.Engine, h: int, forks: int) -> None:
     owned = getattr(engine.lock, "_is_owned", None)
     if owned is not None and owned():
         try:
-            threading.Thread(target=_close_now, args=(engine, h), daemon=True).start()
+            threading.Thread(target=_close_now, args=(engine, h, release), daemon=True).start()
         except RuntimeError:  # the interpreter is exiting: the process frees it
             pass
         return
-    _close_now(engine, h)
+    _close_now(engine, h, release)
 
 
-def _close_now(engine: _engine.Engine, h: int) -> None:
+def _close_now(engine: _engine.Engine, h: int, release=None) -> None:
     try:
         engine.call(h, "close")
     except Exception:  # noqa: BLE001 - at exit or collection: nothing to report to
         pass
+    finally:
+        if release is not None:
+            release()  # the file's library choice, once its connections are closed

@@ -13,6 +13,11 @@ in the module's memory, values as a tag byte (0 NULL, 1 INTEGER, 2 FLOAT,
 No busy handler is set: the engine retries a busy statement itself after
 sleeping, so that two handles of one file in this module never wait on
 each other inside one call.
+
+A file that other code of this process opens through Python's ``sqlite3``
+module (a shared file: DeerFlow's ``deerflow.db``) is opened through that
+module's SQLite instead (``_stdlib_host``), since two copies of SQLite in
+one process do not see each other's locks.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any, Callable
 
 import apsw
 
-from . import _share
+from . import _share, _stdlib_host
 from .errors import HeldError
 
 HEADER = 32
@@ -142,6 +147,8 @@ def _vfs_fd(db: apsw.Connection, op: int) -> int:
     or its write-ahead log), or -1 when it has none."""
     if os.name != "posix":
         return -1  # another VFS (win32): its file has no such descriptor
+    if isinstance(db, _stdlib_host.Connection):
+        return db.vfs_fd(op)
     p = ctypes.c_void_p()
     try:
         if not db.file_control("main", op, ctypes.addressof(p)) or not p.value:
@@ -389,7 +396,14 @@ class SQLiteHost:
                     return self._error(buf, cap, SQLITE_CANTOPEN, SQLITE_CANTOPEN, str(e))
                 except OSError as e:
                     return self._error(buf, cap, SQLITE_CANTOPEN, SQLITE_CANTOPEN, f"agentstate: register in {name}.natives: {e}")
-            db = apsw.Connection(name, flags=flags, vfs=vfs) if vfs else apsw.Connection(name, flags=flags)
+            if vfs:
+                db = apsw.Connection(name, flags=flags, vfs=vfs)
+            elif by_path and _stdlib_host.wanted(name):
+                # The SQLite of Python's sqlite3 module, for a file this
+                # process also opens through it (_stdlib_host).
+                db = _stdlib_host.Connection(name, flags)
+            else:
+                db = apsw.Connection(name, flags=flags)
             c = _Conn(db)
             c.release = release
             if by_path and not vfs:
