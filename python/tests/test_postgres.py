@@ -29,6 +29,7 @@ from langgraph.checkpoint.agentstate import (
     ConnectionLostError,
     Database,
     InvalidArgumentError,
+    InvalidOptionError,
     MissingDependencyError,
     OutcomeUnknownError,
 )
@@ -113,9 +114,13 @@ def test_without_psycopg_a_url_says_what_to_install(monkeypatch):
     assert isinstance(e.value, ImportError)
 
 
-def test_server_options_are_refused_for_a_file(tmp_path):
+def test_server_options_are_refused_for_a_file_or_out_of_range(tmp_path):
     with pytest.raises(InvalidArgumentError):
         Database(str(tmp_path / "a.db"), schema="s")
+    assert os.listdir(tmp_path) == []
+    for bad in ({"pool_size": 0}, {"pool_size": 65}, {"pool_size": "4"}, {"timeout_ms": -1}, {"timeout_ms": 1.5}):
+        with pytest.raises(InvalidOptionError):
+            Database("postgresql://agent:secret@127.0.0.1:1/agents", **bad)
 
 
 # ---- on a server

@@ -12,7 +12,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _engine, _pg_host, _stdlib_host
-from .errors import ClosedError, InvalidArgumentError, NotAgentStateError, NotFoundError
+from .errors import ClosedError, InvalidArgumentError, InvalidOptionError, NotAgentStateError, NotFoundError
 
 if TYPE_CHECKING:
     from .records import Events, Runs, Threads
@@ -112,8 +112,12 @@ class Database:
             req["path"] = _pg_host.open_url(p, schema)
             p = req["name"] = _pg_host.redact(p)
             if pool_size is not None:
-                req["writeConns"] = int(pool_size)
-            req["timeoutMs"] = _PG_TIMEOUT_MS if timeout_ms is None else int(timeout_ms)
+                if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not 1 <= pool_size <= 64:
+                    raise InvalidOptionError(f"agentstate: pool_size must be an int in 1..64, got {pool_size!r}")
+                req["writeConns"] = pool_size
+            if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0):
+                raise InvalidOptionError(f"agentstate: timeout_ms must be an int >= 0 (0: no deadline), got {timeout_ms!r}")
+            req["timeoutMs"] = _PG_TIMEOUT_MS if timeout_ms is None else timeout_ms
         elif p != ":memory:":
             if p == "":
                 raise InvalidArgumentError("agentstate: path is empty (use ':memory:' for an in-memory database)")
