@@ -5,6 +5,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
@@ -41,6 +42,9 @@ type hostBackend struct {
 }
 
 func openBackend(path string, o Options, funcs []driver.Func) (backend, error) {
+	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
+		return openPGBackend(path, o) // the host's PostgreSQL client, or a refusal (backend_pg_stub.go)
+	}
 	if err := hostsqlite.Available(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-//go:build js || wasip1
+//go:build js || (wasip1 && !hostsqlite)
 
 package engine
 
@@ -7,11 +7,14 @@ import (
 	"strings"
 )
 
-// openPGBackend: the WebAssembly builds carry no PostgreSQL driver
-// (engine/postgres registers none there), nor the schema code of
-// backend_pg.go, whose catalogue is computed at start-up.
+// openPGBackend: the npm package's build (GOOS=js) and the WASI build with
+// SQLite of its own carry no PostgreSQL backend (the dialect, the schema
+// code of backend_pg.go, regexp and net/url), which the Python package's
+// reactor (wasip1 with hostsqlite) has over its host's client
+// (internal/driver/hostpg). The npm package refuses a URL before it gets
+// here.
 func openPGBackend(path string, o Options) (backend, error) {
-	return nil, fmt.Errorf("%w: %s: PostgreSQL is not available in WebAssembly builds", ErrInvalidArgument, displayPath(path))
+	return nil, fmt.Errorf("%w: %s: PostgreSQL is not available in this WebAssembly build (the Python package and native programs open it)", ErrInvalidArgument, displayPath(path))
 }
 
 // displayPath is the path as messages show it. A URL, which this build

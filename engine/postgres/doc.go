@@ -10,7 +10,11 @@
 // packages and 5.6 MB of a minimal binary, which a program that opens only
 // SQLite files does without.
 //
-// The WebAssembly builds (GOOS=js, GOOS=wasip1) have no PostgreSQL: there
-// the package registers nothing, and engine.Open refuses the URL as it
-// would without it.
+// The Python package's WebAssembly build (GOOS=wasip1 with the hostsqlite
+// tag) takes PostgreSQL from its host: there the package registers the host
+// transport (engine/internal/driver/hostpg), and the host runs the
+// statements on its own client (psycopg). The other WebAssembly builds
+// (GOOS=js, the npm package's; GOOS=wasip1 without the tag) carry no
+// PostgreSQL backend: the package registers nothing there, and engine.Open
+// refuses the URL.
 package postgres

@@ -31,7 +31,8 @@ type Bridge struct {
 
 // handle is one open database and its live list cursors.
 type handle struct {
-	db *engine.DB
+	db      *engine.DB
+	timeout time.Duration // each call's deadline (timeoutMs), or 0
 
 	mu      sync.Mutex
 	cursors map[int]*cursor
@@ -52,6 +53,8 @@ var errorCodes = []struct {
 	err  error
 	code string
 }{
+	{engine.ErrOutcomeUnknown, "OUTCOME_UNKNOWN"}, // before what it wraps
+	{engine.ErrConnectionLost, "CONNECTION_LOST"},
 	{engine.ErrNotFound, "NOT_FOUND"},
 	{engine.ErrConflict, "CONFLICT"},
 	{engine.ErrInvalidArgument, "INVALID_ARGUMENT"},
@@ -116,6 +119,8 @@ type openRequest struct {
 	Every      int     `json:"every"`
 	CacheBytes *int64  `json:"cacheBytes"`
 	ReadConns  int     `json:"readConns"`
+	WriteConns int     `json:"writeConns"` // a server database's writer sessions
+	TimeoutMs  int     `json:"timeoutMs"`  // each call's deadline, open's too (0: none)
 	ReadOnly   bool    `json:"readOnly"`
 	Shared     bool    `json:"shared"` // engine.Options.SharedFile
 	BusyMs     *int64  `json:"busyTimeoutMs"`
@@ -143,6 +148,7 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 	if req.ReadConns > 0 {
 		o.ReadConns = req.ReadConns
 	}
+	o.WriteConns = req.WriteConns
 	// Without a mode an existing file opens in the mode it records and a
 	// new one in full mode: a file written in delta mode must not need its
 	// mode repeated by every program that opens it.
@@ -171,7 +177,12 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 	}
 
 	ctx := context.Background()
-	h := &handle{cursors: map[int]*cursor{}}
+	h := &handle{cursors: map[int]*cursor{}, timeout: time.Duration(req.TimeoutMs) * time.Millisecond}
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
 	switch {
 	case req.Path != "" && req.Image != nil:
 		return nil, nil, errArg("open takes a path or an image, not both")

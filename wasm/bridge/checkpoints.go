@@ -24,11 +24,17 @@ func (b *Bridge) Call(id int, name string, req []byte, bufs [][]byte) (any, *Out
 	if !ok {
 		return nil, nil, errArg("unknown call %q", name)
 	}
+	ctx := context.Background()
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
 	if !traceCalls {
-		return fn(context.Background(), h, req, in{bufs})
+		return fn(ctx, h, req, in{bufs})
 	}
 	t0 := time.Now()
-	v, o, err := fn(context.Background(), h, req, in{bufs})
+	v, o, err := fn(ctx, h, req, in{bufs})
 	fmt.Printf("agentstate: call %s %v\n", name, time.Since(t0))
 	return v, o, err
 }

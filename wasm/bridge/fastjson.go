@@ -641,6 +641,8 @@ func readOpen(m map[string]any) (r openRequest, err error) {
 	integer(&r.Every, "every")
 	optInt64(&r.CacheBytes, "cacheBytes")
 	integer(&r.ReadConns, "readConns")
+	integer(&r.WriteConns, "writeConns")
+	integer(&r.TimeoutMs, "timeoutMs")
 	boolean(&r.ReadOnly, "readOnly")
 	boolean(&r.Shared, "shared")
 	optInt64(&r.BusyMs, "busyTimeoutMs")

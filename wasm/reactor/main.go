@@ -37,6 +37,7 @@ import (
 	"unsafe"
 
 	"github.com/agentstate/agentstate/engine"
+	_ "github.com/agentstate/agentstate/engine/postgres" // PostgreSQL through the host's imports of module "agentstate_pg"
 	"github.com/agentstate/agentstate/wasm/bridge"
 )
 

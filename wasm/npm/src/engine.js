@@ -351,6 +351,15 @@ export class Database {
         "INVALID_ARGUMENT",
       );
     }
+    if (typeof options.path === "string" && /^postgres(ql)?:\/\//.test(options.path)) {
+      // Not a file name: refused before anything is created under it, and
+      // shown without its password.
+      throw new AgentStateError(
+        `agentstate: ${redactURL(options.path)}: PostgreSQL URLs are not available in the npm package yet ` +
+          "(the Python package and native Go programs open them; see docs/postgresql.md)",
+        "INVALID_ARGUMENT",
+      );
+    }
     const api = await loadEngine(options);
     const req = {
       mode: options.mode,
@@ -653,4 +662,16 @@ function toBytes(b, what) {
   if (b instanceof ArrayBuffer) return new Uint8Array(b);
   if (ArrayBuffer.isView(b)) return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   throw new AgentStateError(`agentstate: ${what} must be a Uint8Array or ArrayBuffer`, "INVALID_ARGUMENT");
+}
+
+/** url as messages show it: its password (user part or query) replaced. */
+function redactURL(url) {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "xxxxx";
+    if (u.searchParams.has("password")) u.searchParams.set("password", "xxxxx");
+    return u.toString();
+  } catch {
+    return `${url.split("://")[0]}://(unparsable URL)`;
+  }
 }

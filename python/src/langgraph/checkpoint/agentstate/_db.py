@@ -11,13 +11,14 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from . import _engine, _stdlib_host
-from .errors import ClosedError, InvalidArgumentError, NotAgentStateError, NotFoundError
+from . import _engine, _pg_host, _stdlib_host
+from .errors import ClosedError, InvalidArgumentError, InvalidOptionError, NotAgentStateError, NotFoundError
 
 if TYPE_CHECKING:
     from .records import Events, Runs, Threads
 
 _MODES = ("full", "delta", "auto")
+_PG_TIMEOUT_MS = 30_000  # a PostgreSQL call's default deadline: a server that stops answering never hangs it
 
 
 class Database:
@@ -25,7 +26,8 @@ class Database:
 
     Args:
         path: the file, created if missing; ``":memory:"`` (the default) for a
-            private in-memory database.
+            private in-memory database; or a ``postgresql://`` URL (needs
+            psycopg 3: the ``[postgres]`` extra; docs/postgresql.md).
         mode: the channel mode of a new file, ``"full"`` or ``"delta"`` (with
             ``every``, the snapshot cadence K); ``"auto"`` or ``None`` opens
             an existing file in the mode it records and creates a new one in
@@ -67,6 +69,13 @@ class Database:
             file keeps the library it is open with in this process: a
             different explicit choice is refused (``InvalidArgumentError``).
             ``Database.sqlite`` says which it is.
+        schema: with a URL, the PostgreSQL schema the tables live in (first
+            in the search_path; it must exist).
+        pool_size: with a URL, how many writer sessions the handle may open
+            (default 4); readers take one more.
+        timeout_ms: with a URL, each call's deadline (default 30000; 0 for
+            none): a server that stops answering fails the call with
+            ``TimeoutError_`` then, and the session is given up.
     """
 
     def __init__(
@@ -84,6 +93,9 @@ class Database:
         auto_retain: bool | None = None,
         shared: bool = False,
         sqlite: str | None = None,
+        schema: str | None = None,
+        pool_size: int | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         if mode is not None and mode not in _MODES:
             raise InvalidArgumentError(f"agentstate: mode must be one of {', '.join(_MODES)} or None, got {mode!r}")
@@ -91,7 +103,22 @@ class Database:
         if not isinstance(p, str):
             raise InvalidArgumentError("agentstate: path must be a str or os.PathLike[str]")
         req: dict[str, Any] = {}
-        if p != ":memory:":
+        url = _pg_host.is_url(p)
+        if (schema is not None or pool_size is not None or timeout_ms is not None) and not url:
+            raise InvalidArgumentError("agentstate: schema, pool_size and timeout_ms are for postgresql:// URLs")
+        if url:
+            # A PostgreSQL database (docs/postgresql.md); messages show the
+            # URL without its password.
+            req["path"] = _pg_host.open_url(p, schema)
+            p = req["name"] = _pg_host.redact(p)
+            if pool_size is not None:
+                if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not 1 <= pool_size <= 64:
+                    raise InvalidOptionError(f"agentstate: pool_size must be an int in 1..64, got {pool_size!r}")
+                req["writeConns"] = pool_size
+            if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0):
+                raise InvalidOptionError(f"agentstate: timeout_ms must be an int >= 0 (0: no deadline), got {timeout_ms!r}")
+            req["timeoutMs"] = _PG_TIMEOUT_MS if timeout_ms is None else timeout_ms
+        elif p != ":memory:":
             if p == "":
                 raise InvalidArgumentError("agentstate: path is empty (use ':memory:' for an in-memory database)")
             _check_file_path(p)
@@ -124,7 +151,7 @@ class Database:
         self.sqlite: str | None = None
         release = None
         _stdlib_host.check(sqlite)
-        if p != ":memory:":
+        if p != ":memory:" and not url:
             self.sqlite, release = _stdlib_host.claim(req["path"], sqlite, shared)
         try:
             res, _ = self._engine.call(0, "open", req)
@@ -138,7 +165,7 @@ class Database:
         except NotAgentStateError as e:
             if release is not None:
                 release()
-            if p != ":memory:" and _is_langgraph_sqlite(p, self.sqlite):
+            if p != ":memory:" and not url and _is_langgraph_sqlite(p, self.sqlite):
                 raise NotAgentStateError(
                     f"{e}\n{p} is a LangGraph SqliteSaver file: copy its threads into an agentstate file with the "
                     f"agentstate CLI (go install ./cmd/agentstate in a clone of the repository): "

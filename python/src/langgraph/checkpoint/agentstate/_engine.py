@@ -35,6 +35,7 @@ from typing import Any
 import wasmtime
 
 from . import _fastcall
+from ._pg_host import PGHost
 from ._sqlite_host import SQLiteHost
 from .errors import AgentStateError, error_for
 
@@ -378,11 +379,16 @@ class Engine:
             func, keep = _fastcall.host_func(self._store, params, results, getattr(host, name))
             self._keep.append(keep)
             linker.define(self._store, "agentstate_sqlite", name, func)
+        self.pg_host = pg = PGHost()  # PostgreSQL URLs, over psycopg when installed (_pg_host)
+        for name, (params, results) in PGHost.SIGNATURES.items():
+            func, keep = _fastcall.host_func(self._store, params, results, getattr(pg, name))
+            self._keep.append(keep)
+            linker.define(self._store, "agentstate_pg", name, func)
         self._instance = linker.instantiate(self._store, module)
         ex = self._instance.exports(self._store)
         self._memory: wasmtime.Memory = ex["memory"]
         self._base = base = ctypes_addr(self._memory.data_ptr(self._store))
-        host.base = base
+        host.base = pg.base = base
         host.call_go = _fastcall.Export(self._store, ex["agentstate_sql_function"], 4, "i")
         self._buffer = _fastcall.Export(self._store, ex["agentstate_buffer"], 1, "i")
         self._call = _fastcall.Export(self._store, ex["agentstate_call"], 2, "I")

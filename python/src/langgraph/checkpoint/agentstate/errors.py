@@ -105,6 +105,31 @@ class FileReplacedError(AgentStateError):
     code = "FILE_REPLACED"
 
 
+class ConnectionLostError(AgentStateError, ConnectionError):
+    """The session with the PostgreSQL server ended (a restart, a stopped
+    server, a terminated session, a network error): nothing of the call was
+    written, unless the error is an :class:`OutcomeUnknownError`. The next
+    call dials a new session."""
+
+    code = "CONNECTION_LOST"
+
+
+class OutcomeUnknownError(AgentStateError):
+    """A write's COMMIT was sent to the PostgreSQL server and no answer came
+    (the deadline passed, the connection broke): it may have committed or
+    not. Read before retrying (docs/contract.md §7)."""
+
+    code = "OUTCOME_UNKNOWN"
+
+
+class MissingDependencyError(AgentStateError, ImportError):
+    """What the call needs is an optional dependency that is not installed;
+    the message says what to install (PostgreSQL URLs need psycopg 3:
+    ``pip install 'langgraph-checkpoint-agentstate[postgres]'``)."""
+
+    code = "MISSING_DEPENDENCY"
+
+
 _BY_CODE = {
     c.code: c
     for c in (
@@ -122,6 +147,9 @@ _BY_CODE = {
         TimeoutError_,
         BusyError,
         FileReplacedError,
+        ConnectionLostError,
+        OutcomeUnknownError,
+        MissingDependencyError,
     )
 }
 
