@@ -157,3 +157,12 @@ CREATE TABLE "blobs" (
 );
 
 CREATE INDEX blobs_by_checkpoint ON blobs(thread_id, checkpoint_ns, checkpoint_id);
+
+CREATE TABLE store_vectors (
+    namespace TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    path      TEXT NOT NULL,
+    vec       BLOB NOT NULL
+);
+
+CREATE UNIQUE INDEX store_vectors_by_item ON store_vectors(namespace, key, path);

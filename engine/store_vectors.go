@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/agentstate/agentstate/engine/records"
+)
+
+// Semantic search (docs/storage.md, "Semantic search"). The host embeds an
+// item's fields and passes the vectors with its put; the engine keeps them
+// in store_vectors beside the item (float32 little-endian blobs, one row per
+// field path) and ranks by them in Go, on every backend, with no SQLite
+// extension. A search with a query vector streams the vectors of the live
+// items that match its prefix and filter out of SQL, scores each one in
+// place (no allocation per row) and keeps the best offset+limit items in a
+// heap, an item scoring as its best vector; only those items are read.
+
+const (
+	maxVectorDims    = 16384 // pgvector's vector type stops at 16,000
+	maxItemVectors   = 1024  // vectors of one item (a path like "a[*].b" gives one per element)
+	maxVectorPathLen = 1024
+)
+
+const (
+	sqlStoreVectorsDelete = `DELETE FROM store_vectors WHERE namespace=? AND key=?`
+	sqlStoreVectorsPut    = `INSERT INTO store_vectors(namespace, key, path, vec) VALUES (?, ?, ?, ?)`
+	// A sweep deletes the vectors of the items it deletes, first.
+	sqlStoreVectorsSweep = `DELETE FROM store_vectors WHERE rowid IN (SELECT v.rowid FROM store_vectors v
+		JOIN store_items i ON i.namespace = v.namespace AND i.key = v.key WHERE i.expires_at <= ?)`
+	// The search's scan: the vectors of the live items a search selects
+	// (the parameters of store.go's search: ?1 now, ?2..?4 the prefix's
+	// range, ?5 the filter), and the item's rowid to read the winners by.
+	storeVecOuter   = `SELECT i.item, v.vec FROM (SELECT rowid AS item, namespace, key FROM store_items`
+	storeVecJoin    = `) i JOIN store_vectors v ON v.namespace = i.namespace AND v.key = i.key`
+	sqlStoreItemRow = `SELECT ` + storeCols + ` FROM store_items WHERE rowid = ?`
+)
+
+var exportStoreVectors = exportTable{name: "store_vectors", orderBy: "namespace, key, path",
+	cols: []exportCol{{"namespace", colText}, {"key", colText}, {"path", colText}, {"vec", colBytes}}}
+
+// encodeVectors validates a put's vectors and encodes them, in path order.
+func encodeVectors(key string, vs map[string][]float32) ([]storeVec, int, error) {
+	if len(vs) > maxItemVectors {
+		return nil, 0, fmt.Errorf("%w: store item %s has %d vectors, at most %d allowed", ErrInvalidArgument, quoteCut(key), len(vs), maxItemVectors)
+	}
+	out := make([]storeVec, 0, len(vs))
+	size := 0
+	for path, v := range vs {
+		if path == "" {
+			return nil, 0, fmt.Errorf("%w: store item %s: a vector's field path is empty", ErrInvalidArgument, quoteCut(key))
+		}
+		if err := checkText("vector field path", path, maxVectorPathLen); err != nil {
+			return nil, 0, err
+		}
+		if err := checkVector("vector of field "+quoteCut(path), v); err != nil {
+			return nil, 0, err
+		}
+		b := make([]byte, 4*len(v))
+		for i, f := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+		}
+		out = append(out, storeVec{path, b})
+		size += len(b) + len(path)
+	}
+	slices.SortFunc(out, func(a, b storeVec) int { return cmp.Compare(a.path, b.path) })
+	return out, size, nil
+}
+
+type storeVec struct {
+	path string
+	vec  []byte
+}
+
+func checkVector(what string, v []float32) error {
+	if len(v) == 0 || len(v) > maxVectorDims {
+		return fmt.Errorf("%w: %s has %d dimensions, want 1..%d", ErrInvalidArgument, what, len(v), maxVectorDims)
+	}
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return fmt.Errorf("%w: %s holds %v", ErrInvalidArgument, what, f)
+		}
+	}
+	return nil
+}
+
+// vecDistance is a search's scoring: higher scores rank first.
+type vecDistance int8
+
+const (
+	distCosine vecDistance = iota
+	distInner
+	distL2
+)
+
+func parseDistance(s string) (vecDistance, error) {
+	switch s {
+	case "", "cosine":
+		return distCosine, nil
+	case "inner_product":
+		return distInner, nil
+	case "l2":
+		return distL2, nil
+	}
+	return 0, fmt.Errorf("%w: distance type %q (want cosine, inner_product or l2)", ErrInvalidArgument, s)
+}
+
+// putVectors replaces the vectors of the item at (ns, key).
+func putVectors(c *conn, ns, key string, vs []storeVec) error {
+	if err := c.exec(sqlStoreVectorsDelete, ns, key); err != nil {
+		return err
+	}
+	for _, v := range vs {
+		if err := c.exec(sqlStoreVectorsPut, ns, key, v.path, v.vec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// asFloats views a float32 little-endian blob in place (every target of the
+// engine is little-endian), or copies it into scratch when the driver's
+// bytes are not 4-byte aligned; a blob's odd tail bytes are ignored.
+func asFloats(b []byte, scratch *[]float32) []float32 {
+	n := len(b) / 4
+	if n == 0 {
+		return nil
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	}
+	if cap(*scratch) < n {
+		*scratch = make([]float32, n)
+	}
+	v := (*scratch)[:n]
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// vecScorer scores stored vectors against one query.
+type vecScorer struct {
+	q     []float32
+	qnorm float64
+	dist  vecDistance
+}
+
+func newVecScorer(q []float32, d vecDistance) vecScorer {
+	var n float64
+	for _, f := range q {
+		n += float64(f) * float64(f)
+	}
+	return vecScorer{q: q, qnorm: math.Sqrt(n), dist: d}
+}
+
+// score returns v's score, and false when v cannot be compared with the
+// query (another number of dimensions).
+func (s *vecScorer) score(v []float32) (float64, bool) {
+	q := s.q
+	if len(v) != len(q) {
+		return 0, false
+	}
+	v = v[:len(q)]
+	var d0, d1, d2, d3, n0, n1, n2, n3 float32
+	i := 0
+	switch s.dist {
+	case distL2:
+		for ; i+4 <= len(q); i += 4 {
+			e0, e1, e2, e3 := v[i]-q[i], v[i+1]-q[i+1], v[i+2]-q[i+2], v[i+3]-q[i+3]
+			d0, d1, d2, d3 = d0+e0*e0, d1+e1*e1, d2+e2*e2, d3+e3*e3
+		}
+		for ; i < len(q); i++ {
+			e := v[i] - q[i]
+			d0 += e * e
+		}
+		return -math.Sqrt(float64(d0 + d1 + d2 + d3)), true
+	case distInner:
+		for ; i+4 <= len(q); i += 4 {
+			d0, d1, d2, d3 = d0+v[i]*q[i], d1+v[i+1]*q[i+1], d2+v[i+2]*q[i+2], d3+v[i+3]*q[i+3]
+		}
+		for ; i < len(q); i++ {
+			d0 += v[i] * q[i]
+		}
+		return float64(d0 + d1 + d2 + d3), true
+	}
+	for ; i+4 <= len(q); i += 4 {
+		d0, d1, d2, d3 = d0+v[i]*q[i], d1+v[i+1]*q[i+1], d2+v[i+2]*q[i+2], d3+v[i+3]*q[i+3]
+		n0, n1, n2, n3 = n0+v[i]*v[i], n1+v[i+1]*v[i+1], n2+v[i+2]*v[i+2], n3+v[i+3]*v[i+3]
+	}
+	for ; i < len(q); i++ {
+		d0 += v[i] * q[i]
+		n0 += v[i] * v[i]
+	}
+	norm := math.Sqrt(float64(n0+n1+n2+n3)) * s.qnorm
+	if norm == 0 {
+		return 0, true // a zero vector is like nothing
+	}
+	return float64(d0+d1+d2+d3) / norm, true
+}
+
+// topK keeps the k best items seen, an item counted once at its best score.
+type topK struct {
+	k    int
+	h    []scored // a min-heap on (score, then later items lower)
+	seen map[int64]int
+}
+
+type scored struct {
+	score float64
+	item  int64
+}
+
+// worse orders the heap: the lower score, and among equal scores the later
+// item, goes first out.
+func (a scored) worse(b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.item > b.item
+}
+
+func newTopK(k int) *topK { return &topK{k: k, h: make([]scored, 0, k), seen: make(map[int64]int, k)} }
+
+func (t *topK) add(item int64, score float64) {
+	s := scored{score, item}
+	if i, ok := t.seen[item]; ok {
+		if t.h[i].score < score {
+			t.h[i].score = score
+			t.down(i)
+		}
+		return
+	}
+	if len(t.h) < t.k {
+		t.h = append(t.h, s)
+		t.seen[item] = len(t.h) - 1
+		t.up(len(t.h) - 1)
+		return
+	}
+	if t.k == 0 || !t.h[0].worse(s) {
+		return
+	}
+	delete(t.seen, t.h[0].item)
+	t.h[0] = s
+	t.seen[item] = 0
+	t.down(0)
+}
+
+func (t *topK) swap(i, j int) {
+	t.h[i], t.h[j] = t.h[j], t.h[i]
+	t.seen[t.h[i].item], t.seen[t.h[j].item] = i, j
+}
+
+func (t *topK) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !t.h[i].worse(t.h[p]) {
+			return
+		}
+		t.swap(i, p)
+		i = p
+	}
+}
+
+func (t *topK) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(t.h) && t.h[l].worse(t.h[m]) {
+			m = l
+		}
+		if r := l + 1; r < len(t.h) && t.h[r].worse(t.h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		t.swap(i, m)
+		i = m
+	}
+}
+
+// best returns the kept items, best first.
+func (t *topK) best() []scored {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b scored) int {
+		if a.worse(b) {
+			return 1
+		}
+		if b.worse(a) {
+			return -1
+		}
+		return 0
+	})
+	return out
+}
+
+// searchVectors is a search with a query vector (see records.SearchOp).
+func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, error) {
+	args := []any{now, "", "", "", nil}
+	where := storeWhereAll
+	if p.ns != "" {
+		args[1], args[2], args[3] = p.ns, p.ns+".", p.ns+"/"
+		where = storeWhereNS
+	}
+	q := storeVecOuter + where
+	if p.filter != nil {
+		args[4] = p.filter.encoded
+		q += storeMatch
+	} else if p.ns != "" { // a statement is given no more arguments than it numbers
+		args = args[:4]
+	} else {
+		args = args[:1]
+	}
+	q += storeVecJoin
+	scorer := newVecScorer(p.query, p.dist)
+	top := newTopK(offset + p.limit)
+	var scratch []float32
+	err := c.query(q, args, func(st row) error {
+		if sc, ok := scorer.score(asFloats(st.Blob(1), &scratch)); ok {
+			top.add(st.Int64(0), sc)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	best := top.best()
+	best = best[min(offset, len(best)):]
+	items := make([]records.Item, 0, len(best))
+	for _, b := range best {
+		var it records.Item
+		found, err := c.queryRow(sqlStoreItemRow, []any{b.item}, func(st row) (err error) {
+			it, err = scanItem(st)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			score := b.score
+			it.Score = &score
+			items = append(items, it)
+		}
+	}
+	return items, nil
+}
