@@ -4,7 +4,10 @@ package bridge
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
@@ -32,6 +35,41 @@ type wStoreOp struct {
 	Limit     int             `json:"limit"`
 	Offset    int             `json:"offset"`
 	MaxDepth  int             `json:"maxDepth"`
+	// Semantic search: a put's vectors by field path and a search's query
+	// vector, each the base64 of float32 little-endian values (or a JSON
+	// array of numbers), and the search's distance type.
+	Vectors  map[string]json.RawMessage `json:"vectors"`
+	Query    json.RawMessage            `json:"query"`
+	Distance string                     `json:"distance"`
+}
+
+// wVector reads a vector of the wire: base64 of float32 little-endian
+// values, or an array of numbers.
+func wVector(what string, raw json.RawMessage) ([]float32, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, errArg("%s: %v", what, err)
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(b)%4 != 0 {
+			return nil, errArg("%s: want the base64 of float32 little-endian values", what)
+		}
+		v := make([]float32, len(b)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return v, nil
+	}
+	var fs []float64
+	if err := json.Unmarshal(raw, &fs); err != nil {
+		return nil, errArg("%s: want an array of numbers or base64 float32", what)
+	}
+	v := make([]float32, len(fs))
+	for i, f := range fs {
+		v[i] = float32(f)
+	}
+	return v, nil
 }
 
 func refresh(b *bool) records.TTLRefresh {
@@ -66,13 +104,30 @@ func (w wStoreOp) engine() (records.StoreOp, error) {
 		if w.NoExpiry {
 			ttl = records.NoExpiry
 		}
-		return records.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl}, nil
+		var vs map[string][]float32
+		if len(w.Vectors) > 0 {
+			vs = make(map[string][]float32, len(w.Vectors))
+			for path, raw := range w.Vectors {
+				v, err := wVector("store put: vector of "+path, raw)
+				if err != nil {
+					return nil, err
+				}
+				vs[path] = v
+			}
+		}
+		return records.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl, Vectors: vs}, nil
 	case "search":
 		filter, err := numbersMap(w.Filter)
 		if err != nil {
 			return nil, err
 		}
-		return records.SearchOp{Prefix: w.Prefix, Filter: filter, Limit: w.Limit, Offset: w.Offset, Refresh: refresh(w.Refresh)}, nil
+		op := records.SearchOp{Prefix: w.Prefix, Filter: filter, Limit: w.Limit, Offset: w.Offset, Refresh: refresh(w.Refresh), Distance: w.Distance}
+		if len(w.Query) > 0 && string(w.Query) != "null" {
+			if op.Query, err = wVector("store search: query", w.Query); err != nil {
+				return nil, err
+			}
+		}
+		return op, nil
 	case "list":
 		return records.ListNamespacesOp{Prefix: w.Prefix, Suffix: w.Suffix, MaxDepth: w.MaxDepth, Limit: w.Limit, Offset: w.Offset}, nil
 	}
