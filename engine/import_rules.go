@@ -138,6 +138,11 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 // event counters of the imported threads past their seqs and verifies what
 // was imported; a problem fails the import, which then changes nothing.
 func (g *importRules) finish(c *conn) error {
+	if len(g.store) > 0 {
+		if err := c.exec(sqlStoreVectorsLink); err != nil {
+			return err
+		}
+	}
 	for th := range g.events {
 		if err := c.exec(sqlEventSeqPastMax, th); err != nil {
 			return err

@@ -159,6 +159,8 @@ CREATE TABLE "blobs" (
 CREATE INDEX blobs_by_checkpoint ON blobs(thread_id, checkpoint_ns, checkpoint_id);
 
 CREATE TABLE store_vectors (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    item      INTEGER,
     namespace TEXT NOT NULL,
     key       TEXT NOT NULL,
     path      TEXT NOT NULL,

@@ -105,6 +105,7 @@ func (s Store) Batch(ctx context.Context, ops ...records.StoreOp) ([]records.Sto
 			now := s.db.nowUS()
 			var refresh []storeRef
 			for i := range plan {
+				plan[i].inWrite = true
 				if err := s.run(c, &plan[i], now, &res[i], &refresh); err != nil {
 					return err
 				}
@@ -173,6 +174,7 @@ type storePlanned struct {
 	vecBytes int
 	query    []float32 // a search's query vector
 	dist     vecDistance
+	inWrite  bool // runs in a write transaction
 	// list namespaces
 	prefix, suffix []string
 }

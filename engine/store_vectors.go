@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/agentstate/agentstate/engine/records"
@@ -28,16 +31,27 @@ const (
 
 const (
 	sqlStoreVectorsDelete = `DELETE FROM store_vectors WHERE namespace=? AND key=?`
-	sqlStoreVectorsPut    = `INSERT INTO store_vectors(namespace, key, path, vec) VALUES (?, ?, ?, ?)`
+	// A vector row names its item's rowid, which a search selects by.
+	sqlStoreVectorsPut = `INSERT INTO store_vectors(item, namespace, key, path, vec)
+		SELECT rowid, ?1, ?2, ?3, ?4 FROM store_items WHERE namespace = ?1 AND key = ?2`
 	// A sweep deletes the vectors of the items it deletes, first.
-	sqlStoreVectorsSweep = `DELETE FROM store_vectors WHERE rowid IN (SELECT v.rowid FROM store_vectors v
+	sqlStoreVectorsSweep = `DELETE FROM store_vectors WHERE id IN (SELECT v.id FROM store_vectors v
 		JOIN store_items i ON i.namespace = v.namespace AND i.key = v.key WHERE i.expires_at <= ?)`
-	// The search's scan: the vectors of the live items a search selects
-	// (the parameters of store.go's search: ?1 now, ?2..?4 the prefix's
-	// range, ?5 the filter), and the item's rowid to read the winners by.
-	storeVecOuter   = `SELECT i.item, v.vec FROM (SELECT rowid AS item, namespace, key FROM store_items`
-	storeVecJoin    = `) i JOIN store_vectors v ON v.namespace = i.namespace AND v.key = i.key`
-	sqlStoreItemRow = `SELECT ` + storeCols + ` FROM store_items WHERE rowid = ?`
+	// An import links the vectors it inserted to their items.
+	sqlStoreVectorsLink = `UPDATE store_vectors SET item = (SELECT rowid FROM store_items i
+		WHERE i.namespace = store_vectors.namespace AND i.key = store_vectors.key) WHERE item IS NULL`
+	// The vectors' version: ids are never used twice, so any change moves
+	// max(id) (an insert) or the count (deletes only).
+	sqlStoreVectorsVersion = `SELECT coalesce(max(id), 0), count(*) FROM store_vectors`
+	sqlStoreVectorsAfter   = `SELECT id, item, vec FROM store_vectors WHERE id > ? ORDER BY id`
+	sqlStoreVectorsIDs     = `SELECT id FROM store_vectors`
+	sqlStoreVectorsIDList  = `SELECT group_concat(id) FROM store_vectors`
+	// The items a search selects (store.go's parameters: ?1 now, ?2..?4 the
+	// prefix's range, ?5 the filter): in one row of text on SQLite, where a
+	// row costs most on the hosts' SQLite (a call out of WebAssembly each).
+	storeVecItems     = `SELECT rowid FROM store_items`
+	storeVecItemsList = `SELECT group_concat(rowid) FROM store_items`
+	sqlStoreItemRow   = `SELECT ` + storeCols + ` FROM store_items WHERE rowid = ?`
 )
 
 var exportStoreVectors = exportTable{name: "store_vectors", orderBy: "namespace, key, path",
@@ -298,6 +312,122 @@ func (t *topK) best() []scored {
 	return out
 }
 
+// vecCache is a handle's copy of store_vectors (id, item, vector), kept
+// current by reading only what changed since (rows past its last id, and
+// the ids alone when rows went): a search then crosses one row per search,
+// not one per vector. It costs the vectors' size in memory, once per handle.
+type vecCache struct {
+	mu    sync.Mutex
+	maxID int64
+	ids   []int64 // ascending
+	items []int64
+	offs  []int // row i is data[offs[i]:offs[i+1]]
+	data  []float32
+}
+
+func (vc *vecCache) reset() {
+	vc.maxID, vc.ids, vc.items, vc.offs, vc.data = 0, nil, nil, []int{0}, nil
+}
+
+// refresh brings the copy to what c's transaction sees.
+func (vc *vecCache) refresh(c *conn) error {
+	var maxID, count int64
+	if _, err := c.queryRow(sqlStoreVectorsVersion, nil, func(st row) error {
+		maxID, count = st.Int64(0), st.Int64(1)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if vc.offs == nil || maxID < vc.maxID {
+		vc.reset()
+	}
+	if maxID == vc.maxID && count == int64(len(vc.ids)) {
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		if maxID > vc.maxID {
+			var scratch []float32
+			err := c.query(sqlStoreVectorsAfter, []any{vc.maxID}, func(st row) error {
+				v := asFloats(st.Blob(2), &scratch)
+				if vc.data == nil {
+					vc.data = make([]float32, 0, int(count)*len(v))
+				}
+				vc.ids = append(vc.ids, st.Int64(0))
+				vc.items = append(vc.items, st.Int64(1)) // NULL (an import before its link): 0, no item
+				vc.data = append(vc.data, v...)
+				vc.offs = append(vc.offs, len(vc.data))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			vc.maxID = maxID
+		}
+		if int64(len(vc.ids)) == count {
+			return nil
+		}
+		if attempt > 0 {
+			return fmt.Errorf("%w: store_vectors changed while being read", ErrCorrupt)
+		}
+		// Rows went: keep those still there.
+		live, err := idSet(c, sqlStoreVectorsIDList, sqlStoreVectorsIDs, nil)
+		if err != nil {
+			return err
+		}
+		vc.keep(live)
+		if int64(len(vc.ids)) != count {
+			vc.reset() // not what a deletion leaves: read everything again
+		}
+	}
+}
+
+func (vc *vecCache) keep(live map[int64]struct{}) {
+	n, d := 0, 0
+	for i, id := range vc.ids {
+		if _, ok := live[id]; !ok {
+			continue
+		}
+		row := vc.data[vc.offs[i]:vc.offs[i+1]]
+		d += copy(vc.data[d:], row)
+		vc.ids[n], vc.items[n] = id, vc.items[i]
+		n++
+		vc.offs[n] = d
+	}
+	vc.ids, vc.items, vc.offs, vc.data = vc.ids[:n], vc.items[:n], vc.offs[:n+1], vc.data[:d]
+}
+
+// idSet runs a query of ids: on SQLite the group_concat form (one row of
+// text), on a server one row per id.
+func idSet(c *conn, list, rows string, args []any) (map[int64]struct{}, error) {
+	set := map[int64]struct{}{}
+	if c.tr != nil {
+		err := c.query(rows, args, func(st row) error {
+			set[st.Int64(0)] = struct{}{}
+			return nil
+		})
+		return set, err
+	}
+	var text string
+	if _, err := c.queryRow(list, args, func(st row) error {
+		if !st.Null(0) {
+			text = st.Text(0)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for len(text) > 0 {
+		field, rest, _ := strings.Cut(text, ",")
+		id, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: an id list holds %q", ErrCorrupt, quoteCut(field))
+		}
+		set[id] = struct{}{}
+		text = rest
+	}
+	return set, nil
+}
+
 // searchVectors is a search with a query vector (see records.SearchOp).
 func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, error) {
 	args := []any{now, "", "", "", nil}
@@ -306,31 +436,43 @@ func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([
 		args[1], args[2], args[3] = p.ns, p.ns+".", p.ns+"/"
 		where = storeWhereNS
 	}
-	q := storeVecOuter + where
+	match := ""
 	if p.filter != nil {
 		args[4] = p.filter.encoded
-		q += storeMatch
+		match = storeMatch
 	} else if p.ns != "" { // a statement is given no more arguments than it numbers
 		args = args[:4]
 	} else {
 		args = args[:1]
 	}
-	q += storeVecJoin
-	scorer := newVecScorer(p.query, p.dist)
-	top := newTopK(offset + p.limit)
-	var scratch []float32
-	err := c.query(q, args, func(st row) error {
-		if sc, ok := scorer.score(asFloats(st.Blob(1), &scratch)); ok {
-			top.add(st.Int64(0), sc)
-		}
-		return nil
-	})
+	items, err := idSet(c, storeVecItemsList+where+match, storeVecItems+where+match, args)
 	if err != nil {
 		return nil, err
 	}
+	scorer := newVecScorer(p.query, p.dist)
+	top := newTopK(offset + p.limit)
+	if len(items) > 0 {
+		if p.inWrite {
+			// A write transaction may yet roll back: read its rows, not the copy.
+			var scratch []float32
+			err = c.query(sqlStoreVectorsAfter, []any{0}, func(st row) error {
+				if _, ok := items[st.Int64(1)]; ok {
+					if sc, ok := scorer.score(asFloats(st.Blob(2), &scratch)); ok {
+						top.add(st.Int64(1), sc)
+					}
+				}
+				return nil
+			})
+		} else {
+			err = s.scanCached(c, items, &scorer, top)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	best := top.best()
 	best = best[min(offset, len(best)):]
-	items := make([]records.Item, 0, len(best))
+	out := make([]records.Item, 0, len(best))
 	for _, b := range best {
 		var it records.Item
 		found, err := c.queryRow(sqlStoreItemRow, []any{b.item}, func(st row) (err error) {
@@ -343,8 +485,27 @@ func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([
 		if found {
 			score := b.score
 			it.Score = &score
-			items = append(items, it)
+			out = append(out, it)
 		}
 	}
-	return items, nil
+	return out, nil
+}
+
+func (s Store) scanCached(c *conn, items map[int64]struct{}, scorer *vecScorer, top *topK) error {
+	vc := &s.db.vecs
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if err := vc.refresh(c); err != nil {
+		vc.reset()
+		return err
+	}
+	for i, item := range vc.items {
+		if _, ok := items[item]; !ok {
+			continue
+		}
+		if sc, ok := scorer.score(vc.data[vc.offs[i]:vc.offs[i+1]]); ok {
+			top.add(item, sc)
+		}
+	}
+	return nil
 }

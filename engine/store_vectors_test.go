@@ -298,3 +298,33 @@ func BenchmarkStoreVectorSearch(b *testing.B) {
 		}
 	}
 }
+
+// TestStoreVectorCopyFollowsOtherWriters: a handle's copy of the vectors
+// follows what another handle (another process, say) writes to the file,
+// and a search inside a write batch sees the batch's own puts.
+func TestStoreVectorCopyFollowsOtherWriters(t *testing.T) {
+	sqliteOnly(t, "two handles on one file")
+	path := filepath.Join(t.TempDir(), "two.db")
+	a := openTest(t, path, nil)
+	b := openTest(t, path, nil)
+	ns := []string{"n"}
+	q := records.SearchOp{Prefix: ns, Query: []float32{1, 0}}
+	vput(t, a.Store(), ns, "x", map[string]any{}, map[string][]float32{"$": {1, 0}})
+	vput(t, a.Store(), ns, "y", map[string]any{}, map[string][]float32{"$": {0, 1}})
+	if keys, _ := vsearch(t, a.Store(), q); !slices.Equal(keys, []string{"x", "y"}) {
+		t.Fatalf("a: %v", keys)
+	}
+	vput(t, b.Store(), ns, "y", map[string]any{}, map[string][]float32{"$": {1, 0.01}}) // replaced
+	vput(t, b.Store(), ns, "z", map[string]any{}, map[string][]float32{"$": {-1, 0}})   // added
+	if err := b.Store().Delete(rctx, ns, "x"); err != nil {                            // deleted
+		t.Fatal(err)
+	}
+	keys, scores := vsearch(t, a.Store(), q)
+	if !slices.Equal(keys, []string{"y", "z"}) || scores[1] != -1 {
+		t.Fatalf("a after b's writes: %v %v", keys, scores)
+	}
+	res, err := a.Store().Batch(rctx, records.PutOp{Namespace: ns, Key: "w", Value: map[string]any{}, Vectors: map[string][]float32{"$": {1, 0}}}, q)
+	if err != nil || len(res[1].Items) != 3 || res[1].Items[0].Key != "w" {
+		t.Fatalf("search in a write batch: %v %v", res, err)
+	}
+}

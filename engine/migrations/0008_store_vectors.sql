@@ -1,14 +1,18 @@
 -- Schema version 8: the store's vectors (semantic search, docs/storage.md).
 -- A row is one embedded field of one item: path is the field's JSON path as
 -- the index configured it ("$", "a.b", "arr[*].f", with ".0", ".1"... when a
--- path gives several texts), vec its embedding as float32 little-endian.
--- The host embeds; the engine stores and ranks. A put replaces an item's
--- rows, a delete or a TTL sweep removes them with the item, and a search
--- reads them only through a live item.
+-- path gives several texts), vec its embedding as float32 little-endian,
+-- item the rowid of its store_items row. The host embeds; the engine stores
+-- and ranks. A put replaces an item's rows, a delete or a TTL sweep removes
+-- them with the item, and a search reads them only through a live item.
 --
--- A rowid table: a 384-dimension vector is 1,536 bytes, and a WITHOUT ROWID
--- row that long would spill to an overflow page of its own.
+-- id is AUTOINCREMENT so that an id is never used twice: a handle keeps the
+-- vectors it has read and knows them current while (max(id), count) is
+-- unchanged (store_vectors.go). A rowid table: a 384-dimension vector is
+-- 1,536 bytes, which a WITHOUT ROWID row would spill to an overflow page.
 CREATE TABLE IF NOT EXISTS store_vectors (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    item      INTEGER,
     namespace TEXT NOT NULL,
     key       TEXT NOT NULL,
     path      TEXT NOT NULL,
