@@ -399,8 +399,8 @@ func (vc *vecCache) keep(live map[int64]struct{}) {
 // idSet runs a query of ids: on SQLite the group_concat form (one row of
 // text), on a server one row per id.
 func idSet(c *conn, list, rows string, args []any) (map[int64]struct{}, error) {
-	set := map[int64]struct{}{}
 	if c.tr != nil {
+		set := map[int64]struct{}{}
 		err := c.query(rows, args, func(st row) error {
 			set[st.Int64(0)] = struct{}{}
 			return nil
@@ -416,6 +416,7 @@ func idSet(c *conn, list, rows string, args []any) (map[int64]struct{}, error) {
 	}); err != nil {
 		return nil, err
 	}
+	set := make(map[int64]struct{}, strings.Count(text, ",")+1)
 	for len(text) > 0 {
 		field, rest, _ := strings.Cut(text, ",")
 		id, err := strconv.ParseInt(field, 10, 64)
@@ -429,43 +430,34 @@ func idSet(c *conn, list, rows string, args []any) (map[int64]struct{}, error) {
 }
 
 // searchVectors is a search with a query vector (see records.SearchOp).
+//
+// The items under the prefix come back as one row; their vectors are
+// scored from the handle's copy. Without a filter the best offset+limit
+// are kept and read. With one, the items are read best first and the
+// filter checked on each value in Go, until the page is full: on the hosts'
+// SQLite a filter in SQL is a call into WebAssembly per item, so checking
+// the few winners costs far less. A filter that keeps too few of them
+// (more than filterTries reads per wanted item) is run in SQL instead.
 func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, error) {
-	args := []any{now, "", "", "", nil}
-	where := storeWhereAll
-	if p.ns != "" {
-		args[1], args[2], args[3] = p.ns, p.ns+".", p.ns+"/"
-		where = storeWhereNS
+	want := offset + p.limit
+	if p.filter != nil && !p.inWrite {
+		out, ok, err := s.searchVectorsThenFilter(c, p, offset, now)
+		if err != nil || ok {
+			return out, err
+		}
 	}
-	match := ""
-	if p.filter != nil {
-		args[4] = p.filter.encoded
-		match = storeMatch
-	} else if p.ns != "" { // a statement is given no more arguments than it numbers
-		args = args[:4]
-	} else {
-		args = args[:1]
-	}
-	items, err := idSet(c, storeVecItemsList+where+match, storeVecItems+where+match, args)
+	items, err := s.vecItems(c, p, now, p.filter)
 	if err != nil {
 		return nil, err
 	}
 	scorer := newVecScorer(p.query, p.dist)
-	top := newTopK(offset + p.limit)
+	top := newTopK(want)
 	if len(items) > 0 {
-		if p.inWrite {
-			// A write transaction may yet roll back: read its rows, not the copy.
-			var scratch []float32
-			err = c.query(sqlStoreVectorsAfter, []any{0}, func(st row) error {
-				if _, ok := items[st.Int64(1)]; ok {
-					if sc, ok := scorer.score(asFloats(st.Blob(2), &scratch)); ok {
-						top.add(st.Int64(1), sc)
-					}
-				}
-				return nil
-			})
-		} else {
-			err = s.scanCached(c, items, &scorer, top)
-		}
+		err = s.scanVectors(c, p, items, func(item int64, v []float32) {
+			if sc, ok := scorer.score(v); ok {
+				top.add(item, sc)
+			}
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -474,24 +466,158 @@ func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([
 	best = best[min(offset, len(best)):]
 	out := make([]records.Item, 0, len(best))
 	for _, b := range best {
-		var it records.Item
-		found, err := c.queryRow(sqlStoreItemRow, []any{b.item}, func(st row) (err error) {
-			it, err = scanItem(st)
-			return err
-		})
+		it, found, err := readScored(c, b, nil)
 		if err != nil {
 			return nil, err
 		}
 		if found {
-			score := b.score
-			it.Score = &score
 			out = append(out, it)
 		}
 	}
 	return out, nil
 }
 
-func (s Store) scanCached(c *conn, items map[int64]struct{}, scorer *vecScorer, top *topK) error {
+const filterTries = 8
+
+func (s Store) searchVectorsThenFilter(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, bool, error) {
+	items, err := s.vecItems(c, p, now, nil)
+	if err != nil || len(items) == 0 {
+		return nil, err == nil, err
+	}
+	scorer := newVecScorer(p.query, p.dist)
+	ranked := make([]scored, 0, len(items))
+	err = s.scanVectors(c, p, items, func(item int64, v []float32) {
+		if sc, ok := scorer.score(v); ok {
+			ranked = append(ranked, scored{sc, item})
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	// A heap of every vector's score, best on top, popped as far as needed:
+	// an item's first pop is its best vector, later ones are skipped.
+	h := &maxHeap{ranked}
+	popped := map[int64]bool{}
+	for i := len(ranked)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	want := offset + p.limit
+	budget := filterTries*want + 64
+	var out []records.Item
+	kept := 0
+	for len(h.s) > 0 && kept < want {
+		if budget == 0 {
+			return nil, false, nil
+		}
+		b := h.pop()
+		if popped[b.item] {
+			continue
+		}
+		popped[b.item] = true
+		budget--
+		it, found, err := readScored(c, b, p.filter)
+		if err != nil {
+			return nil, false, err
+		}
+		if !found {
+			continue
+		}
+		if kept >= offset {
+			out = append(out, it)
+		}
+		kept++
+	}
+	if out == nil {
+		out = []records.Item{}
+	}
+	return out, true, nil
+}
+
+// maxHeap pops the best scored first (ties: the earlier item).
+type maxHeap struct{ s []scored }
+
+func (h *maxHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h.s) && h.s[m].worse(h.s[l]) {
+			m = l
+		}
+		if r := l + 1; r < len(h.s) && h.s[m].worse(h.s[r]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.s[i], h.s[m] = h.s[m], h.s[i]
+		i = m
+	}
+}
+
+func (h *maxHeap) pop() scored {
+	top := h.s[0]
+	last := len(h.s) - 1
+	h.s[0] = h.s[last]
+	h.s = h.s[:last]
+	h.down(0)
+	return top
+}
+
+// readScored reads a ranked item, with its score; found is false when it
+// is gone or (with a filter) does not match.
+func readScored(c *conn, b scored, filter *recFilter) (records.Item, bool, error) {
+	var it records.Item
+	matched := true
+	found, err := c.queryRow(sqlStoreItemRow, []any{b.item}, func(st row) (err error) {
+		if filter != nil && !filter.match(st.Blob(2)) {
+			matched = false
+			return nil
+		}
+		it, err = scanItem(st)
+		return err
+	})
+	if err != nil || !found || !matched {
+		return it, false, err
+	}
+	score := b.score
+	it.Score = &score
+	return it, true, nil
+}
+
+// vecItems returns the live items under the search's prefix (and filter).
+func (s Store) vecItems(c *conn, p *storePlanned, now int64, filter *recFilter) (map[int64]struct{}, error) {
+	args := []any{now, "", "", "", nil}
+	where := storeWhereAll
+	if p.ns != "" {
+		args[1], args[2], args[3] = p.ns, p.ns+".", p.ns+"/"
+		where = storeWhereNS
+	}
+	if filter != nil {
+		args[4] = filter.encoded
+		where += storeMatch
+	} else if p.ns != "" { // a statement is given no more arguments than it numbers
+		args = args[:4]
+	} else {
+		args = args[:1]
+	}
+	return idSet(c, storeVecItemsList+where, storeVecItems+where, args)
+}
+
+// scanVectors calls fn with every vector of the given items.
+func (s Store) scanVectors(c *conn, p *storePlanned, items map[int64]struct{}, fn func(item int64, v []float32)) error {
+	if p.inWrite {
+		// A write transaction may yet roll back: read its rows, not the copy.
+		var scratch []float32
+		return c.query(sqlStoreVectorsAfter, []any{0}, func(st row) error {
+			if _, ok := items[st.Int64(1)]; ok {
+				fn(st.Int64(1), asFloats(st.Blob(2), &scratch))
+			}
+			return nil
+		})
+	}
+	return s.scanCached(c, items, fn)
+}
+
+func (s Store) scanCached(c *conn, items map[int64]struct{}, fn func(item int64, v []float32)) error {
 	vc := &s.db.vecs
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
@@ -503,9 +629,7 @@ func (s Store) scanCached(c *conn, items map[int64]struct{}, scorer *vecScorer, 
 		if _, ok := items[item]; !ok {
 			continue
 		}
-		if sc, ok := scorer.score(vc.data[vc.offs[i]:vc.offs[i+1]]); ok {
-			top.add(item, sc)
-		}
+		fn(item, vc.data[vc.offs[i]:vc.offs[i+1]])
 	}
 	return nil
 }

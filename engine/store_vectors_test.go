@@ -316,7 +316,7 @@ func TestStoreVectorCopyFollowsOtherWriters(t *testing.T) {
 	}
 	vput(t, b.Store(), ns, "y", map[string]any{}, map[string][]float32{"$": {1, 0.01}}) // replaced
 	vput(t, b.Store(), ns, "z", map[string]any{}, map[string][]float32{"$": {-1, 0}})   // added
-	if err := b.Store().Delete(rctx, ns, "x"); err != nil {                            // deleted
+	if err := b.Store().Delete(rctx, ns, "x"); err != nil {                             // deleted
 		t.Fatal(err)
 	}
 	keys, scores := vsearch(t, a.Store(), q)
