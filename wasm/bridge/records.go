@@ -3,11 +3,13 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
@@ -43,23 +45,34 @@ type wStoreOp struct {
 	Distance string                     `json:"distance"`
 }
 
-// wVector reads a vector of the wire: base64 of float32 little-endian
-// values, or an array of numbers.
-func wVector(what string, raw json.RawMessage) ([]float32, error) {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, errArg("%s: %v", what, err)
+// wVector reads a vector of the wire: the number of one of the call's
+// binary buffers, or base64 (in a string), of float32 little-endian values;
+// or an array of numbers.
+func wVector(what string, raw json.RawMessage, bin in) ([]float32, error) {
+	if len(raw) > 0 && raw[0] >= '0' && raw[0] <= '9' {
+		i, err := strconv.Atoi(string(raw))
+		if err != nil || i >= len(bin.bufs) {
+			return nil, errArg("%s: buffer %s of %d", what, raw, len(bin.bufs))
 		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil || len(b)%4 != 0 {
+		return floats(what, bin.bufs[i])
+	}
+	if len(raw) > 0 && raw[0] == '"' {
+		// Base64 needs no JSON escapes: the bytes between the quotes are
+		// it, unless a host escaped a "/" (then JSON reads them first).
+		s := raw[1 : len(raw)-1]
+		if bytes.IndexByte(s, '\\') >= 0 {
+			var str string
+			if err := json.Unmarshal(raw, &str); err != nil {
+				return nil, errArg("%s: %v", what, err)
+			}
+			s = []byte(str)
+		}
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+		n, err := base64.StdEncoding.Decode(b, s)
+		if err != nil {
 			return nil, errArg("%s: want the base64 of float32 little-endian values", what)
 		}
-		v := make([]float32, len(b)/4)
-		for i := range v {
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		return v, nil
+		return floats(what, b[:n])
 	}
 	var fs []float64
 	if err := json.Unmarshal(raw, &fs); err != nil {
@@ -68,6 +81,17 @@ func wVector(what string, raw json.RawMessage) ([]float32, error) {
 	v := make([]float32, len(fs))
 	for i, f := range fs {
 		v[i] = float32(f)
+	}
+	return v, nil
+}
+
+func floats(what string, b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, errArg("%s: %d bytes are not float32 values", what, len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v, nil
 }
@@ -82,7 +106,7 @@ func refresh(b *bool) records.TTLRefresh {
 	return records.RefreshOff
 }
 
-func (w wStoreOp) engine() (records.StoreOp, error) {
+func (w wStoreOp) engine(bin in) (records.StoreOp, error) {
 	switch w.Op {
 	case "get":
 		return records.GetOp{Namespace: w.Namespace, Key: w.Key, Refresh: refresh(w.Refresh)}, nil
@@ -108,7 +132,7 @@ func (w wStoreOp) engine() (records.StoreOp, error) {
 		if len(w.Vectors) > 0 {
 			vs = make(map[string][]float32, len(w.Vectors))
 			for path, raw := range w.Vectors {
-				v, err := wVector("store put: vector of "+path, raw)
+				v, err := wVector("store put: vector of "+path, raw, bin)
 				if err != nil {
 					return nil, err
 				}
@@ -123,7 +147,7 @@ func (w wStoreOp) engine() (records.StoreOp, error) {
 		}
 		op := records.SearchOp{Prefix: w.Prefix, Filter: filter, Limit: w.Limit, Offset: w.Offset, Refresh: refresh(w.Refresh), Distance: w.Distance}
 		if len(w.Query) > 0 && string(w.Query) != "null" {
-			if op.Query, err = wVector("store search: query", w.Query); err != nil {
+			if op.Query, err = wVector("store search: query", w.Query, bin); err != nil {
 				return nil, err
 			}
 		}
@@ -134,7 +158,7 @@ func (w wStoreOp) engine() (records.StoreOp, error) {
 	return nil, errArg("store op %q (want get, put, search or list)", w.Op)
 }
 
-func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+func opStoreBatch(ctx context.Context, h *handle, req []byte, bin in) (any, *Out, error) {
 	var r struct {
 		Ops []wStoreOp `json:"ops"`
 	}
@@ -143,7 +167,7 @@ func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, 
 	}
 	ops := make([]records.StoreOp, len(r.Ops))
 	for i, w := range r.Ops {
-		op, err := w.engine()
+		op, err := w.engine(bin)
 		if err != nil {
 			return nil, nil, err
 		}

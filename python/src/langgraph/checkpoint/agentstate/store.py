@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import math
 import sys
 import threading
@@ -86,8 +85,9 @@ def _index_config(index: dict[str, Any]) -> tuple[dict[str, Any], Any, list[tupl
     return index, ensure_embeddings(index["embed"]), tokenized
 
 
-def _vector(v: Any, dims: int, what: str) -> str:
-    """A vector as the bridge takes it: base64 of float32 little-endian."""
+def _vector(v: Any, dims: int, what: str) -> bytes:
+    """A vector as the bridge takes it: float32 little-endian bytes, passed
+    as one of the call's buffers (JSON would cost the engine a scan of it)."""
     try:
         a = array("f", v)
     except (TypeError, ValueError) as e:
@@ -96,7 +96,7 @@ def _vector(v: Any, dims: int, what: str) -> str:
         raise InvalidArgumentError(f"agentstate: the embedder gave {what} of {len(a)} dimensions, the index has dims={dims}")
     if sys.byteorder != "little":
         a.byteswap()
-    return base64.b64encode(a.tobytes()).decode("ascii")
+    return a.tobytes()
 
 
 class AgentStateStore(BaseStore):
@@ -261,18 +261,23 @@ class AgentStateStore(BaseStore):
                 queries.append((req, op.query))
         return docs, texts, queries
 
-    def _attach(self, docs: list[tuple[dict, str]], vectors: list[Any], queries: list[tuple[dict, str]], qvecs: dict[str, Any]) -> None:
+    def _attach(self, docs: list[tuple[dict, str]], vectors: list[Any], queries: list[tuple[dict, str]], qvecs: dict[str, Any]) -> list[bytes]:
+        """Puts the vectors in the requests (as buffer numbers); returns the buffers."""
         dims = self.index_config["dims"]  # type: ignore[index]
         if len(vectors) != len(docs):
             raise InvalidArgumentError(f"agentstate: the embedder gave {len(vectors)} vectors for {len(docs)} texts")
+        bufs: list[bytes] = []
         for (req, path), v in zip(docs, vectors):
-            req.setdefault("vectors", {})[path] = _vector(v, dims, f"the vector of {path!r}")
+            req.setdefault("vectors", {})[path] = len(bufs)
+            bufs.append(_vector(v, dims, f"the vector of {path!r}"))
         for req, q in queries:
-            req["query"] = _vector(qvecs[q], dims, "the query's vector")
+            req["query"] = len(bufs)
+            bufs.append(_vector(qvecs[q], dims, "the query's vector"))
             req["distance"] = self.index_config["distance_type"]  # type: ignore[index]
+        return bufs
 
-    def _run(self, wire: list[dict[str, Any]]) -> list[Result]:
-        r, _ = self.db.call("store.batch", {"ops": wire})
+    def _run(self, wire: list[dict[str, Any]], bufs: list[bytes] = ()) -> list[Result]:  # type: ignore[assignment]
+        r, _ = self.db.call("store.batch", {"ops": wire}, bufs)
         out: list[Result] = []
         for w, res in zip(wire, r["results"]):
             if w["op"] == "get":
@@ -294,11 +299,12 @@ class AgentStateStore(BaseStore):
             return []
         wire = [self._op(op) for op in ops]
         docs, texts, queries = self._texts(ops, wire)
+        bufs: list[bytes] = []
         if docs or queries:
             vectors = self.embeddings.embed_documents(texts) if texts else []
             qvecs = {q: self.embeddings.embed_query(q) for q in dict.fromkeys(q for _, q in queries)}
-            self._attach(docs, vectors, queries, qvecs)
-        return self._run(wire)
+            bufs = self._attach(docs, vectors, queries, qvecs)
+        return self._run(wire, bufs)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """The async form of :meth:`batch`: embeds with the embedder's async
@@ -309,12 +315,13 @@ class AgentStateStore(BaseStore):
             return []
         wire = [self._op(op) for op in ops]
         docs, texts, queries = self._texts(ops, wire)
+        bufs: list[bytes] = []
         if docs or queries:
             vectors = await self.embeddings.aembed_documents(texts) if texts else []
             uniq = list(dict.fromkeys(q for _, q in queries))
             qv = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in uniq))
-            self._attach(docs, vectors, queries, dict(zip(uniq, qv)))
-        return await asyncio.to_thread(self._run, wire)
+            bufs = self._attach(docs, vectors, queries, dict(zip(uniq, qv)))
+        return await asyncio.to_thread(self._run, wire, bufs)
 
     # ---- TTL
 
