@@ -123,20 +123,17 @@ function indexConfig(index, what) {
   return { ...index, dims, embeddings, fields: list, distanceType, tokenized: list.map((p) => [p, splitPath(p)]) };
 }
 
-// A vector as the bridge takes it: base64 of float32 little-endian values.
+// A vector as the bridge takes it: float32 little-endian bytes, one of the
+// call's buffers (in JSON the engine would scan every character of it).
 function wireVector(v, dims, what) {
   if (!v || typeof v.length !== "number" || v.length !== dims) {
     throw new AgentStateError(`agentstate: the embedder gave ${what} of ${v?.length} dimensions, the index has dims=${dims}`, "INVALID_ARGUMENT");
   }
-  const f = new Float32Array(v);
-  const bytes = new Uint8Array(f.buffer);
+  const bytes = new Uint8Array(new Float32Array(v).buffer);
   if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
     for (let i = 0; i < bytes.length; i += 4) bytes.subarray(i, i + 4).reverse();
   }
-  if (typeof Buffer !== "undefined") return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
-  let s = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(s);
+  return bytes;
 }
 
 // LangGraph runs a graph's nodes against an AsyncBatchedStore wrapping the
@@ -300,7 +297,8 @@ export class AgentStateStore extends BaseStore {
   // distinct query, and puts the vectors in the requests.
   async #embed(operations, ops) {
     const ix = this.#index;
-    if (!ix) return;
+    const bufs = [];
+    if (!ix) return bufs;
     const docs = new Map(); // text -> [[request, path]]
     const queries = new Map(); // query -> [request]
     operations.forEach((op, i) => {
@@ -328,21 +326,22 @@ export class AgentStateStore extends BaseStore {
       throw new AgentStateError(`agentstate: the embedder gave ${vectors.length} vectors for ${texts.length} texts`, "INVALID_ARGUMENT");
     }
     texts.forEach((text, i) => {
-      const wire = wireVector(vectors[i], ix.dims, `the vector of ${JSON.stringify(text.slice(0, 40))}`);
-      for (const [req, path] of docs.get(text)) (req.vectors ??= {})[path] = wire;
+      bufs.push(wireVector(vectors[i], ix.dims, `the vector of ${JSON.stringify(text.slice(0, 40))}`));
+      for (const [req, path] of docs.get(text)) (req.vectors ??= {})[path] = bufs.length - 1;
     });
     [...queries.values()].forEach((reqs, i) => {
-      const wire = wireVector(qvecs[i], ix.dims, "the query's vector");
-      for (const req of reqs) Object.assign(req, { query: wire, distance: ix.distanceType });
+      bufs.push(wireVector(qvecs[i], ix.dims, "the query's vector"));
+      for (const req of reqs) Object.assign(req, { query: bufs.length - 1, distance: ix.distanceType });
     });
+    return bufs;
   }
 
   /** Runs the operations in order, in one transaction (embedding first, with an index). */
   async batch(operations) {
     const ops = operations.map((op) => this.#op(op));
-    await this.#embed(operations, ops);
+    const bufs = await this.#embed(operations, ops);
     const db = this.db ?? (await this.#conn());
-    const { results } = await db.call("store.batch", { ops });
+    const { results } = await db.call("store.batch", { ops }, bufs);
     return results.map((r, i) => {
       switch (ops[i].op) {
         case "get":
