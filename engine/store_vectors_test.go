@@ -264,7 +264,8 @@ func TestStoreVectorTopKIsTheSort(t *testing.T) {
 
 // BenchmarkStoreVectorSearch: 50,000 items of 384 dimensions in one
 // namespace, a filter matching half of them, top 10 by cosine (issue 41's
-// target natively: 50 ms).
+// target natively: 50 ms). first-ms: the first search, which reads the
+// vectors into the handle's copy.
 func BenchmarkStoreVectorSearch(b *testing.B) {
 	const n, dims = 50000, 384
 	db, _ := openRec(b, nil)
@@ -290,13 +291,20 @@ func BenchmarkStoreVectorSearch(b *testing.B) {
 		}
 	}
 	q := vec()
-	b.ResetTimer()
+	// The first search reads the vectors into the handle's copy; the loop
+	// measures the searches after it.
+	t0 := time.Now()
+	if _, err := s.Search(rctx, records.SearchOp{Prefix: ns, Query: q, Filter: map[string]any{"kind": "a"}, Limit: 10}); err != nil {
+		b.Fatal(err)
+	}
+	first := time.Since(t0)
 	for b.Loop() {
 		items, err := s.Search(rctx, records.SearchOp{Prefix: ns, Query: q, Filter: map[string]any{"kind": "a"}, Limit: 10})
 		if err != nil || len(items) != 10 {
 			b.Fatal(len(items), err)
 		}
 	}
+	b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
 }
 
 // TestStoreVectorCopyFollowsOtherWriters: a handle's copy of the vectors
