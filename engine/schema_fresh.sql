@@ -168,3 +168,13 @@ CREATE TABLE store_vectors (
 );
 
 CREATE UNIQUE INDEX store_vectors_by_item ON store_vectors(namespace, key, path);
+
+CREATE TRIGGER store_items_drop_vectors AFTER DELETE ON store_items
+BEGIN
+    DELETE FROM store_vectors WHERE namespace = old.namespace AND key = old.key;
+END;
+
+CREATE TRIGGER store_items_replace_vectors AFTER UPDATE OF value ON store_items
+BEGIN
+    DELETE FROM store_vectors WHERE namespace = old.namespace AND key = old.key;
+END;

@@ -148,8 +148,10 @@ func (s Store) Sweep(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.write(ctx, func(c *conn) error {
 		now := s.db.nowUS()
-		if err := c.exec(sqlStoreVectorsSweep, now); err != nil {
-			return err
+		if onServer(c) {
+			if err := c.exec(sqlStoreVectorsSweep, now); err != nil {
+				return err
+			}
 		}
 		changed, err := c.execN(sqlStoreSweep, now)
 		if err != nil {
@@ -300,8 +302,10 @@ func (s Store) run(c *conn, p *storePlanned, now int64, res *records.StoreResult
 		res.Item = it
 	case records.PutOp:
 		if p.value == nil {
-			if err := c.exec(sqlStoreVectorsDelete, p.ns, o.Key); err != nil {
-				return err
+			if onServer(c) {
+				if err := c.exec(sqlStoreVectorsDelete, p.ns, o.Key); err != nil {
+					return err
+				}
 			}
 			return c.exec(sqlStoreDelete, p.ns, o.Key)
 		}

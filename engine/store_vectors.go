@@ -123,10 +123,17 @@ func parseDistance(s string) (vecDistance, error) {
 	return 0, fmt.Errorf("%w: distance type %q (want cosine, inner_product or l2)", ErrInvalidArgument, s)
 }
 
-// putVectors replaces the vectors of the item at (ns, key).
+// onServer: c is a PostgreSQL connection, where no trigger deletes an
+// item's vectors with it (SQLite files have them: migrations/0008).
+func onServer(c *conn) bool { return c.tr != nil && !c.shared }
+
+// putVectors stores the vectors of the item at (ns, key), which the put
+// just wrote: on SQLite the put's own update dropped the old ones.
 func putVectors(c *conn, ns, key string, vs []storeVec) error {
-	if err := c.exec(sqlStoreVectorsDelete, ns, key); err != nil {
-		return err
+	if onServer(c) {
+		if err := c.exec(sqlStoreVectorsDelete, ns, key); err != nil {
+			return err
+		}
 	}
 	for _, v := range vs {
 		if err := c.exec(sqlStoreVectorsPut, ns, key, v.path, v.vec); err != nil {

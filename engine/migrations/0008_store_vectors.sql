@@ -19,3 +19,16 @@ CREATE TABLE IF NOT EXISTS store_vectors (
     vec       BLOB NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS store_vectors_by_item ON store_vectors(namespace, key, path);
+
+-- An item's vectors go with it: deleted with it (a delete, a nil put, a TTL
+-- sweep) and when its value is replaced (the put then inserts the new
+-- ones). Triggers, so that a put without vectors costs no statement more:
+-- on the hosts' SQLite each statement is a call out of WebAssembly.
+CREATE TRIGGER IF NOT EXISTS store_items_drop_vectors AFTER DELETE ON store_items
+BEGIN
+    DELETE FROM store_vectors WHERE namespace = old.namespace AND key = old.key;
+END;
+CREATE TRIGGER IF NOT EXISTS store_items_replace_vectors AFTER UPDATE OF value ON store_items
+BEGIN
+    DELETE FROM store_vectors WHERE namespace = old.namespace AND key = old.key;
+END;
