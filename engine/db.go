@@ -37,6 +37,7 @@ type DB struct {
 	compressorOnce sync.Once
 	ids            idGen
 	recs           recordsState // run ownership of this handle (records_common.go)
+	vecs           vecCache     // the store's vectors, read once (store_vectors.go)
 
 	closeMu sync.RWMutex // held for reading by every call, for writing by Close
 	closed  bool

@@ -140,7 +140,7 @@ var pgStatements = map[string]*pgStmt{
 
 // pgTables are the tables migrations_pg creates.
 var pgTables = []string{"agentstate_header", "schema_history", "meta", "checkpoints", "blobs", "writes",
-	"store_items", "runs", "event_seqs", "events", "threads", "thread_modes"}
+	"store_items", "runs", "event_seqs", "events", "threads", "thread_modes", "store_vectors"}
 
 var (
 	pgParamRE    = regexp.MustCompile(`\?(\d*)|[:@$]([A-Za-z_][A-Za-z0-9_]*)`)

@@ -58,6 +58,8 @@ const (
 	// (packed in a codec envelope when that saved). Never exported: the
 	// value is written unpacked, and an import packs it again.
 	colPack
+	// colBytes is a BLOB NOT NULL of raw bytes, exported as base64.
+	colBytes
 )
 
 type exportCol struct {
@@ -80,7 +82,7 @@ type exportTable struct {
 // They are built on first use, off the start-up path of every open.
 var exportTables = sync.OnceValue(func() []exportTable {
 	return buildExportTables([]exportTable{
-		exportThreadModes, exportCheckpoints, exportBlobs, exportWrites, exportThreads, exportRuns, exportEventSeqs, exportEvents, exportStoreItems,
+		exportThreadModes, exportCheckpoints, exportBlobs, exportWrites, exportThreads, exportRuns, exportEventSeqs, exportEvents, exportStoreItems, exportStoreVectors,
 	})
 })
 
@@ -240,6 +242,10 @@ func exportRow(ctx context.Context, dst *bytes.Buffer, t *exportTable, st row) e
 			codec.WriteJSONString(dst, s)
 		case colInt, colIntNull:
 			dst.WriteString(strconv.FormatInt(st.Int64(i), 10))
+		case colBytes:
+			dst.WriteByte('"')
+			dst.WriteString(base64.StdEncoding.EncodeToString(st.Blob(i)))
+			dst.WriteByte('"')
 		case colEnc:
 			enc = st.Int64(i)
 			dst.WriteString(strconv.FormatInt(enc, 10))

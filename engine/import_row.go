@@ -123,7 +123,7 @@ func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, st
 			return nil, "", fmt.Errorf("a value with enc %d must %s a base", enc, map[bool]string{true: "have", false: "not have"}[enc == encDelta])
 		}
 		if isNull {
-			if col.kind == colText || col.kind == colInt {
+			if col.kind == colText || col.kind == colInt || col.kind == colBytes {
 				return nil, "", fmt.Errorf("column %s is missing", col.name)
 			}
 			args[i] = nil
@@ -149,6 +149,13 @@ func importArgs(t *exportTable, fields map[string][]byte, effort int) ([]any, st
 				return nil, "", fmt.Errorf("column %s: want an integer", col.name)
 			}
 			args[i] = n
+		case colBytes:
+			s, ok := mpString(raw)
+			b, err := base64.StdEncoding.DecodeString(s)
+			if !ok || err != nil || len(b) == 0 || len(b)%4 != 0 || len(b) > 4*maxVectorDims {
+				return nil, "", fmt.Errorf("column %s: want the base64 of 1 to %d float32 values", col.name, maxVectorDims)
+			}
+			args[i] = b
 		case colTyped, colMsgpack:
 			var b []byte
 			var err error

@@ -124,6 +124,12 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 		}
 		g.store = append(g.store, k)
 		g.storeImported[k] = true
+	case "store_vectors":
+		// The dump lists vectors after the items: each belongs to one.
+		k := [2]string{colOf(t, args, "namespace"), colOf(t, args, "key")}
+		if !g.storeImported[k] {
+			return fmt.Errorf("%w: a vector of store item %s in namespace %q, which the dump does not hold", ErrBadExport, quoteCut(k[1]), k[0])
+		}
 	}
 	return nil
 }
@@ -132,6 +138,11 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 // event counters of the imported threads past their seqs and verifies what
 // was imported; a problem fails the import, which then changes nothing.
 func (g *importRules) finish(c *conn) error {
+	if len(g.store) > 0 {
+		if err := c.exec(sqlStoreVectorsLink); err != nil {
+			return err
+		}
+	}
 	for th := range g.events {
 		if err := c.exec(sqlEventSeqPastMax, th); err != nil {
 			return err

@@ -157,3 +157,24 @@ CREATE TABLE "blobs" (
 );
 
 CREATE INDEX blobs_by_checkpoint ON blobs(thread_id, checkpoint_ns, checkpoint_id);
+
+CREATE TABLE store_vectors (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    item      INTEGER,
+    namespace TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    path      TEXT NOT NULL,
+    vec       BLOB NOT NULL
+);
+
+CREATE UNIQUE INDEX store_vectors_by_item ON store_vectors(namespace, key, path);
+
+CREATE TRIGGER store_items_drop_vectors AFTER DELETE ON store_items
+BEGIN
+    DELETE FROM store_vectors WHERE namespace = old.namespace AND key = old.key;
+END;
+
+CREATE TRIGGER store_items_replace_vectors AFTER UPDATE OF value ON store_items
+BEGIN
+    DELETE FROM store_vectors WHERE namespace = old.namespace AND key = old.key;
+END;

@@ -86,7 +86,7 @@ func (s Store) Batch(ctx context.Context, ops ...records.StoreOp) ([]records.Sto
 	for i, op := range ops {
 		p, err := s.plan(op)
 		if err == nil {
-			err = budget.add(len(p.value))
+			err = budget.add(len(p.value) + p.vecBytes)
 		}
 		if err != nil {
 			if len(ops) > 1 {
@@ -105,6 +105,7 @@ func (s Store) Batch(ctx context.Context, ops ...records.StoreOp) ([]records.Sto
 			now := s.db.nowUS()
 			var refresh []storeRef
 			for i := range plan {
+				plan[i].inWrite = true
 				if err := s.run(c, &plan[i], now, &res[i], &refresh); err != nil {
 					return err
 				}
@@ -146,7 +147,13 @@ func (s Store) Batch(ctx context.Context, ops ...records.StoreOp) ([]records.Sto
 func (s Store) Sweep(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.write(ctx, func(c *conn) error {
-		changed, err := c.execN(sqlStoreSweep, s.db.nowUS())
+		now := s.db.nowUS()
+		if onServer(c) {
+			if err := c.exec(sqlStoreVectorsSweep, now); err != nil {
+				return err
+			}
+		}
+		changed, err := c.execN(sqlStoreSweep, now)
 		if err != nil {
 			return err
 		}
@@ -158,13 +165,18 @@ func (s Store) Sweep(ctx context.Context) (int64, error) {
 
 // storePlanned is a validated op, ready to run.
 type storePlanned struct {
-	op      records.StoreOp
-	ns      string // joined namespace (get, put) or prefix (search)
-	value   []byte // encoded value of a put; nil deletes
-	ttlUS   int64  // 0: no expiry
-	refresh bool
-	filter  *recFilter
-	limit   int
+	op       records.StoreOp
+	ns       string // joined namespace (get, put) or prefix (search)
+	value    []byte // encoded value of a put; nil deletes
+	ttlUS    int64  // 0: no expiry
+	refresh  bool
+	filter   *recFilter
+	limit    int
+	vecs     []storeVec // a put's vectors
+	vecBytes int
+	query    []float32 // a search's query vector
+	dist     vecDistance
+	inWrite  bool // runs in a write transaction
 	// list namespaces
 	prefix, suffix []string
 }
@@ -197,6 +209,11 @@ func (s Store) plan(op records.StoreOp) (storePlanned, error) {
 		if p.value, err = encodeValue("store value for key "+quoteCut(o.Key), o.Value); err != nil {
 			return p, err
 		}
+		if len(o.Vectors) > 0 {
+			if p.vecs, p.vecBytes, err = encodeVectors(o.Key, o.Vectors); err != nil {
+				return p, err
+			}
+		}
 		switch {
 		case o.TTL == records.NoExpiry:
 		case o.TTL == 0:
@@ -220,6 +237,15 @@ func (s Store) plan(op records.StoreOp) (storePlanned, error) {
 		}
 		if err := pageOffset("search", o.Offset); err != nil {
 			return p, err
+		}
+		if o.Query != nil {
+			if err := checkVector("search query vector", o.Query); err != nil {
+				return p, err
+			}
+			if p.dist, err = parseDistance(o.Distance); err != nil {
+				return p, err
+			}
+			p.query = o.Query
 		}
 		p.refresh, err = s.refresh(o.Refresh)
 	case records.ListNamespacesOp:
@@ -276,15 +302,27 @@ func (s Store) run(c *conn, p *storePlanned, now int64, res *records.StoreResult
 		res.Item = it
 	case records.PutOp:
 		if p.value == nil {
+			if onServer(c) {
+				if err := c.exec(sqlStoreVectorsDelete, p.ns, o.Key); err != nil {
+					return err
+				}
+			}
 			return c.exec(sqlStoreDelete, p.ns, o.Key)
 		}
 		var ttl, exp any
 		if p.ttlUS > 0 {
 			ttl, exp = p.ttlUS, now+p.ttlUS
 		}
-		return c.exec(sqlStorePut, p.ns, o.Key, p.value, now, ttl, exp)
+		if err := c.exec(sqlStorePut, p.ns, o.Key, p.value, now, ttl, exp); err != nil {
+			return err
+		}
+		return putVectors(c, p.ns, o.Key, p.vecs)
 	case records.SearchOp:
-		items, err := s.search(c, p, o.Offset, now)
+		search := s.search
+		if p.query != nil {
+			search = s.searchVectors
+		}
+		items, err := search(c, p, o.Offset, now)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,8 @@ type Item struct {
 	CreatedAt time.Time      `json:"created_at"`
 	UpdatedAt time.Time      `json:"updated_at"`
 	ExpiresAt time.Time      `json:"expires_at,omitzero"`
+	// Score is set by a search with a Query: higher ranks first.
+	Score *float64 `json:"score,omitempty"`
 }
 
 // NoExpiry as a TTL makes an item never expire, whatever the default TTL.
@@ -43,11 +45,16 @@ type GetOp struct {
 // PutOp stores Value at (Namespace, Key); a nil Value deletes the item. TTL
 // 0 means Options.StoreDefaultTTL, NoExpiry means never, anything else must
 // be positive.
+//
+// Vectors are the item's embeddings by field path (the host embeds): a put
+// replaces all of the item's vectors with them, so a put without Vectors
+// leaves the item unindexed.
 type PutOp struct {
 	Namespace []string
 	Key       string
 	Value     map[string]any
 	TTL       time.Duration
+	Vectors   map[string][]float32
 }
 
 // SearchOp lists items under a namespace prefix (whole segments; an empty
@@ -55,12 +62,20 @@ type PutOp struct {
 // dotted paths into the value; a filter value is a plain value (equality), an
 // operator map with $eq $ne $gt $gte $lt $lte, or a nested filter map.
 // Limit defaults to 10 and must be at most 1000.
+//
+// With a Query vector, the search ranks the items that match Prefix and
+// Filter by their best vector instead (Item.Score, higher first), then
+// applies Offset and Limit; items without vectors are left out. Distance
+// is "cosine" (the default: cosine similarity), "inner_product" (the dot
+// product) or "l2" (minus the Euclidean distance).
 type SearchOp struct {
-	Prefix  []string
-	Filter  map[string]any
-	Limit   int
-	Offset  int
-	Refresh TTLRefresh
+	Prefix   []string
+	Filter   map[string]any
+	Limit    int
+	Offset   int
+	Refresh  TTLRefresh
+	Query    []float32
+	Distance string
 }
 
 // ListNamespacesOp lists the distinct namespaces holding live items, in

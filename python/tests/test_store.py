@@ -74,8 +74,9 @@ def test_semantic_search_is_refused_not_ignored():
     with AgentStateStore() as st:
         with pytest.raises(InvalidArgumentError, match="needs an index"):
             st.search(("x",), query="tea")
+    # An index without an embedder is refused by name, not ignored.
     with pytest.raises(InvalidArgumentError, match="index"):
-        AgentStateStore(index={"dims": 4, "embed": lambda texts: [[0.0] * 4 for _ in texts]})
+        AgentStateStore(index={"dims": 4})
 
 
 def test_store_and_saver_share_a_file_and_handle_in_a_graph(db_path):

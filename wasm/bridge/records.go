@@ -3,8 +3,13 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
@@ -32,6 +37,63 @@ type wStoreOp struct {
 	Limit     int             `json:"limit"`
 	Offset    int             `json:"offset"`
 	MaxDepth  int             `json:"maxDepth"`
+	// Semantic search: a put's vectors by field path and a search's query
+	// vector, each the base64 of float32 little-endian values (or a JSON
+	// array of numbers), and the search's distance type.
+	Vectors  map[string]json.RawMessage `json:"vectors"`
+	Query    json.RawMessage            `json:"query"`
+	Distance string                     `json:"distance"`
+}
+
+// wVector reads a vector of the wire: the number of one of the call's
+// binary buffers, or base64 (in a string), of float32 little-endian values;
+// or an array of numbers.
+func wVector(what string, raw json.RawMessage, bin in) ([]float32, error) {
+	if len(raw) > 0 && raw[0] >= '0' && raw[0] <= '9' {
+		i, err := strconv.Atoi(string(raw))
+		if err != nil || i >= len(bin.bufs) {
+			return nil, errArg("%s: buffer %s of %d", what, raw, len(bin.bufs))
+		}
+		return floats(what, bin.bufs[i])
+	}
+	if len(raw) > 0 && raw[0] == '"' {
+		// Base64 needs no JSON escapes: the bytes between the quotes are
+		// it, unless a host escaped a "/" (then JSON reads them first).
+		s := raw[1 : len(raw)-1]
+		if bytes.IndexByte(s, '\\') >= 0 {
+			var str string
+			if err := json.Unmarshal(raw, &str); err != nil {
+				return nil, errArg("%s: %v", what, err)
+			}
+			s = []byte(str)
+		}
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+		n, err := base64.StdEncoding.Decode(b, s)
+		if err != nil {
+			return nil, errArg("%s: want the base64 of float32 little-endian values", what)
+		}
+		return floats(what, b[:n])
+	}
+	var fs []float64
+	if err := json.Unmarshal(raw, &fs); err != nil {
+		return nil, errArg("%s: want an array of numbers or base64 float32", what)
+	}
+	v := make([]float32, len(fs))
+	for i, f := range fs {
+		v[i] = float32(f)
+	}
+	return v, nil
+}
+
+func floats(what string, b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, errArg("%s: %d bytes are not float32 values", what, len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
 }
 
 func refresh(b *bool) records.TTLRefresh {
@@ -44,7 +106,7 @@ func refresh(b *bool) records.TTLRefresh {
 	return records.RefreshOff
 }
 
-func (w wStoreOp) engine() (records.StoreOp, error) {
+func (w wStoreOp) engine(bin in) (records.StoreOp, error) {
 	switch w.Op {
 	case "get":
 		return records.GetOp{Namespace: w.Namespace, Key: w.Key, Refresh: refresh(w.Refresh)}, nil
@@ -66,20 +128,37 @@ func (w wStoreOp) engine() (records.StoreOp, error) {
 		if w.NoExpiry {
 			ttl = records.NoExpiry
 		}
-		return records.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl}, nil
+		var vs map[string][]float32
+		if len(w.Vectors) > 0 {
+			vs = make(map[string][]float32, len(w.Vectors))
+			for path, raw := range w.Vectors {
+				v, err := wVector("store put: vector of "+path, raw, bin)
+				if err != nil {
+					return nil, err
+				}
+				vs[path] = v
+			}
+		}
+		return records.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl, Vectors: vs}, nil
 	case "search":
 		filter, err := numbersMap(w.Filter)
 		if err != nil {
 			return nil, err
 		}
-		return records.SearchOp{Prefix: w.Prefix, Filter: filter, Limit: w.Limit, Offset: w.Offset, Refresh: refresh(w.Refresh)}, nil
+		op := records.SearchOp{Prefix: w.Prefix, Filter: filter, Limit: w.Limit, Offset: w.Offset, Refresh: refresh(w.Refresh), Distance: w.Distance}
+		if len(w.Query) > 0 && string(w.Query) != "null" {
+			if op.Query, err = wVector("store search: query", w.Query, bin); err != nil {
+				return nil, err
+			}
+		}
+		return op, nil
 	case "list":
 		return records.ListNamespacesOp{Prefix: w.Prefix, Suffix: w.Suffix, MaxDepth: w.MaxDepth, Limit: w.Limit, Offset: w.Offset}, nil
 	}
 	return nil, errArg("store op %q (want get, put, search or list)", w.Op)
 }
 
-func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+func opStoreBatch(ctx context.Context, h *handle, req []byte, bin in) (any, *Out, error) {
 	var r struct {
 		Ops []wStoreOp `json:"ops"`
 	}
@@ -88,7 +167,7 @@ func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, 
 	}
 	ops := make([]records.StoreOp, len(r.Ops))
 	for i, w := range r.Ops {
-		op, err := w.engine()
+		op, err := w.engine(bin)
 		if err != nil {
 			return nil, nil, err
 		}

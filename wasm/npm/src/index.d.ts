@@ -381,25 +381,40 @@ export interface TTLConfig {
   sweepIntervalMinutes?: number;
 }
 
+/**
+ * Semantic search (LangGraph.js's IndexConfig): the store embeds the
+ * `fields` of each put (JSON paths: "$", "a.b", "arr[*].f"; default ["$"])
+ * with `embeddings`, the engine keeps the vectors with the item and ranks.
+ */
+export interface StoreIndexConfig {
+  dims: number;
+  embeddings: { embedDocuments(texts: string[]): Promise<number[][]>; embedQuery(text: string): Promise<number[]> };
+  fields?: string[];
+  /** cosine (default), inner_product, or l2 (score: minus the distance); higher scores rank first. */
+  distanceType?: "cosine" | "inner_product" | "l2";
+}
+
 export class AgentStateStore extends BaseStore {
   /** The database; of a store made by fromConnString, set once its file is open. */
   db: Database;
   constructor(db: Database);
-  /** There is no semantic search yet: an `index` option is refused (INVALID_ARGUMENT). */
-  static open(options?: OpenOptions & { ttl?: TTLConfig }): Promise<AgentStateStore>;
+  /** `index`: semantic search (StoreIndexConfig); without it a search `query` is refused (INVALID_ARGUMENT). */
+  static open(options?: OpenOptions & { ttl?: TTLConfig; index?: StoreIndexConfig }): Promise<AgentStateStore>;
+  /** The index given to open, or undefined. */
+  readonly indexConfig: StoreIndexConfig | undefined;
   /**
    * A store on `path` (":memory:": in memory), returned at once; the file
    * opens at the first call or at `setup()`, which throws open's errors
-   * (AgentStateError). A path that is not a string, or an `index`, is
+   * (AgentStateError). A path that is not a string, or a bad `index`, is
    * refused here.
    */
-  static fromConnString(path: string, options?: ConnStringOptions & { ttl?: TTLConfig }): AgentStateStore;
+  static fromConnString(path: string, options?: ConnStringOptions & { ttl?: TTLConfig; index?: StoreIndexConfig }): AgentStateStore;
   /** Opens the file if not yet open (open creates, migrates and verifies it); harmless twice; CLOSED once closed. */
   setup(): Promise<void>;
   /** Closes the database if this store opened it; before the first call, nothing is open. */
   close(): Promise<void>;
   batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>>;
-  /** Filters as LangGraph's ($eq $ne $gt $gte $lt $lte), newest first. There is no vector index yet: a `query` is refused with INVALID_ARGUMENT (it needs an index), not answered unranked. */
+  /** Filters as LangGraph's ($eq $ne $gt $gte $lt $lte), newest first; with a `query` and an index, ranked by vectors (items carry `score`). Without an index a `query` is refused with INVALID_ARGUMENT, not answered unranked. */
   search(namespacePrefix: string[], options?: { filter?: Record<string, any>; limit?: number; offset?: number; query?: string; refreshTtl?: boolean }): Promise<SearchItem[]>;
   get(namespace: string[], key: string, options?: { refreshTtl?: boolean }): Promise<Item | null>;
   /** `options.ttl`: minutes until expiry, null for never; omitted: the default TTL. */

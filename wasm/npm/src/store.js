@@ -28,13 +28,112 @@ function namespaceOf(ns, what) {
 
 function toItem(i) {
   if (!i) return null;
-  return {
+  const item = {
     namespace: i.namespace,
     key: i.key,
     value: i.value,
     createdAt: new Date(i.created_at),
     updatedAt: new Date(i.updated_at),
   };
+  if (i.score !== undefined) item.score = i.score;
+  return item;
+}
+
+const DISTANCES = ["cosine", "inner_product", "l2"];
+
+// Index field paths, as LangGraph documents them: "$" (the whole value),
+// dotted names, "[n]" / "[-n]" / "[*]" on arrays, "*" for every member, and
+// "{a,b.c}" for several fields at once. The package's exported
+// getTextAtPath reads only dotted names and "[*]" of strings, not the paths
+// InMemoryStore reads, so the store splits and walks paths itself.
+function splitPath(path) {
+  const parts = [];
+  let word = "";
+  for (let i = 0; i < path.length; i++) {
+    const ch = path[i];
+    if (ch === "[" || ch === "{") {
+      if (word) parts.push(word);
+      const close = ch === "[" ? "]" : "}";
+      let depth = 0;
+      let j = i;
+      for (; j < path.length; j++) {
+        if (path[j] === ch) depth++;
+        else if (path[j] === close && --depth === 0) break;
+      }
+      parts.push(path.slice(i, j + 1));
+      word = "";
+      i = j;
+    } else if (ch === ".") {
+      if (word) parts.push(word);
+      word = "";
+    } else word += ch;
+  }
+  if (word) parts.push(word);
+  return parts;
+}
+
+const asText = (v) =>
+  typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? [String(v)] : v !== null && typeof v === "object" ? [JSON.stringify(v, null, 2)] : [];
+
+function textsAt(value, parts, at = 0) {
+  if (at === 0 && (parts.length === 0 || (parts.length === 1 && parts[0] === "$"))) return [JSON.stringify(value, null, 2)];
+  if (at >= parts.length) return value === undefined ? [] : asText(value);
+  const part = parts[at];
+  const out = [];
+  if (part.startsWith("[")) {
+    if (!Array.isArray(value)) return out;
+    const sel = part.slice(1, -1);
+    if (sel === "*") for (const v of value) out.push(...textsAt(v, parts, at + 1));
+    else {
+      let n = Number.parseInt(sel, 10);
+      if (n < 0) n += value.length;
+      if (n >= 0 && n < value.length) out.push(...textsAt(value[n], parts, at + 1));
+    }
+  } else if (part.startsWith("{")) {
+    if (value === null || typeof value !== "object") return out;
+    for (const field of part.slice(1, -1).split(",")) {
+      let v = value;
+      for (const name of splitPath(field.trim())) v = v !== null && typeof v === "object" && name in v ? v[name] : undefined;
+      if (v !== undefined && v !== null) out.push(...asText(v));
+    }
+  } else if (part === "*") {
+    const members = Array.isArray(value) ? value : value !== null && typeof value === "object" ? Object.values(value) : [];
+    for (const v of members) out.push(...textsAt(v, parts, at + 1));
+  } else if (value !== null && typeof value === "object" && part in value) {
+    out.push(...textsAt(value[part], parts, at + 1));
+  }
+  return out;
+}
+
+// The index option (LangGraph.js's IndexConfig): dims, embeddings (an
+// Embeddings: embedDocuments, embedQuery), fields (JSON paths, default
+// ["$"]), and distanceType (cosine, the default; inner_product; l2).
+function indexConfig(index, what) {
+  if (index === undefined || index === null) return undefined;
+  const bad = (msg) => new AgentStateError(`agentstate: ${what}: index ${msg}`, "INVALID_ARGUMENT");
+  if (typeof index !== "object") throw bad("must be an object ({ dims, embeddings, fields })");
+  const { dims, embeddings, fields = ["$"], distanceType = "cosine" } = index;
+  if (!Number.isInteger(dims) || dims < 1 || dims > 16384) throw bad(`dims must be an integer from 1 to 16384, got ${dims}`);
+  if (!embeddings || typeof embeddings.embedDocuments !== "function" || typeof embeddings.embedQuery !== "function") {
+    throw bad("embeddings must be an Embeddings (embedDocuments and embedQuery)");
+  }
+  if (!DISTANCES.includes(distanceType)) throw bad(`distanceType ${JSON.stringify(distanceType)}: want cosine, inner_product or l2`);
+  const list = typeof fields === "string" ? [fields] : fields;
+  if (!Array.isArray(list)) throw bad("fields must be an array of JSON paths");
+  return { ...index, dims, embeddings, fields: list, distanceType, tokenized: list.map((p) => [p, splitPath(p)]) };
+}
+
+// A vector as the bridge takes it: float32 little-endian bytes, one of the
+// call's buffers (in JSON the engine would scan every character of it).
+function wireVector(v, dims, what) {
+  if (!v || typeof v.length !== "number" || v.length !== dims) {
+    throw new AgentStateError(`agentstate: the embedder gave ${what} of ${v?.length} dimensions, the index has dims=${dims}`, "INVALID_ARGUMENT");
+  }
+  const bytes = new Uint8Array(new Float32Array(v).buffer);
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
+    for (let i = 0; i < bytes.length; i += 4) bytes.subarray(i, i + 4).reverse();
+  }
+  return bytes;
 }
 
 // LangGraph runs a graph's nodes against an AsyncBatchedStore wrapping the
@@ -61,18 +160,6 @@ function forwardTtlThroughBatchedStore() {
   proto.put = forwarding;
 }
 
-// There is no semantic search yet (issue 41): an index given to open, or a
-// query given to search, is refused rather than ignored, since a caller
-// cannot tell unranked items from an answer.
-function noIndex(options, what) {
-  if (options?.index !== undefined && options.index !== null) {
-    throw new AgentStateError(
-      `agentstate: ${what}: the index option (semantic search) is not supported by AgentStateStore yet; open it without index and search with a filter`,
-      "INVALID_ARGUMENT",
-    );
-  }
-}
-
 // Store options as Database.open's: LangGraph's TTLConfig in minutes.
 function storeOpenOptions(options) {
   const { ttl = {}, index, ...rest } = options;
@@ -93,9 +180,11 @@ export class AgentStateStore extends BaseStore {
   #ownsDb;
   /** @type {LazyOpen | undefined} */
   #lazy;
+  #index;
 
-  constructor(db, { ownsDb = false, [LAZY]: lazy } = {}) {
+  constructor(db, { ownsDb = false, index, [LAZY]: lazy } = {}) {
     super();
+    this.#index = indexConfig(index, "AgentStateStore");
     if (lazy instanceof LazyOpen && db === undefined) {
       this.#lazy = lazy;
     } else {
@@ -110,13 +199,19 @@ export class AgentStateStore extends BaseStore {
    * Opens a store. `options`: `path` (omitted: in memory), and `ttl`:
    * `{ defaultTtl, refreshOnRead, sweepIntervalMinutes }` (minutes, as
    * LangGraph's TTLConfig); plus the other Database.open options. A saver
-   * and a store opened on the same path share one handle. `index` (semantic
-   * search) is not supported yet and is refused (INVALID_ARGUMENT).
+   * and a store opened on the same path share one handle. `index`:
+   * `{ dims, embeddings, fields, distanceType }` for semantic search (the
+   * store embeds puts' fields with `embeddings` and the engine ranks).
    */
   static async open(options = {}) {
-    noIndex(options, "AgentStateStore.open");
+    const index = indexConfig(options.index, "AgentStateStore.open");
     const db = await Database.open(storeOpenOptions(options));
-    return new AgentStateStore(db, { ownsDb: true });
+    return new AgentStateStore(db, { ownsDb: true, index });
+  }
+
+  /** The index configuration given to open, or undefined. */
+  get indexConfig() {
+    return this.#index;
   }
 
   /**
@@ -125,14 +220,14 @@ export class AgentStateStore extends BaseStore {
    * the file is opened by the first call that needs it, or by `setup()`,
    * and an error opening it (a typed AgentStateError, as open's) is thrown
    * by that call. `options` are open's, without `path`. Wrong arguments (a
-   * path that is not a string, an `index`) are refused here.
+   * path that is not a string, a bad `index`) are refused here.
    */
   static fromConnString(path, options = {}) {
     const opts = connOptions(path, options, "AgentStateStore.fromConnString");
-    noIndex(opts, "AgentStateStore.fromConnString");
+    const index = indexConfig(opts.index, "AgentStateStore.fromConnString");
     const dbOptions = storeOpenOptions(opts);
     const lazy = new LazyOpen(() => Database.open(dbOptions), "store");
-    return new AgentStateStore(undefined, { ownsDb: true, [LAZY]: lazy });
+    return new AgentStateStore(undefined, { ownsDb: true, index, [LAZY]: lazy });
   }
 
   #conn() {
@@ -157,7 +252,7 @@ export class AgentStateStore extends BaseStore {
 
   #op(op) {
     if ("namespacePrefix" in op) {
-      if (op.query !== undefined && op.query !== null && op.query !== "") {
+      if (op.query !== undefined && op.query !== null && op.query !== "" && !this.#index) {
         throw new AgentStateError(
           "agentstate: search with a query needs an index (semantic search): this store has no index; search with a filter instead",
           "INVALID_ARGUMENT",
@@ -197,11 +292,56 @@ export class AgentStateStore extends BaseStore {
     throw new AgentStateError(`agentstate: unknown store operation ${JSON.stringify(op)}`, "INVALID_ARGUMENT");
   }
 
-  /** Runs the operations in order, in one transaction. */
+  // Embeds what the batch's puts index and its searches ask, in one
+  // embedDocuments call (each distinct text once) and one embedQuery per
+  // distinct query, and puts the vectors in the requests.
+  async #embed(operations, ops) {
+    const ix = this.#index;
+    const bufs = [];
+    if (!ix) return bufs;
+    const docs = new Map(); // text -> [[request, path]]
+    const queries = new Map(); // query -> [request]
+    operations.forEach((op, i) => {
+      const req = ops[i];
+      if (req.op === "put" && req.value !== null && op.index !== false) {
+        const paths = op.index === undefined || op.index === null ? ix.tokenized : op.index.map((p) => [p, splitPath(p)]);
+        for (const [path, toks] of paths) {
+          const texts = textsAt(op.value, toks);
+          texts.forEach((text, j) => {
+            if (!docs.has(text)) docs.set(text, []);
+            docs.get(text).push([req, texts.length > 1 ? `${path}.${j}` : path]);
+          });
+        }
+      } else if (req.op === "search" && op.query) {
+        if (!queries.has(op.query)) queries.set(op.query, []);
+        queries.get(op.query).push(req);
+      }
+    });
+    const texts = [...docs.keys()];
+    const [vectors, qvecs] = await Promise.all([
+      texts.length ? ix.embeddings.embedDocuments(texts) : [],
+      Promise.all([...queries.keys()].map((q) => ix.embeddings.embedQuery(q))),
+    ]);
+    if (vectors.length !== texts.length) {
+      throw new AgentStateError(`agentstate: the embedder gave ${vectors.length} vectors for ${texts.length} texts`, "INVALID_ARGUMENT");
+    }
+    texts.forEach((text, i) => {
+      bufs.push(wireVector(vectors[i], ix.dims, `the vector of ${JSON.stringify(text.slice(0, 40))}`));
+      for (const [req, path] of docs.get(text)) (req.vectors ??= {})[path] = bufs.length - 1;
+    });
+    [...queries.values()].forEach((reqs, i) => {
+      bufs.push(wireVector(qvecs[i], ix.dims, "the query's vector"));
+      for (const req of reqs) Object.assign(req, { query: bufs.length - 1, distance: ix.distanceType });
+    });
+    return bufs;
+  }
+
+  /** Runs the operations in order, in one transaction (embedding first, with an index). */
   async batch(operations) {
     const ops = operations.map((op) => this.#op(op));
+    const bufs = await this.#embed(operations, ops);
     const db = this.db ?? (await this.#conn());
-    const { results } = await db.call("store.batch", { ops });
+    const { results } = await db.call("store.batch", { ops }, bufs);
     return results.map((r, i) => {
       switch (ops[i].op) {
         case "get":
@@ -225,8 +365,9 @@ export class AgentStateStore extends BaseStore {
 
   /**
    * Search by namespace prefix and value filter ($eq $ne $gt $gte $lt
-   * $lte), newest first. There is no vector index yet: a `query` is
-   * refused (INVALID_ARGUMENT), not answered with unranked items.
+   * $lte), newest first; with a `query` (and an index), ranked by the
+   * items' vectors instead, each item with a `score` (higher first). Without
+   * an index a `query` is refused (INVALID_ARGUMENT), not answered unranked.
    */
   async search(namespacePrefix, options = {}) {
     validateNamespace(namespacePrefix, { allowEmpty: true, allowReservedRoot: true });

@@ -98,9 +98,9 @@ describe("AgentStateStore", () => {
     expect((await store.search(["a"], { limit: 1, offset: 1 })).map((i) => i.key)).toEqual(["two"]);
   });
 
-  // No semantic search yet (issue 41): a query cannot be answered, and
-  // unranked items would look like an answer, so it is refused, naming
-  // what it needs, in search, in a batch and from a graph node.
+  // A store opened without an index cannot answer a query, and unranked
+  // items would look like an answer, so it is refused, naming what it
+  // needs, in search, in a batch and from a graph node.
   it("refuses a search with a query, naming index, instead of ignoring it", async () => {
     await store.put(["m"], "a", { text: "likes tea" });
     const refused = { name: "AgentStateError", code: "INVALID_ARGUMENT", message: expect.stringMatching(/\bindex\b/) };
@@ -121,11 +121,12 @@ describe("AgentStateStore", () => {
     expect((await store.search(["m"], { filter: { text: "likes tea" } })).map((i) => i.key)).toEqual(["a"]);
   });
 
-  it("refuses an index at open instead of ignoring it", async () => {
-    const index = { dims: 3, embeddings: { embedDocuments: async (t) => t.map(() => [0, 0, 1]), embedQuery: async () => [0, 0, 1] }, fields: ["$"] };
-    const err = await AgentStateStore.open({ index }).catch((e) => e);
-    expect(err).toMatchObject({ name: "AgentStateError", code: "INVALID_ARGUMENT", message: expect.stringMatching(/\bindex\b/) });
-    await expect(AgentStateStore.open({ index: {} })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  it("refuses a malformed index at open instead of ignoring it", async () => {
+    const embeddings = { embedDocuments: async (t) => t.map(() => [0, 0, 1]), embedQuery: async () => [0, 0, 1] };
+    const refused = { name: "AgentStateError", code: "INVALID_ARGUMENT", message: expect.stringMatching(/\bindex\b/) };
+    await expect(AgentStateStore.open({ index: {} })).rejects.toMatchObject(refused);
+    await expect(AgentStateStore.open({ index: { dims: 3, embeddings: {} } })).rejects.toMatchObject(refused);
+    await expect(AgentStateStore.open({ index: { dims: 3, embeddings, distanceType: "hamming" } })).rejects.toMatchObject(refused);
   });
 
   it("runs a mixed batch in order", async () => {

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 import threading
+from array import array
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -20,6 +22,9 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
 )
 
 from ._db import Database
@@ -48,7 +53,50 @@ def _item(i: dict[str, Any] | None) -> Item | None:
 
 
 def _search_item(i: dict[str, Any]) -> SearchItem:
-    return SearchItem(tuple(i["namespace"]), i["key"], i["value"], _dt(i["created_at"]), _dt(i["updated_at"]))
+    return SearchItem(
+        tuple(i["namespace"]), i["key"], i["value"], _dt(i["created_at"]), _dt(i["updated_at"]), score=i.get("score")
+    )
+
+
+_DISTANCES = ("cosine", "l2", "inner_product")
+
+
+def _index_config(index: dict[str, Any]) -> tuple[dict[str, Any], Any, list[tuple[str, Any]]]:
+    """Checks LangGraph's IndexConfig; returns it (a copy), the embeddings
+    (LangGraph's ensure_embeddings: an Embeddings, a sync or async function,
+    or a "provider:model" string) and the fields as tokenized paths."""
+    if not isinstance(index, dict):
+        raise InvalidArgumentError(f"agentstate: index must be a dict (LangGraph's IndexConfig), got {type(index).__name__}")
+    index = dict(index)
+    dims = index.get("dims")
+    if not isinstance(dims, int) or isinstance(dims, bool) or not 0 < dims <= 16384:
+        raise InvalidArgumentError(f"agentstate: index dims must be an integer from 1 to 16384, got {dims!r}")
+    if index.get("embed") is None:
+        raise InvalidArgumentError("agentstate: index needs embed (an Embeddings, a function of texts, or 'provider:model')")
+    distance = index.get("distance_type") or "cosine"
+    if distance not in _DISTANCES:
+        raise InvalidArgumentError(f"agentstate: index distance_type {distance!r}: want cosine, l2 or inner_product")
+    index["distance_type"] = distance
+    fields = index.get("fields") or ["$"]
+    if isinstance(fields, str):
+        fields = [fields]
+    tokenized = [(f, "$" if f == "$" else tokenize_path(f)) for f in fields]
+    index["fields"] = list(fields)
+    return index, ensure_embeddings(index["embed"]), tokenized
+
+
+def _vector(v: Any, dims: int, what: str) -> bytes:
+    """A vector as the bridge takes it: float32 little-endian bytes, passed
+    as one of the call's buffers (JSON would cost the engine a scan of it)."""
+    try:
+        a = array("f", v)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"agentstate: the embedder gave {what} that is not a list of numbers: {e}") from None
+    if len(a) != dims:
+        raise InvalidArgumentError(f"agentstate: the embedder gave {what} of {len(a)} dimensions, the index has dims={dims}")
+    if sys.byteorder != "little":
+        a.byteswap()
+    return a.tobytes()
 
 
 class AgentStateStore(BaseStore):
@@ -65,8 +113,18 @@ class AgentStateStore(BaseStore):
             (starts a sweeper thread; ``stop_ttl_sweeper`` stops it).
         **options: :class:`Database`'s options.
 
-    Semantic search (an index, ``query``) is not supported: a search with a
-    query is refused, not answered unranked.
+        index: LangGraph's ``IndexConfig`` for semantic search: ``dims``,
+            ``embed`` (an ``Embeddings``, a sync or async function of texts,
+            or ``"provider:model"``), ``fields`` (JSON paths: ``"$"``, the
+            default, ``"a.b"``, ``"arr[*].f"``) and ``distance_type``
+            (``"cosine"``, the default, ``"inner_product"`` or ``"l2"``).
+            A put embeds its fields (or ``index=[paths]``; ``index=False``
+            leaves the item unindexed) and stores the vectors in the file
+            with the item; ``search(query=...)`` ranks in the engine and
+            sets each item's ``score`` (higher first).
+
+    Without an index a search with a query is refused (InvalidArgumentError
+    naming index), not answered unranked.
     """
 
     supports_ttl = True
@@ -80,8 +138,11 @@ class AgentStateStore(BaseStore):
         index: Any = None,
         **options: Any,
     ) -> None:
+        self.index_config: dict[str, Any] | None = None
+        self.embeddings: Any = None
+        self._fields: list[tuple[str, Any]] = []
         if index is not None:
-            raise InvalidArgumentError("agentstate: index (semantic search) is not supported by AgentStateStore yet; without it, search with a filter")
+            self.index_config, self.embeddings, self._fields = _index_config(index)
         if db is not None and (options or path != ":memory:"):
             raise InvalidArgumentError("agentstate: give a path with options, or db, not both")
         self.ttl_config = ttl
@@ -156,7 +217,7 @@ class AgentStateStore(BaseStore):
                     req["ttlMs"] = ttl * _MINUTE_MS
             return req
         if isinstance(op, SearchOp):
-            if op.query:
+            if op.query and self.index_config is None:
                 raise InvalidArgumentError(_NO_INDEX)
             req = {
                 "op": "search",
@@ -180,14 +241,43 @@ class AgentStateStore(BaseStore):
             return req
         raise InvalidArgumentError(f"agentstate: unknown store operation {op!r}")
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Runs ops in one call of the engine, in order (a put then a get of
-        the same key sees the put), in one transaction."""
-        ops = list(ops)
-        if not ops:
-            return []
-        wire = [self._op(op) for op in ops]
-        r, _ = self.db.call("store.batch", {"ops": wire})
+    def _texts(self, ops: list[Op], wire: list[dict[str, Any]]) -> tuple[list[tuple[dict, str]], list[str], list[tuple[dict, str]]]:
+        """What the batch's puts and searches need embedded: (request, field
+        path) per document text, the texts, and (request, text) per query."""
+        docs: list[tuple[dict, str]] = []
+        texts: list[str] = []
+        queries: list[tuple[dict, str]] = []
+        if self.index_config is None:
+            return docs, texts, queries
+        for op, req in zip(ops, wire):
+            if isinstance(op, PutOp) and op.value is not None and op.index is not False:
+                paths = self._fields if op.index is None else [(p, "$" if p == "$" else tokenize_path(p)) for p in op.index]
+                for path, toks in paths:
+                    found = get_text_at_path(op.value, toks)
+                    for i, text in enumerate(found):
+                        docs.append((req, f"{path}.{i}" if len(found) > 1 else path))
+                        texts.append(text)
+            elif isinstance(op, SearchOp) and op.query:
+                queries.append((req, op.query))
+        return docs, texts, queries
+
+    def _attach(self, docs: list[tuple[dict, str]], vectors: list[Any], queries: list[tuple[dict, str]], qvecs: dict[str, Any]) -> list[bytes]:
+        """Puts the vectors in the requests (as buffer numbers); returns the buffers."""
+        dims = self.index_config["dims"]  # type: ignore[index]
+        if len(vectors) != len(docs):
+            raise InvalidArgumentError(f"agentstate: the embedder gave {len(vectors)} vectors for {len(docs)} texts")
+        bufs: list[bytes] = []
+        for (req, path), v in zip(docs, vectors):
+            req.setdefault("vectors", {})[path] = len(bufs)
+            bufs.append(_vector(v, dims, f"the vector of {path!r}"))
+        for req, q in queries:
+            req["query"] = len(bufs)
+            bufs.append(_vector(qvecs[q], dims, "the query's vector"))
+            req["distance"] = self.index_config["distance_type"]  # type: ignore[index]
+        return bufs
+
+    def _run(self, wire: list[dict[str, Any]], bufs: list[bytes] = ()) -> list[Result]:  # type: ignore[assignment]
+        r, _ = self.db.call("store.batch", {"ops": wire}, bufs)
         out: list[Result] = []
         for w, res in zip(wire, r["results"]):
             if w["op"] == "get":
@@ -200,8 +290,38 @@ class AgentStateStore(BaseStore):
                 out.append(None)
         return out
 
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Runs ops in one call of the engine, in order (a put then a get of
+        the same key sees the put), in one transaction. With an index, the
+        puts' texts are embedded in one embed_documents call first."""
+        ops = list(ops)
+        if not ops:
+            return []
+        wire = [self._op(op) for op in ops]
+        docs, texts, queries = self._texts(ops, wire)
+        bufs: list[bytes] = []
+        if docs or queries:
+            vectors = self.embeddings.embed_documents(texts) if texts else []
+            qvecs = {q: self.embeddings.embed_query(q) for q in dict.fromkeys(q for _, q in queries)}
+            bufs = self._attach(docs, vectors, queries, qvecs)
+        return self._run(wire, bufs)
+
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
+        """The async form of :meth:`batch`: embeds with the embedder's async
+        methods (aembed_documents, aembed_query), then runs the engine in a
+        worker thread."""
+        ops = list(ops)
+        if not ops:
+            return []
+        wire = [self._op(op) for op in ops]
+        docs, texts, queries = self._texts(ops, wire)
+        bufs: list[bytes] = []
+        if docs or queries:
+            vectors = await self.embeddings.aembed_documents(texts) if texts else []
+            uniq = list(dict.fromkeys(q for _, q in queries))
+            qv = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in uniq))
+            bufs = self._attach(docs, vectors, queries, dict(zip(uniq, qv)))
+        return await asyncio.to_thread(self._run, wire, bufs)
 
     # ---- TTL
 

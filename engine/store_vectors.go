@@ -1,0 +1,642 @@
+package engine
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/agentstate/agentstate/engine/records"
+)
+
+// Semantic search (docs/storage.md, "Semantic search"). The host embeds an
+// item's fields and passes the vectors with its put; the engine keeps them
+// in store_vectors beside the item (float32 little-endian blobs, one row per
+// field path) and ranks by them in Go, on every backend, with no SQLite
+// extension. A search with a query vector streams the vectors of the live
+// items that match its prefix and filter out of SQL, scores each one in
+// place (no allocation per row) and keeps the best offset+limit items in a
+// heap, an item scoring as its best vector; only those items are read.
+
+const (
+	maxVectorDims    = 16384 // pgvector's vector type stops at 16,000
+	maxItemVectors   = 1024  // vectors of one item (a path like "a[*].b" gives one per element)
+	maxVectorPathLen = 1024
+)
+
+const (
+	sqlStoreVectorsDelete = `DELETE FROM store_vectors WHERE namespace=? AND key=?`
+	// A vector row names its item's rowid, which a search selects by.
+	sqlStoreVectorsPut = `INSERT INTO store_vectors(item, namespace, key, path, vec)
+		SELECT rowid, ?1, ?2, ?3, ?4 FROM store_items WHERE namespace = ?1 AND key = ?2`
+	// A sweep deletes the vectors of the items it deletes, first.
+	sqlStoreVectorsSweep = `DELETE FROM store_vectors WHERE id IN (SELECT v.id FROM store_vectors v
+		JOIN store_items i ON i.namespace = v.namespace AND i.key = v.key WHERE i.expires_at <= ?)`
+	// An import links the vectors it inserted to their items.
+	sqlStoreVectorsLink = `UPDATE store_vectors SET item = (SELECT rowid FROM store_items i
+		WHERE i.namespace = store_vectors.namespace AND i.key = store_vectors.key) WHERE item IS NULL`
+	// The vectors' version: ids are never used twice, so any change moves
+	// max(id) (an insert) or the count (deletes only).
+	sqlStoreVectorsVersion = `SELECT coalesce(max(id), 0), count(*) FROM store_vectors`
+	sqlStoreVectorsAfter   = `SELECT id, item, vec FROM store_vectors WHERE id > ? ORDER BY id`
+	sqlStoreVectorsIDs     = `SELECT id FROM store_vectors`
+	sqlStoreVectorsIDList  = `SELECT group_concat(id) FROM store_vectors`
+	// The items a search selects (store.go's parameters: ?1 now, ?2..?4 the
+	// prefix's range, ?5 the filter): in one row of text on SQLite, where a
+	// row costs most on the hosts' SQLite (a call out of WebAssembly each).
+	storeVecItems     = `SELECT rowid FROM store_items`
+	storeVecItemsList = `SELECT group_concat(rowid) FROM store_items`
+	sqlStoreItemRow   = `SELECT ` + storeCols + ` FROM store_items WHERE rowid = ?`
+)
+
+var exportStoreVectors = exportTable{name: "store_vectors", orderBy: "namespace, key, path",
+	cols: []exportCol{{"namespace", colText}, {"key", colText}, {"path", colText}, {"vec", colBytes}}}
+
+// encodeVectors validates a put's vectors and encodes them, in path order.
+func encodeVectors(key string, vs map[string][]float32) ([]storeVec, int, error) {
+	if len(vs) > maxItemVectors {
+		return nil, 0, fmt.Errorf("%w: store item %s has %d vectors, at most %d allowed", ErrInvalidArgument, quoteCut(key), len(vs), maxItemVectors)
+	}
+	out := make([]storeVec, 0, len(vs))
+	size := 0
+	for path, v := range vs {
+		if path == "" {
+			return nil, 0, fmt.Errorf("%w: store item %s: a vector's field path is empty", ErrInvalidArgument, quoteCut(key))
+		}
+		if err := checkText("vector field path", path, maxVectorPathLen); err != nil {
+			return nil, 0, err
+		}
+		if err := checkVector("vector of field "+quoteCut(path), v); err != nil {
+			return nil, 0, err
+		}
+		b := make([]byte, 4*len(v))
+		for i, f := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+		}
+		out = append(out, storeVec{path, b})
+		size += len(b) + len(path)
+	}
+	slices.SortFunc(out, func(a, b storeVec) int { return cmp.Compare(a.path, b.path) })
+	return out, size, nil
+}
+
+type storeVec struct {
+	path string
+	vec  []byte
+}
+
+func checkVector(what string, v []float32) error {
+	if len(v) == 0 || len(v) > maxVectorDims {
+		return fmt.Errorf("%w: %s has %d dimensions, want 1..%d", ErrInvalidArgument, what, len(v), maxVectorDims)
+	}
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return fmt.Errorf("%w: %s holds %v", ErrInvalidArgument, what, f)
+		}
+	}
+	return nil
+}
+
+// vecDistance is a search's scoring: higher scores rank first.
+type vecDistance int8
+
+const (
+	distCosine vecDistance = iota
+	distInner
+	distL2
+)
+
+func parseDistance(s string) (vecDistance, error) {
+	switch s {
+	case "", "cosine":
+		return distCosine, nil
+	case "inner_product":
+		return distInner, nil
+	case "l2":
+		return distL2, nil
+	}
+	return 0, fmt.Errorf("%w: distance type %q (want cosine, inner_product or l2)", ErrInvalidArgument, s)
+}
+
+// onServer: c is a PostgreSQL connection, where no trigger deletes an
+// item's vectors with it (SQLite files have them: migrations/0008).
+func onServer(c *conn) bool { return c.tr != nil && !c.shared }
+
+// putVectors stores the vectors of the item at (ns, key), which the put
+// just wrote: on SQLite the put's own update dropped the old ones.
+func putVectors(c *conn, ns, key string, vs []storeVec) error {
+	if onServer(c) {
+		if err := c.exec(sqlStoreVectorsDelete, ns, key); err != nil {
+			return err
+		}
+	}
+	for _, v := range vs {
+		if err := c.exec(sqlStoreVectorsPut, ns, key, v.path, v.vec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// asFloats views a float32 little-endian blob in place (every target of the
+// engine is little-endian), or copies it into scratch when the driver's
+// bytes are not 4-byte aligned; a blob's odd tail bytes are ignored.
+func asFloats(b []byte, scratch *[]float32) []float32 {
+	n := len(b) / 4
+	if n == 0 {
+		return nil
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	}
+	if cap(*scratch) < n {
+		*scratch = make([]float32, n)
+	}
+	v := (*scratch)[:n]
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// vecScorer scores stored vectors against one query.
+type vecScorer struct {
+	q     []float32
+	qnorm float64
+	dist  vecDistance
+}
+
+func newVecScorer(q []float32, d vecDistance) vecScorer {
+	var n float64
+	for _, f := range q {
+		n += float64(f) * float64(f)
+	}
+	return vecScorer{q: q, qnorm: math.Sqrt(n), dist: d}
+}
+
+// score returns v's score, and false when v cannot be compared with the
+// query (another number of dimensions).
+func (s *vecScorer) score(v []float32) (float64, bool) {
+	q := s.q
+	if len(v) != len(q) {
+		return 0, false
+	}
+	v = v[:len(q)]
+	var d0, d1, d2, d3, n0, n1, n2, n3 float32
+	i := 0
+	switch s.dist {
+	case distL2:
+		for ; i+4 <= len(q); i += 4 {
+			e0, e1, e2, e3 := v[i]-q[i], v[i+1]-q[i+1], v[i+2]-q[i+2], v[i+3]-q[i+3]
+			d0, d1, d2, d3 = d0+e0*e0, d1+e1*e1, d2+e2*e2, d3+e3*e3
+		}
+		for ; i < len(q); i++ {
+			e := v[i] - q[i]
+			d0 += e * e
+		}
+		return -math.Sqrt(float64(d0 + d1 + d2 + d3)), true
+	case distInner:
+		for ; i+4 <= len(q); i += 4 {
+			d0, d1, d2, d3 = d0+v[i]*q[i], d1+v[i+1]*q[i+1], d2+v[i+2]*q[i+2], d3+v[i+3]*q[i+3]
+		}
+		for ; i < len(q); i++ {
+			d0 += v[i] * q[i]
+		}
+		return float64(d0 + d1 + d2 + d3), true
+	}
+	for ; i+4 <= len(q); i += 4 {
+		d0, d1, d2, d3 = d0+v[i]*q[i], d1+v[i+1]*q[i+1], d2+v[i+2]*q[i+2], d3+v[i+3]*q[i+3]
+		n0, n1, n2, n3 = n0+v[i]*v[i], n1+v[i+1]*v[i+1], n2+v[i+2]*v[i+2], n3+v[i+3]*v[i+3]
+	}
+	for ; i < len(q); i++ {
+		d0 += v[i] * q[i]
+		n0 += v[i] * v[i]
+	}
+	norm := math.Sqrt(float64(n0+n1+n2+n3)) * s.qnorm
+	if norm == 0 {
+		return 0, true // a zero vector is like nothing
+	}
+	return float64(d0+d1+d2+d3) / norm, true
+}
+
+// topK keeps the k best items seen, an item counted once at its best score.
+type topK struct {
+	k    int
+	h    []scored // a min-heap on (score, then later items lower)
+	seen map[int64]int
+}
+
+type scored struct {
+	score float64
+	item  int64
+}
+
+// worse orders the heap: the lower score, and among equal scores the later
+// item, goes first out.
+func (a scored) worse(b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.item > b.item
+}
+
+func newTopK(k int) *topK { return &topK{k: k, h: make([]scored, 0, k), seen: make(map[int64]int, k)} }
+
+func (t *topK) add(item int64, score float64) {
+	s := scored{score, item}
+	if i, ok := t.seen[item]; ok {
+		if t.h[i].score < score {
+			t.h[i].score = score
+			t.down(i)
+		}
+		return
+	}
+	if len(t.h) < t.k {
+		t.h = append(t.h, s)
+		t.seen[item] = len(t.h) - 1
+		t.up(len(t.h) - 1)
+		return
+	}
+	if t.k == 0 || !t.h[0].worse(s) {
+		return
+	}
+	delete(t.seen, t.h[0].item)
+	t.h[0] = s
+	t.seen[item] = 0
+	t.down(0)
+}
+
+func (t *topK) swap(i, j int) {
+	t.h[i], t.h[j] = t.h[j], t.h[i]
+	t.seen[t.h[i].item], t.seen[t.h[j].item] = i, j
+}
+
+func (t *topK) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !t.h[i].worse(t.h[p]) {
+			return
+		}
+		t.swap(i, p)
+		i = p
+	}
+}
+
+func (t *topK) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(t.h) && t.h[l].worse(t.h[m]) {
+			m = l
+		}
+		if r := l + 1; r < len(t.h) && t.h[r].worse(t.h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		t.swap(i, m)
+		i = m
+	}
+}
+
+// best returns the kept items, best first.
+func (t *topK) best() []scored {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b scored) int {
+		if a.worse(b) {
+			return 1
+		}
+		if b.worse(a) {
+			return -1
+		}
+		return 0
+	})
+	return out
+}
+
+// vecCache is a handle's copy of store_vectors (id, item, vector), kept
+// current by reading only what changed since (rows past its last id, and
+// the ids alone when rows went): a search then crosses one row per search,
+// not one per vector. It costs the vectors' size in memory, once per handle.
+type vecCache struct {
+	mu    sync.Mutex
+	maxID int64
+	ids   []int64 // ascending
+	items []int64
+	offs  []int // row i is data[offs[i]:offs[i+1]]
+	data  []float32
+}
+
+func (vc *vecCache) reset() {
+	vc.maxID, vc.ids, vc.items, vc.offs, vc.data = 0, nil, nil, []int{0}, nil
+}
+
+// refresh brings the copy to what c's transaction sees.
+func (vc *vecCache) refresh(c *conn) error {
+	var maxID, count int64
+	if _, err := c.queryRow(sqlStoreVectorsVersion, nil, func(st row) error {
+		maxID, count = st.Int64(0), st.Int64(1)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if vc.offs == nil || maxID < vc.maxID {
+		vc.reset()
+	}
+	if maxID == vc.maxID && count == int64(len(vc.ids)) {
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		if maxID > vc.maxID {
+			var scratch []float32
+			err := c.query(sqlStoreVectorsAfter, []any{vc.maxID}, func(st row) error {
+				v := asFloats(st.Blob(2), &scratch)
+				if vc.data == nil {
+					vc.data = make([]float32, 0, int(count)*len(v))
+				}
+				vc.ids = append(vc.ids, st.Int64(0))
+				vc.items = append(vc.items, st.Int64(1)) // NULL (an import before its link): 0, no item
+				vc.data = append(vc.data, v...)
+				vc.offs = append(vc.offs, len(vc.data))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			vc.maxID = maxID
+		}
+		if int64(len(vc.ids)) == count {
+			return nil
+		}
+		if attempt > 0 {
+			return fmt.Errorf("%w: store_vectors changed while being read", ErrCorrupt)
+		}
+		// Rows went: keep those still there.
+		live, err := idSet(c, sqlStoreVectorsIDList, sqlStoreVectorsIDs, nil)
+		if err != nil {
+			return err
+		}
+		vc.keep(live)
+		if int64(len(vc.ids)) != count {
+			vc.reset() // not what a deletion leaves: read everything again
+		}
+	}
+}
+
+func (vc *vecCache) keep(live map[int64]struct{}) {
+	n, d := 0, 0
+	for i, id := range vc.ids {
+		if _, ok := live[id]; !ok {
+			continue
+		}
+		row := vc.data[vc.offs[i]:vc.offs[i+1]]
+		d += copy(vc.data[d:], row)
+		vc.ids[n], vc.items[n] = id, vc.items[i]
+		n++
+		vc.offs[n] = d
+	}
+	vc.ids, vc.items, vc.offs, vc.data = vc.ids[:n], vc.items[:n], vc.offs[:n+1], vc.data[:d]
+}
+
+// idSet runs a query of ids: on SQLite the group_concat form (one row of
+// text), on a server one row per id.
+func idSet(c *conn, list, rows string, args []any) (map[int64]struct{}, error) {
+	if c.tr != nil {
+		set := map[int64]struct{}{}
+		err := c.query(rows, args, func(st row) error {
+			set[st.Int64(0)] = struct{}{}
+			return nil
+		})
+		return set, err
+	}
+	var text string
+	if _, err := c.queryRow(list, args, func(st row) error {
+		if !st.Null(0) {
+			text = st.Text(0)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	set := make(map[int64]struct{}, strings.Count(text, ",")+1)
+	for len(text) > 0 {
+		field, rest, _ := strings.Cut(text, ",")
+		id, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: an id list holds %q", ErrCorrupt, quoteCut(field))
+		}
+		set[id] = struct{}{}
+		text = rest
+	}
+	return set, nil
+}
+
+// searchVectors is a search with a query vector (see records.SearchOp).
+//
+// The items under the prefix come back as one row; their vectors are
+// scored from the handle's copy. Without a filter the best offset+limit
+// are kept and read. With one, the items are read best first and the
+// filter checked on each value in Go, until the page is full: on the hosts'
+// SQLite a filter in SQL is a call into WebAssembly per item, so checking
+// the few winners costs far less. A filter that keeps too few of them
+// (more than filterTries reads per wanted item) is run in SQL instead.
+func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, error) {
+	want := offset + p.limit
+	if p.filter != nil && !p.inWrite {
+		out, ok, err := s.searchVectorsThenFilter(c, p, offset, now)
+		if err != nil || ok {
+			return out, err
+		}
+	}
+	items, err := s.vecItems(c, p, now, p.filter)
+	if err != nil {
+		return nil, err
+	}
+	scorer := newVecScorer(p.query, p.dist)
+	top := newTopK(want)
+	if len(items) > 0 {
+		err = s.scanVectors(c, p, items, func(item int64, v []float32) {
+			if sc, ok := scorer.score(v); ok {
+				top.add(item, sc)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	best := top.best()
+	best = best[min(offset, len(best)):]
+	out := make([]records.Item, 0, len(best))
+	for _, b := range best {
+		it, found, err := readScored(c, b, nil)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+const filterTries = 8
+
+func (s Store) searchVectorsThenFilter(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, bool, error) {
+	items, err := s.vecItems(c, p, now, nil)
+	if err != nil || len(items) == 0 {
+		return nil, err == nil, err
+	}
+	scorer := newVecScorer(p.query, p.dist)
+	ranked := make([]scored, 0, len(items))
+	err = s.scanVectors(c, p, items, func(item int64, v []float32) {
+		if sc, ok := scorer.score(v); ok {
+			ranked = append(ranked, scored{sc, item})
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	// A heap of every vector's score, best on top, popped as far as needed:
+	// an item's first pop is its best vector, later ones are skipped.
+	h := &maxHeap{ranked}
+	popped := map[int64]bool{}
+	for i := len(ranked)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	want := offset + p.limit
+	budget := filterTries*want + 64
+	var out []records.Item
+	kept := 0
+	for len(h.s) > 0 && kept < want {
+		if budget == 0 {
+			return nil, false, nil
+		}
+		b := h.pop()
+		if popped[b.item] {
+			continue
+		}
+		popped[b.item] = true
+		budget--
+		it, found, err := readScored(c, b, p.filter)
+		if err != nil {
+			return nil, false, err
+		}
+		if !found {
+			continue
+		}
+		if kept >= offset {
+			out = append(out, it)
+		}
+		kept++
+	}
+	if out == nil {
+		out = []records.Item{}
+	}
+	return out, true, nil
+}
+
+// maxHeap pops the best scored first (ties: the earlier item).
+type maxHeap struct{ s []scored }
+
+func (h *maxHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h.s) && h.s[m].worse(h.s[l]) {
+			m = l
+		}
+		if r := l + 1; r < len(h.s) && h.s[m].worse(h.s[r]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.s[i], h.s[m] = h.s[m], h.s[i]
+		i = m
+	}
+}
+
+func (h *maxHeap) pop() scored {
+	top := h.s[0]
+	last := len(h.s) - 1
+	h.s[0] = h.s[last]
+	h.s = h.s[:last]
+	h.down(0)
+	return top
+}
+
+// readScored reads a ranked item, with its score; found is false when it
+// is gone or (with a filter) does not match.
+func readScored(c *conn, b scored, filter *recFilter) (records.Item, bool, error) {
+	var it records.Item
+	matched := true
+	found, err := c.queryRow(sqlStoreItemRow, []any{b.item}, func(st row) (err error) {
+		if filter != nil && !filter.match(st.Blob(2)) {
+			matched = false
+			return nil
+		}
+		it, err = scanItem(st)
+		return err
+	})
+	if err != nil || !found || !matched {
+		return it, false, err
+	}
+	score := b.score
+	it.Score = &score
+	return it, true, nil
+}
+
+// vecItems returns the live items under the search's prefix (and filter).
+func (s Store) vecItems(c *conn, p *storePlanned, now int64, filter *recFilter) (map[int64]struct{}, error) {
+	args := []any{now, "", "", "", nil}
+	where := storeWhereAll
+	if p.ns != "" {
+		args[1], args[2], args[3] = p.ns, p.ns+".", p.ns+"/"
+		where = storeWhereNS
+	}
+	if filter != nil {
+		args[4] = filter.encoded
+		where += storeMatch
+	} else if p.ns != "" { // a statement is given no more arguments than it numbers
+		args = args[:4]
+	} else {
+		args = args[:1]
+	}
+	return idSet(c, storeVecItemsList+where, storeVecItems+where, args)
+}
+
+// scanVectors calls fn with every vector of the given items.
+func (s Store) scanVectors(c *conn, p *storePlanned, items map[int64]struct{}, fn func(item int64, v []float32)) error {
+	if p.inWrite {
+		// A write transaction may yet roll back: read its rows, not the copy.
+		var scratch []float32
+		return c.query(sqlStoreVectorsAfter, []any{0}, func(st row) error {
+			if _, ok := items[st.Int64(1)]; ok {
+				fn(st.Int64(1), asFloats(st.Blob(2), &scratch))
+			}
+			return nil
+		})
+	}
+	return s.scanCached(c, items, fn)
+}
+
+func (s Store) scanCached(c *conn, items map[int64]struct{}, fn func(item int64, v []float32)) error {
+	vc := &s.db.vecs
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if err := vc.refresh(c); err != nil {
+		vc.reset()
+		return err
+	}
+	for i, item := range vc.items {
+		if _, ok := items[item]; !ok {
+			continue
+		}
+		fn(item, vc.data[vc.offs[i]:vc.offs[i+1]])
+	}
+	return nil
+}
