@@ -5,7 +5,8 @@ messages channel, paired in one script (issue 39, item 4):
     python bench/research_bench.py [--turns 30] [--rounds 1] [--channels default,delta]
                                    [--every 10] [--warmup 3] [--limit 50] [--json FILE]
     python bench/research_bench.py --turns 200 --rounds 3      # the issue's size
-    python bench/research_bench.py --savers agentstate --turns 200 --channels delta   # one side (profiling)
+    python bench/research_bench.py --profile --turns 60      # CPU per turn by saver method, by layer, by engine call
+    python bench/research_bench.py --profile --graph chat --turns 300 --channels delta   # the same on the chat graph
 
 The graph (our own; the shape of a research agent's turn such as DeerFlow's
 lead agent, not its code):
@@ -355,6 +356,101 @@ def compare(args) -> None:
             json.dump(out, f, indent=1)
 
 
+def profile(args) -> None:
+    """--profile: each saver in this process, CPU per turn by saver method
+    (bench/method_cost.py's timers) and, for agentstate, by layer
+    (bench/turn_profile.py's timers: serde, request, crossing, engine, host,
+    the rest LangGraph's)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import method_cost as mc
+    import turn_profile as tp
+    from collections import Counter
+
+    tp.instrument_classes(False)
+    ops = _time_ops()
+    if args.graph == "chat":
+        import langgraph_bench as lb
+
+        make = lambda s, channel: lb.graph(s, channel, args.every)  # noqa: E731
+        run = lambda g, thread, n: lb.drive(g, thread, n)  # noqa: E731
+    else:
+        make = lambda s, channel: graph(s, channel, args.every)  # noqa: E731
+        run = lambda g, thread, n: drive(g, thread, 1, n)  # noqa: E731
+    tmp = tempfile.mkdtemp(prefix="agentstate-research-prof-")
+    try:
+        for channel in args.channels.split(","):
+            print(f"{channel}: CPU ms per turn; methods inclusive, ms per turn (calls per turn)")
+            for kind in args.savers.split(","):
+                s, close = open_saver(kind, os.path.join(tmp, f"warm-{kind}-{channel}.db"))
+                run(make(s, channel), "warm-up", args.warmup)
+                close()
+                s, close = open_saver(kind, os.path.join(tmp, f"{kind}-{channel}.db"))
+                spent: Counter = Counter()
+                calls: Counter = Counter()
+                mc.timed(s, spent, calls)
+                if kind == "agentstate":
+                    tp.instrument(s)
+                tp.ACC.clear()
+                tp.CALLS.clear()
+                ops.clear()
+                c0 = time.process_time()
+                run(make(s, channel), "research", args.turns)
+                total = time.process_time() - c0
+                close()
+                n = args.turns
+                parts = "  ".join(f"{m} {spent[m] / n * 1000:.2f} ({calls[m] / n:.1f})" for m in mc.METHODS if calls[m])
+                print(f"  {kind:<10} {total / n * 1000:7.2f} ms/turn; methods {sum(spent.values()) / n * 1000:6.2f}: {parts}")
+                if kind == "agentstate":
+                    rest = total - sum(tp.ACC.values())
+                    print("             layers: " + "  ".join(
+                        f"{layer} {(rest if layer == 'langgraph' else tp.ACC[layer]) / n * 1000:.2f}"
+                        + ("" if layer == "langgraph" else f" ({tp.CALLS[layer] / n:.1f})")
+                        for layer in ("langgraph", "serde", "request", "crossing", "engine", "host")))
+                    for op, (cpu, calls_, host, stmts) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
+                        print(f"             engine call {op:<13} {calls_ / n:5.2f} a turn, {cpu / max(calls_, 1) * 1e6:6.0f} us a call "
+                              f"(host {host / max(calls_, 1) * 1e6:5.0f} us, {stmts / max(calls_, 1):4.1f} statements)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _time_ops() -> dict:
+    """CPU of each engine call by op (thread time of the crossing, the Go and
+    the host statements it runs) and of its host statements."""
+    import threading
+    from collections import defaultdict
+
+    from langgraph.checkpoint.agentstate import _engine, _sqlite_host
+
+    ops: dict = defaultdict(lambda: [0.0, 0, 0.0, 0])  # op -> CPU, calls, host CPU, statements
+    tls = threading.local()
+    H = _sqlite_host.SQLiteHost
+    for name in ("run", "next", "prepare", "reset", "finalize", "autocommit"):
+        def hw(*a, _fn=getattr(H, name), _run=name == "run", **k):
+            t0 = time.thread_time()
+            try:
+                return _fn(*a, **k)
+            finally:
+                op = getattr(tls, "op", None)
+                if op is not None:
+                    ops[op][2] += time.thread_time() - t0
+                    ops[op][3] += _run
+        setattr(H, name, hw)
+    call_raw = _engine.Engine.call_raw
+
+    def cw(self, h, op, text, bufs=()):
+        tls.op = op
+        t0 = time.thread_time()
+        try:
+            return call_raw(self, h, op, text, bufs)
+        finally:
+            ops[op][0] += time.thread_time() - t0
+            ops[op][1] += 1
+            tls.op = None
+
+    _engine.Engine.call_raw = cw
+    return ops
+
+
 def version(dist: str) -> str:
     from importlib.metadata import version as v
 
@@ -371,6 +467,8 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--json", default="")
+    p.add_argument("--profile", action="store_true", help="CPU per turn by saver method and (agentstate) by layer, in this process")
+    p.add_argument("--graph", choices=("research", "chat"), default="research", help="--profile: this graph or langgraph_bench.py's chat graph")
     p.add_argument("--child", nargs=4, metavar=("PHASE", "SAVER", "CHANNEL", "PATH"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -384,7 +482,10 @@ def main() -> None:
     for k in args.savers.split(","):
         if k not in ("agentstate", "sqlite"):
             raise SystemExit(f"--savers: unknown saver {k}")
-    compare(args)
+    if args.profile:
+        profile(args)
+    else:
+        compare(args)
 
 
 if __name__ == "__main__":
