@@ -14,8 +14,8 @@ lead agent, not its code):
 - a turn is one invoke: a human message (200-600 bytes) in; the agent answers
   with a tool call; the tool's output (2-40 KB of text) comes back as a tool
   message; the agent answers (300-1,500 bytes) and the turn ends. Every 10th
-  turn the tool's output also carries a 200 KB base64 image (an image_url
-  content block); every 5th turn the agent fans out instead to 3 subagents
+  turn (turns 7, 17, 27, ...) the tool's output also carries a 200 KB base64
+  image (an image_url content block); every 5th turn the agent fans out instead to 3 subagents
   with Send, each returning a tool message of 4-12 KB.
 - title, todos, thread_data and artifacts are written by every node at every
   step (a reducer that keeps the last write, so parallel subagents may all
@@ -162,7 +162,7 @@ def graph(checkpointer, channel: str, every: int):
         call = s["messages"][-1].tool_calls[0]
         body = text(k * 5 + 2, size_of(k + 1, 2 * 1024, 40 * 1024))
         content = body
-        if k % 10 == 0:
+        if k % 10 == 7:
             content = [{"type": "text", "text": body},
                        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + image_b64(k)}}]
         out = small(k, "tools", len(s["messages"]))

@@ -11,8 +11,8 @@
 // The graph (our own; the shape of a research agent's turn, not its code): a
 // turn is one invoke, a human message (200-600 bytes) in; the agent answers
 // with a tool call; the tool's output (2-40 KB of text) comes back as a tool
-// message; the agent answers (300-1,500 bytes). Every 10th turn the tool's
-// output also carries a 200 KB base64 image (an image_url content block);
+// message; the agent answers (300-1,500 bytes). Every 10th turn (7, 17, 27,
+// ...) the tool's output also carries a 200 KB base64 image (an image_url content block);
 // every 5th turn the agent fans out instead to 3 subagents with Send, each
 // returning a tool message of 4-12 KB. title, todos, thread_data and
 // artifacts are written by every node at every step (a reducer keeping the
@@ -158,7 +158,7 @@ function researchGraph(L, checkpointer, channel, every) {
     const call = s.messages[s.messages.length - 1].tool_calls[0];
     const body = text(k * 5 + 2, sizeOf(k + 1, 2 * 1024, 40 * 1024));
     const content =
-      k % 10 === 0 ? [{ type: "text", text: body }, { type: "image_url", image_url: { url: "data:image/png;base64," + imageB64(k) } }] : body;
+      k % 10 === 7 ? [{ type: "text", text: body }, { type: "image_url", image_url: { url: "data:image/png;base64," + imageB64(k) } }] : body;
     const out = small(k, "tools", s.messages.length);
     out.messages = [new ToolMessage({ id: `tool-${k}`, content, tool_call_id: call.id, name: call.name })];
     return out;
