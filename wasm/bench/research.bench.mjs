@@ -5,7 +5,7 @@
 //
 //   node research.bench.mjs [--turns 30] [--rounds 1] [--channels default,delta]
 //                           [--savers agentstate,sqlite] [--every 10] [--warmup 10]
-//                           [--limit 50] [--package DIR] [--json FILE]
+//                           [--limit 50] [--package DIR] [--wasm FILE] [--json FILE]
 //   node research.bench.mjs --turns 200 --rounds 3      # the issue's size
 //
 // The graph (our own; the shape of a research agent's turn, not its code): a
@@ -32,7 +32,9 @@
 // process's peak RSS, the RSS before and after, the array dropped and a GC).
 // The warm-up matters more here than in Python: V8 compiles the engine's
 // WebAssembly lazily and optimises what runs often. Node runs with --expose-gc. --package DIR: the npm package to measure (a
-// checkout's wasm/npm with node_modules and dist/; default ../npm).
+// checkout's wasm/npm with node_modules and dist/; default ../npm); --wasm
+// FILE: the engine module to load instead of the package's dist/ (a build of
+// ./wasm/js, GOOS=js GOARCH=wasm).
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -56,6 +58,7 @@ const opts = {
   channels: flag("channels", "default,delta").split(","),
   savers: flag("savers", "agentstate,sqlite").split(","),
   pkg: path.resolve(flag("package", path.join(here, "../npm"))),
+  wasm: flag("wasm", ""),
   json: flag("json", ""),
 };
 for (const c of opts.channels) if (!["default", "delta"].includes(c)) throw new Error(`--channels: unknown kind ${c}`);
@@ -186,7 +189,8 @@ async function openSaver(kind, file) {
   if (kind === "agentstate") {
     const pkg = await import(pathToFileURL(path.join(opts.pkg, "src/index.js")).href);
     const { JsonPlusSerializer } = await import("@langchain/langgraph-checkpoint");
-    const s = await pkg.AgentStateSaver.open({ path: file, serde: new JsonPlusSerializer() });
+    const wasmBytes = opts.wasm ? fs.readFileSync(opts.wasm) : undefined;
+    const s = await pkg.AgentStateSaver.open({ path: file, wasmBytes, serde: new JsonPlusSerializer() });
     return { s, close: () => s.close() };
   }
   const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
@@ -267,7 +271,7 @@ async function childHistory(kind, channel, file) {
 
 function runChild(phase, kind, channel, file) {
   const args = ["--expose-gc", new URL(import.meta.url).pathname, "--child", phase, kind, channel, file,
-    "--turns", String(opts.turns), "--every", String(opts.every), "--warmup", String(opts.warmup), "--limit", String(opts.limit), "--package", opts.pkg];
+    "--turns", String(opts.turns), "--every", String(opts.every), "--warmup", String(opts.warmup), "--limit", String(opts.limit), "--package", opts.pkg, ...(opts.wasm ? ["--wasm", opts.wasm] : [])];
   const r = spawnSync(process.execPath, args, { encoding: "utf8", maxBuffer: 64 << 20 });
   if (r.status !== 0) throw new Error(`${phase} ${kind} ${channel} failed:\n${(r.stderr || "").slice(-4000)}`);
   return JSON.parse(r.stdout.trim().split("\n").pop());
