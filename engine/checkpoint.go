@@ -120,10 +120,9 @@ func validateChannel(name string) error {
 }
 
 // Put stores checkpoint cp as a child of cfg.CheckpointID (empty: a root)
-// and returns the config naming it. Only channels listed in newVersions are
-// written; every other channel keeps the value stored for its version by an
-// ancestor. The parent must exist and cp.ID must sort after the parent's id.
-// The checkpoint seals the parent's writes received since its previous child
+// and returns its config. Only channels in newVersions are written; others
+// keep their ancestors' values. The parent must exist and cp.ID sort after
+// its id. cp seals the parent's writes received since its previous child
 // (contract §2.4), so forks never replay an abandoned sibling's writes.
 func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (Config, error) {
 	p, err := preparePutValues(cfg, cp, md, newVersions)
@@ -471,6 +470,53 @@ func (db *DB) PutWrites(ctx context.Context, cfg Config, writes []Write, taskID,
 		return err
 	}
 	return db.write(ctx, func(c *conn) error { return putWritesTx(c, cfg, writes, taskID, taskPath, nil, false) })
+}
+
+// PutWithWrites is Put and PutWrites of tasks under cp in one transaction.
+func (db *DB) PutWithWrites(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string, tasks [][]PendingWrite) (refused []error, err error) {
+	p, err := preparePutValues(cfg, cp, md, newVersions)
+	if err != nil {
+		return nil, err
+	}
+	// Each task's writes are checked as PutWrites checks them; one refused
+	// here is not stored and does not stop the others (nor the put).
+	child := Config{ThreadID: cfg.ThreadID, CheckpointNS: cfg.CheckpointNS, CheckpointID: cp.ID}
+	refused = make([]error, len(tasks))
+	writes := make([][]Write, len(tasks))
+	for k, t := range tasks {
+		if len(t) == 0 {
+			refused[k] = fmt.Errorf("%w: a task without writes", ErrInvalidArgument)
+			continue
+		}
+		ws := make([]Write, len(t))
+		for i, w := range t {
+			ws[i] = Write{Channel: w.Channel, Value: w.Value}
+		}
+		if refused[k] = validateWrites(child, ws, t[0].TaskID); refused[k] == nil {
+			writes[k] = ws
+		}
+	}
+	p.wantSealed = cfg.CheckpointID != "" && db.cache.tracks(cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
+	p.autoRetain = db.opts.AutoRetain
+	err = db.write(ctx, func(c *conn) error {
+		if err := p.run(c); err != nil {
+			return err
+		}
+		for k, ws := range writes {
+			// known: the checkpoint was inserted by this transaction.
+			if ws != nil {
+				if err := putWritesTx(c, child, ws, tasks[k][0].TaskID, tasks[k][0].TaskPath, nil, true); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	db.afterPut(p)
+	return refused, nil
 }
 
 func validateWrites(cfg Config, writes []Write, taskID string) error {

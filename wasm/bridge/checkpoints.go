@@ -97,8 +97,10 @@ var batchable = map[string]func(context.Context, *handle, map[string]any, in) (a
 }
 
 // opWritesBatch runs several puts and putWrites in one crossing of the
-// bridge, in order, each as its own call would (its own transaction): the
-// saver sends a checkpoint together with the writes that were waiting for it.
+// bridge, in order, each as its own call would: the saver sends a
+// checkpoint together with the writes that were waiting for it. A put
+// followed by writes under the checkpoint it puts commits once
+// (putWithWrites); any other batch runs each op in its own transaction.
 // Each op succeeds or fails alone; a failure is reported in its slot as
 // {"error": message, "code": code} and does not stop the ops after it (a
 // write to a checkpoint whose put failed fails by itself, NOT_FOUND).
@@ -130,6 +132,9 @@ func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *Out,
 		}
 		ops[k].req = o["req"]
 	}
+	if res := putWithWrites(ctx, h, ops[0].name, ops[0].req, len(ops), func(k int) (string, any) { return ops[k].name, ops[k].req }, i); res != nil {
+		return map[string]any{"results": res}, nil, nil
+	}
 	res := make([]any, len(ops))
 	for k, o := range ops {
 		req, err := fObj(o.req, "req")
@@ -147,6 +152,78 @@ func opWritesBatch(ctx context.Context, h *handle, req []byte, i in) (any, *Out,
 		res[k] = map[string]any{"ok": v}
 	}
 	return map[string]any{"results": res}, nil, nil
+}
+
+// putWithWrites runs a batch of one put followed by writes of tasks under
+// the checkpoint it puts (what the saver sends) in one transaction
+// (engine.DB.PutWithWrites): one commit, and no existence check per task.
+// It answers nil, for the ops to run one by one, when the batch has
+// another shape or a request does not parse (the one-by-one run reports
+// it in its slot), and when the transaction failed: nothing of it was
+// stored, and the ops one by one give each its own outcome, as before.
+func putWithWrites(ctx context.Context, h *handle, first string, putReq any, n int, op func(int) (string, any), i in) []any {
+	if first != "put" || n < 2 {
+		return nil
+	}
+	m, err := fObj(putReq, "req")
+	if err != nil || m == nil {
+		return nil
+	}
+	r, err := readPut(m)
+	if err != nil {
+		return nil
+	}
+	cp, err := r.Checkpoint.engine(i)
+	if err != nil {
+		return nil
+	}
+	child := engine.Config{ThreadID: r.Config.ThreadID, CheckpointNS: r.Config.CheckpointNS, CheckpointID: cp.ID}
+	tasks := make([][]engine.PendingWrite, 0, n-1)
+	for k := 1; k < n; k++ {
+		name, req := op(k)
+		if name != "putWrites" {
+			return nil
+		}
+		wm, err := fObj(req, "req")
+		if err != nil || wm == nil {
+			return nil
+		}
+		w, err := readPutWrites(wm)
+		if err != nil || w.Config != child || len(w.Writes) == 0 {
+			return nil
+		}
+		t := make([]engine.PendingWrite, len(w.Writes))
+		for j, x := range w.Writes {
+			b, err := i.blob(x.Value)
+			if err != nil {
+				return nil
+			}
+			t[j] = engine.PendingWrite{TaskID: w.TaskID, TaskPath: w.TaskPath, Channel: x.Channel, Value: b}
+		}
+		tasks = append(tasks, t)
+	}
+	refused, err := h.db.PutWithWrites(ctx, r.Config, cp, engine.Metadata(r.Metadata), r.NewVersions, tasks)
+	if err != nil {
+		if !errors.Is(err, engine.ErrOutcomeUnknown) {
+			return nil
+		}
+		// The commit may have happened: no op runs again.
+		res := make([]any, n)
+		for k := range res {
+			res[k] = map[string]string{"error": err.Error(), "code": ErrorCode(err)}
+		}
+		return res
+	}
+	res := make([]any, n)
+	res[0] = map[string]any{"ok": map[string]any{"config": child}}
+	for k, e := range refused {
+		if e != nil {
+			res[k+1] = map[string]string{"error": e.Error(), "code": ErrorCode(e)}
+		} else {
+			res[k+1] = map[string]any{"ok": struct{}{}}
+		}
+	}
+	return res
 }
 
 // ErrorCode is the code a host gives err (INTERNAL when it matches no sentinel).

@@ -633,7 +633,8 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                     raise
                 return self._put_reusing(req, cid, values, bufs)
         # The writes that came for this checkpoint go with it, in one
-        # crossing (writes.batch: each op in its own transaction, in order).
+        # crossing (writes.batch: in order, each op with its own outcome; a put
+        # and the writes under its checkpoint commit together).
         # Their blob references index the batch's one list.
         ops: list[dict[str, Any]] = [{"op": "put", "req": req}]
         allbufs = list(bufs)
