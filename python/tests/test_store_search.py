@@ -132,3 +132,38 @@ def test_async_methods_use_the_async_embedder():
 
     assert asyncio.run(main()) == ["k2", "k1"]
     assert len(calls) == 3  # two puts and the query
+
+
+def test_server_factories_take_an_index_in_code_or_from_the_environment(tmp_path, monkeypatch):
+    from langgraph.checkpoint.agentstate import server
+
+    monkeypatch.setenv("AGENTSTATE_PATH", str(tmp_path / "server.db"))
+
+    async def ranked():
+        async with server.store_factory(index=index(fields=["text"]))() as st:
+            await st.aput(("mem",), "a", {"text": "aaaa"})
+            await st.aput(("mem",), "b", {"text": "bbbb"})
+            return keys(await st.asearch(("mem",), query="bbb"))
+
+    assert asyncio.run(ranked())[0] == "b"
+
+    async def open_default():
+        async with server.make_store() as st:
+            return st
+
+    # make_store reads AGENTSTATE_STORE_INDEX: no index, a refused query;
+    # a bad value, a typed error naming what is wrong (and the file released).
+    async def query_without_index():
+        async with server.make_store() as st:
+            await st.asearch(("mem",), query="bbb")
+
+    monkeypatch.delenv("AGENTSTATE_STORE_INDEX", raising=False)
+    with pytest.raises(InvalidArgumentError, match="index"):
+        asyncio.run(query_without_index())
+    monkeypatch.setenv("AGENTSTATE_STORE_INDEX", "{not json")
+    with pytest.raises(InvalidArgumentError, match="AGENTSTATE_STORE_INDEX"):
+        asyncio.run(open_default())
+    monkeypatch.setenv("AGENTSTATE_STORE_INDEX", '{"dims": 8}')
+    with pytest.raises(InvalidArgumentError, match="embed"):
+        asyncio.run(open_default())
+    assert server._shared == {}
