@@ -407,3 +407,25 @@ def test_admission_leases_takeover_and_first_cancel_wins(db):
         assert (old["status"], old["owner_worker_id"]) == ("interrupted", "w3")
 
     run(go())
+
+
+def test_deleting_a_runs_events_leaves_the_other_runs_whole(db):
+    # The user-visible half of DeerFlow's by-run index tests (whose other
+    # half reads MemoryRunEventStore's private projections).
+    s = df.AgentStateRunEventStore(db=db)
+    plan = ["a:message", "a:trace", "b:message", "a:message", "b:trace", "b:message", "a:trace", "a:message", "b:message", "a:message", "b:message", "a:message"]
+
+    async def go():
+        for i, p in enumerate(plan):
+            run_id, category = p.split(":")
+            await s.put(thread_id="t1", run_id=run_id, event_type=f"e{i}", category=category, content=str(i))
+        assert await s.delete_by_run("t1", "a") == 7
+        assert await s.list_events("t1", "a") == []
+        assert await s.list_messages_by_run("t1", "a") == []
+        msgs_b = await s.list_messages_by_run("t1", "b")
+        assert [m["event_type"] for m in msgs_b] == ["e2", "e5", "e8", "e10"]
+        assert all(m["run_id"] == "b" for m in await s.list_messages("t1"))
+        await s.delete_by_thread("t1")
+        assert await s.list_events("t1", "b") == [] and await s.list_messages_by_run("t1", "b") == []
+
+    run(go())
