@@ -103,7 +103,7 @@ const (
 
 const (
 	// Verify reads every run (of one thread, with ?1).
-	sqlRunsVerify = `SELECT run_id, thread_id, status, metadata, kwargs, token_usage_by_model, created_at, updated_at FROM runs WHERE ?1 = '' OR thread_id = ?1 ORDER BY run_id`
+	sqlRunsVerify = `SELECT run_id, thread_id, status, metadata, kwargs, token_usage_by_model, created_at, updated_at, cancel_action FROM runs WHERE ?1 = '' OR thread_id = ?1 ORDER BY run_id`
 	// Import asks which thread already holds a run of the dump.
 	sqlRunsImportThread = `SELECT thread_id FROM runs WHERE run_id = ?`
 	// keepInsertedLeases: the last row before an import inserts.
