@@ -120,10 +120,9 @@ func validateChannel(name string) error {
 }
 
 // Put stores checkpoint cp as a child of cfg.CheckpointID (empty: a root)
-// and returns its config. Only channels in newVersions are written; others
-// keep their ancestors' values. The parent must exist and cp.ID sort after
-// its id. cp seals the parent's writes received since its previous child
-// (contract §2.4), so forks never replay an abandoned sibling's writes.
+// and returns its config; channels not in newVersions keep their ancestors'
+// values. The parent must exist and cp.ID sort after its id. cp seals the
+// parent's writes received since its previous child (contract §2.4).
 func (db *DB) Put(ctx context.Context, cfg Config, cp Checkpoint, md Metadata, newVersions map[string]string) (Config, error) {
 	p, err := preparePutValues(cfg, cp, md, newVersions)
 	if err != nil {

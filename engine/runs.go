@@ -31,9 +31,13 @@ type ActiveRunError struct {
 	ThreadID string
 	RunID    string // the active run
 	Status   records.RunStatus
+	Reason   string // why an interrupt could not take it
 }
 
 func (e *ActiveRunError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("%v: thread %q already has an active run %q (%s) %s", ErrConflict, e.ThreadID, e.RunID, e.Status, e.Reason)
+	}
 	return fmt.Sprintf("%v: thread %q already has an active run %q (%s)", ErrConflict, e.ThreadID, e.RunID, e.Status)
 }
 
@@ -86,11 +90,10 @@ func allowed(from, to records.RunStatus) bool {
 // on read-only handles, which cannot create runs.
 func (r Runs) Owner() string { return r.db.records().ownerID }
 
-// Create inserts a run, or returns the existing one when the run id (or the
-// idempotency key on the thread) was used before. If the thread has an
-// active run, StrategyReject fails with an *ActiveRunError, and
-// StrategyInterrupt / StrategyRollback mark that run interrupted and insert
-// the new one in the same transaction.
+// Create inserts a run, or returns the one of the same run id (or idempotency
+// key on the thread). A thread's active run fails StrategyReject with an
+// *ActiveRunError; StrategyInterrupt and StrategyRollback interrupt it in the
+// same transaction (records.NewRun says when they cannot).
 func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, error) {
 	if nr.RunID == "" {
 		nr.RunID = newRecordID()
@@ -155,23 +158,25 @@ func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, e
 			}
 		}
 		now := r.db.nowUS()
-		var active string
-		var activeStatus records.RunStatus
+		var a activeRow
 		if _, err := c.queryRow(sqlRunActive, []any{nr.ThreadID}, func(st row) error {
-			active, activeStatus = st.Text(0), records.RunStatus(st.Text(1))
+			a = activeRow{st.Text(0), records.RunStatus(st.Text(1)), st.Text(2), st.Text(3), st.Null(4), st.Int64(4)}
 			return nil
 		}); err != nil {
 			return err
 		}
-		if active != "" {
+		if a.runID != "" {
 			if nr.MultitaskStrategy == records.StrategyReject {
-				return &ActiveRunError{ThreadID: nr.ThreadID, RunID: active, Status: activeStatus}
+				return &ActiveRunError{ThreadID: nr.ThreadID, RunID: a.runID, Status: a.status}
+			}
+			if why := a.untakable(nr, now); why != "" {
+				return &ActiveRunError{ThreadID: nr.ThreadID, RunID: a.runID, Status: a.status, Reason: why}
 			}
 			reason := fmt.Sprintf("interrupted by run %s (multitask_strategy %s)", nr.RunID, nr.MultitaskStrategy)
-			if err := c.exec(sqlRunInterrupt, reason, now, active); err != nil {
+			if err := c.exec(sqlRunInterrupt, reason, now, a.runID, nullText(nr.Worker)); err != nil {
 				return err
 			}
-			out.Interrupted = active
+			out.Interrupted = a.runID
 		}
 		owner := r.Owner()
 		lease := now + r.db.opts.RunLease.Microseconds()
@@ -180,7 +185,8 @@ func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, e
 			created = nr.CreatedAt.UnixMicro()
 		}
 		err = c.exec(sqlRunInsert, nr.RunID, nr.ThreadID, nr.AssistantID, nr.UserID, nr.Status, nr.ModelName,
-			nr.MultitaskStrategy, md, kw, created, now, key, owner, lease)
+			nr.MultitaskStrategy, md, kw, created, now, key, owner, lease,
+			nullText(nr.OperationKind), nullText(nr.Worker), nullTime(nr.WorkerLease), "", nil)
 		if errors.Is(err, driver.ErrUnique) {
 			// The checks above run under the write lock, so this is the
 			// index doing its job against a writer that bypassed them.
@@ -195,6 +201,7 @@ func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, e
 			Status: nr.Status, ModelName: nr.ModelName, MultitaskStrategy: nr.MultitaskStrategy,
 			Metadata: storedMD, Kwargs: storedKW, CreatedAt: fromUS(created), UpdatedAt: fromUS(now),
 			IdempotencyKey: nr.IdempotencyKey, Owner: owner,
+			RunWorker: records.RunWorker{OperationKind: nr.OperationKind, Worker: nr.Worker, WorkerLease: timeUS(nullTime(nr.WorkerLease))},
 		}
 		return nil
 	})
@@ -213,6 +220,7 @@ func checkNewRun(nr records.NewRun) error {
 	}
 	for _, f := range []struct{ what, v string }{
 		{"assistant id", nr.AssistantID}, {"user id", nr.UserID}, {"model name", nr.ModelName}, {"idempotency key", nr.IdempotencyKey},
+		{"operation kind", nr.OperationKind}, {"worker", nr.Worker},
 	} {
 		if err := checkText(f.what, f.v, maxIDBytes); err != nil {
 			return err
@@ -272,6 +280,14 @@ func scanRun(st row) (records.Run, error) {
 		UpdatedAt:         fromUS(st.Int64(11)),
 		IdempotencyKey:    st.Text(23),
 		Owner:             st.Text(24),
+		RunWorker: records.RunWorker{
+			OperationKind:     st.Text(25),
+			Worker:            st.Text(26),
+			WorkerLease:       timeAt(st, 27),
+			StopReason:        st.Text(28),
+			CancelAction:      st.Text(29),
+			CancelRequestedAt: timeAt(st, 30),
+		},
 		RunTotals: records.RunTotals{
 			TotalInputTokens:  st.Int64(12),
 			TotalOutputTokens: st.Int64(13),
@@ -326,9 +342,8 @@ func (r Runs) Get(ctx context.Context, runID string) (records.Run, error) {
 // runPage is how many runs List reads per snapshot.
 const runPage = 100
 
-// List yields the runs of a thread, newest first. It reads pages of 100,
-// each in its own snapshot, so a run created while the loop runs may or may
-// not appear; no run appears twice. Stop early by breaking out of the loop.
+// List yields the runs of a thread, newest first, in pages of 100 each read
+// in its own snapshot (a run created meanwhile may or may not appear, none twice).
 func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[records.Run, error] {
 	return func(yield func(records.Run, error) bool) {
 		if err := checkID("thread id", threadID); err != nil {
@@ -345,7 +360,7 @@ func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[records.Run, 
 						return err
 					}
 					page = append(page, run)
-					afterCreated, afterRowid = st.Int64(25), st.Int64(26)
+					afterCreated, afterRowid = st.Int64(31), st.Int64(32)
 					return nil
 				})
 			})
@@ -365,10 +380,9 @@ func (r Runs) List(ctx context.Context, threadID string) iter.Seq2[records.Run, 
 	}
 }
 
-// SetStatus moves a run to status and records errText as its error text.
-// A change its lifecycle forbids fails with a *TransitionError naming both
-// statuses and writes nothing; setting the terminal status a run already has
-// changes nothing and is not an error.
+// SetStatus moves a run to status with errText as its error. A change its
+// lifecycle forbids is a *TransitionError and writes nothing; setting the
+// terminal status a run has already changes nothing.
 func (r Runs) SetStatus(ctx context.Context, runID string, status records.RunStatus, errText string) error {
 	if err := checkID("run id", runID); err != nil {
 		return err
@@ -592,7 +606,11 @@ func (r Runs) ListActive(ctx context.Context, q records.ActiveQuery) ([]records.
 	}
 	out := []records.Run{}
 	err = r.db.read(ctx, func(c *conn) error {
-		return c.query(sqlRunsActive, []any{q.PendingOnly, before, limit}, func(st row) error {
+		var leaseBefore int64
+		if !q.WorkerLeaseBefore.IsZero() {
+			leaseBefore = q.WorkerLeaseBefore.UnixMicro()
+		}
+		return c.query(sqlRunsActive, []any{q.PendingOnly, before, limit, q.RunsOnly, leaseBefore != 0, leaseBefore}, func(st row) error {
 			run, err := scanRun(st)
 			out = append(out, run)
 			return err

@@ -119,8 +119,7 @@ func keepInsertedLeases(c *conn) error {
 const minLeaseGrace = 250 * time.Millisecond
 
 // RenewLeases extends the lease of every active run this handle owns by
-// Options.RunLease from now and returns how many it renewed. The background
-// loop calls it every RunLease/3; call it yourself only with a fake clock.
+// Options.RunLease from now (the background loop does, every RunLease/3).
 func (r Runs) RenewLeases(ctx context.Context) (int64, error) {
 	owner := r.Owner()
 	if owner == "" {

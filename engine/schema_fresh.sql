@@ -71,7 +71,7 @@ CREATE TABLE runs (
     idempotency_key      TEXT,
     owner_id             TEXT NOT NULL DEFAULT '',
     lease_until          INTEGER
-);
+, operation_kind TEXT, stop_reason TEXT, worker_id TEXT, worker_lease INTEGER, cancel_action TEXT, cancel_requested_at INTEGER);
 
 CREATE UNIQUE INDEX runs_one_active ON runs(thread_id) WHERE status IN ('pending', 'running');
 

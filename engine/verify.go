@@ -349,6 +349,9 @@ func (v *verifier) runs() error {
 		if st.Int64(7) < st.Int64(6) {
 			msg("updated before it was created")
 		}
+		if a := st.Text(8); !st.Null(8) && a != "interrupt" && a != "rollback" {
+			msg("unknown cancel action %q", a)
+		}
 		return nil
 	})
 }

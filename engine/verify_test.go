@@ -232,6 +232,11 @@ func TestVerifyFindsDamage(t *testing.T) {
 		tamper(t, path, `UPDATE runs SET status = 'exploded'`)
 		wantProblem(t, verifyPath(t, path), "run", "unknown status")
 	})
+	t.Run("run cancel action", func(t *testing.T) {
+		path, _ := opsFixture(t, channels.ModeFull)
+		tamper(t, path, `UPDATE runs SET cancel_action = 'explode'`)
+		wantProblem(t, verifyPath(t, path), "run", "unknown cancel action")
+	})
 	t.Run("column renamed in the schema text", func(t *testing.T) {
 		nativeFilesOnly(t, "raw edits of a WAL file through a second connection of the test host")
 		// What a flipped byte in sqlite_master's SQL does: the file is

@@ -59,7 +59,79 @@ type Run struct {
 	IdempotencyKey    string         `json:"idempotency_key,omitempty"`
 	// Owner names the open handle that created the run (see Runs.Owner).
 	Owner string `json:"owner"`
+	RunWorker
 	RunTotals
+}
+
+// RunWorker is what a caller's own worker pool records of a run beside the
+// engine's Owner and lease (DeerFlow's RunStore: docs/deerflow.md): the
+// operation the row admits, the worker that owns it and its lease, and the
+// first cancellation asked for. Zero values are stored as NULL.
+type RunWorker struct {
+	// OperationKind is the thread operation the row holds the thread's
+	// active slot for: "" is a run; another kind (DeerFlow's
+	// "checkpoint_write") is a reservation, not a run.
+	OperationKind string `json:"operation_kind,omitempty"`
+	// Worker is the caller's worker that owns the run.
+	Worker string `json:"worker,omitempty"`
+	// WorkerLease is until when Worker's lease holds; nil: never leased.
+	WorkerLease *time.Time `json:"worker_lease,omitempty"`
+	// StopReason is why the run stopped, in the caller's words.
+	StopReason string `json:"stop_reason,omitempty"`
+	// CancelAction is the first cancellation requested ("interrupt" or
+	// "rollback"); a later request never replaces it.
+	CancelAction string `json:"cancel_action,omitempty"`
+	// CancelRequestedAt is when CancelAction was requested.
+	CancelRequestedAt *time.Time `json:"cancel_requested_at,omitempty"`
+}
+
+// RunOpKind names a worker-level change of a run (Runs.Apply).
+type RunOpKind string
+
+// Worker-level run changes, each one atomic statement of the database.
+const (
+	// OpPut writes Run whole: a new run, or every field of an existing one
+	// (status included: DeerFlow's put overwrites).
+	OpPut RunOpKind = "put"
+	// OpRenew moves the lease of an active run owned by Worker to Lease and
+	// reports the cancellation requested, if any.
+	OpRenew RunOpKind = "renew"
+	// OpCancel records Action as the run's cancellation unless one was
+	// requested first; only an active run takes one.
+	OpCancel RunOpKind = "cancel"
+	// OpFinalize ends an active run with Status unless a cancellation was
+	// requested, which it then reports.
+	OpFinalize RunOpKind = "finalize"
+	// OpTakeover ends an active run as an error when its worker lease
+	// expired more than GraceSeconds ago, or was never taken.
+	OpTakeover RunOpKind = "takeover"
+)
+
+// RunOp is one worker-level change of a run (Runs.Apply).
+type RunOp struct {
+	Op    RunOpKind `json:"op"`
+	RunID string    `json:"run_id"`
+	// Run is the record OpPut writes (its RunID is the op's).
+	Run NewRun `json:"run"`
+	// Worker and Lease: OpRenew's owner and new lease.
+	Worker string     `json:"worker"`
+	Lease  *time.Time `json:"lease"`
+	// Action: OpCancel's "interrupt" or "rollback".
+	Action string `json:"action"`
+	// Status, Error, StopReason: what OpPut, OpFinalize and OpTakeover
+	// record ("" keeps the stored error and stop reason).
+	Status     RunStatus `json:"status"`
+	Error      string    `json:"error"`
+	StopReason string    `json:"stop_reason"`
+	// GraceSeconds: how long past its lease OpTakeover waits.
+	GraceSeconds int64 `json:"grace_seconds"`
+}
+
+// RunOpResult is what Runs.Apply did: Done when the run changed (OpPut
+// always), and the run's cancellation action, when one was requested.
+type RunOpResult struct {
+	Done         bool   `json:"done"`
+	CancelAction string `json:"cancel_action,omitempty"`
 }
 
 // RunTotals is a run's token usage and message summary, as Complete writes it.
@@ -101,6 +173,16 @@ type NewRun struct {
 	// CreatedAt, when set, is the run's creation time (a run recorded
 	// elsewhere first, as DeerFlow's RunManager does); zero means now.
 	CreatedAt time.Time `json:"created_at"`
+	// OperationKind, Worker and WorkerLease are recorded as given. With
+	// StrategyInterrupt or StrategyRollback, an active row of another
+	// worker whose lease is valid (not expired by WorkerGraceSeconds), or
+	// an active reservation (OperationKind not "") whose lease is not
+	// expired, is not interrupted: the create fails with an *ActiveRunError.
+	// An interrupted row passes to Worker.
+	OperationKind      string     `json:"operation_kind"`
+	Worker             string     `json:"worker"`
+	WorkerLease        *time.Time `json:"worker_lease"`
+	WorkerGraceSeconds int64      `json:"worker_grace_seconds"`
 }
 
 // RunProgress is a running snapshot of a run's totals (Runs.Progress): nil
@@ -127,6 +209,11 @@ type ActiveQuery struct {
 	Before time.Time
 	// Limit caps the answer (0: 1000, at most 1000).
 	Limit int
+	// RunsOnly leaves out reservations (an OperationKind other than "").
+	RunsOnly bool
+	// WorkerLeaseBefore, when set, keeps runs whose worker lease expired
+	// before it, or was never taken.
+	WorkerLeaseBefore time.Time
 }
 
 // Created is the result of Runs.Create.

@@ -279,8 +279,10 @@ def test_runs_one_active_per_thread_and_completion_never_replaces_an_end(db):
         assert agg["total_tokens"] == 5 and agg["by_model"]["gpt"] == {"tokens": 5, "runs": 2}
         assert agg["by_caller"] == {"lead_agent": 5, "subagent": 0, "middleware": 0}
         assert [r["run_id"] for r in await s.list_by_thread("t", user_id=None)] == ["r2", "r1"]
-        await s.delete("r1")
-        await s.delete("r1")
+        await s.delete("r1", user_id="bob")  # another user's run: a no-op
+        assert await s.get("r1", user_id=None) is not None
+        await s.delete("r1", user_id=None)
+        await s.delete("r1", user_id=None)
         assert await s.get("r1", user_id=None) is None
         with pytest.raises(InvalidArgumentError):
             await s.put("r3", thread_id="t", user_id="alice", status="bogus")
@@ -334,3 +336,96 @@ def test_trace_contents_are_cut_by_utf8_bytes_at_the_stores_limit(db):
     run(go())
     with pytest.raises(InvalidArgumentError):
         df.AgentStateRunEventStore(db=db, max_trace_content=0)
+
+
+def test_put_overwrites_a_run_as_deerflows_retried_put_does(db):
+    s = df.AgentStateRunStore(db=db)
+
+    async def go():
+        await s.put("r1", thread_id="t", user_id=None, assistant_id="old")
+        await s.put("r1", thread_id="t", user_id=None, assistant_id="new", status="running", error="retry", stop_reason="why")
+        row = await s.get("r1", user_id=None)
+        assert (row["assistant_id"], row["status"], row["error"], row["stop_reason"]) == ("new", "running", "retry", "why")
+        # a reservation holds the thread's one slot but is no run of its history
+        await s.put("r1", thread_id="t", user_id=None, status="success")
+        await s.put("cw", thread_id="t", user_id=None, operation_kind="checkpoint_write")
+        assert [r["run_id"] for r in await s.list_by_thread("t", user_id=None)] == ["r1"]
+        assert [r["run_id"] for r in await s.list_inflight()] == ["cw"]
+        assert await s.list_pending() == []
+        with pytest.raises(ConflictError):
+            await s.put("r2", thread_id="t", user_id=None)
+
+    run(go())
+
+
+def test_admission_leases_takeover_and_first_cancel_wins(db):
+    from datetime import datetime, timedelta, timezone
+
+    s = df.AgentStateRunStore(db=db)
+
+    def at(seconds):
+        return (datetime.now(timezone.utc) + timedelta(seconds=seconds)).isoformat()
+
+    async def go():
+        row, claimed = await s.create_thread_operation_atomic("a", thread_id="t", owner_worker_id="w1", lease_expires_at=at(30), user_id="u")
+        assert (row["status"], row["owner_worker_id"], claimed) == ("pending", "w1", [])
+        assert datetime.fromisoformat(row["lease_expires_at"]) > datetime.now(timezone.utc)
+        # reject, and an interrupt of another worker's live run: refused
+        for strategy in ("reject", "interrupt"):
+            with pytest.raises(ConflictError):
+                await s.create_thread_operation_atomic("b", thread_id="t", owner_worker_id="w2", lease_expires_at=at(30), user_id="u", multitask_strategy=strategy)
+        # the same idempotency key returns the first run, from any worker
+        k, _ = await s.create_thread_operation_atomic("k1", thread_id="tk", owner_worker_id="w1", lease_expires_at=None, user_id="u", idempotency_key="key")
+        with pytest.raises(ConflictError) as e:
+            await s.create_thread_operation_atomic("k2", thread_id="tk", owner_worker_id="w2", lease_expires_at=None, user_id="u", idempotency_key="key")
+        assert e.value.existing["run_id"] == "k1"
+        # the first cancel wins and reaches the owner through its renewal
+        assert await s.request_cancel("a", action="rollback") == "rollback"
+        assert await s.request_cancel("a", action="interrupt") == "rollback"
+        assert (await s.renew_lease("a", owner_worker_id="w2", lease_expires_at=at(60))).renewed is False
+        renewal = await s.renew_lease("a", owner_worker_id="w1", lease_expires_at=at(60))
+        assert (renewal.renewed, renewal.cancel_action) == (True, "rollback")
+        fin = await s.finalize_if_not_cancelled("a", status="success")
+        assert (fin.finalized, fin.cancel_action) == (False, "rollback")
+        assert (await s.get("a", user_id=None))["status"] == "pending"
+        with pytest.raises(InvalidArgumentError):
+            await s.request_cancel("a", action="stop")
+        # takeover: a CAS on the lease, after the grace
+        assert await s.claim_for_takeover("a", grace_seconds=10, error="claimed") is False
+        await s.update_lease("a", owner_worker_id="w1", lease_expires_at=at(-15))
+        assert [r["run_id"] for r in await s.list_inflight_with_expired_lease(grace_seconds=10) if r["thread_id"] == "t"] == ["a"]
+        assert await s.claim_for_takeover("a", grace_seconds=10, error="claimed", stop_reason="takeover") is True
+        row = await s.get("a", user_id=None)
+        assert (row["status"], row["error"], row["stop_reason"]) == ("error", "claimed", "takeover")
+        assert await s.claim_for_takeover("a", grace_seconds=10, error="again") is False
+        assert await s.request_cancel("a", action="interrupt") is None
+        # an interrupt takes an expired reservation and hands it to the new worker
+        await s.put("cw", thread_id="t2", user_id=None, operation_kind="checkpoint_write", owner_worker_id="dead", lease_expires_at=at(-30))
+        row, claimed = await s.create_thread_operation_atomic("n", thread_id="t2", owner_worker_id="w3", lease_expires_at=at(30), user_id="u", multitask_strategy="interrupt")
+        assert [c["run_id"] for c in claimed] == ["cw"]
+        old = await s.get("cw", user_id=None)
+        assert (old["status"], old["owner_worker_id"]) == ("interrupted", "w3")
+
+    run(go())
+
+
+def test_deleting_a_runs_events_leaves_the_other_runs_whole(db):
+    # The user-visible half of DeerFlow's by-run index tests (whose other
+    # half reads MemoryRunEventStore's private projections).
+    s = df.AgentStateRunEventStore(db=db)
+    plan = ["a:message", "a:trace", "b:message", "a:message", "b:trace", "b:message", "a:trace", "a:message", "b:message", "a:message", "b:message", "a:message"]
+
+    async def go():
+        for i, p in enumerate(plan):
+            run_id, category = p.split(":")
+            await s.put(thread_id="t1", run_id=run_id, event_type=f"e{i}", category=category, content=str(i))
+        assert await s.delete_by_run("t1", "a") == 7
+        assert await s.list_events("t1", "a") == []
+        assert await s.list_messages_by_run("t1", "a") == []
+        msgs_b = await s.list_messages_by_run("t1", "b")
+        assert [m["event_type"] for m in msgs_b] == ["e2", "e5", "e8", "e10"]
+        assert all(m["run_id"] == "b" for m in await s.list_messages("t1"))
+        await s.delete_by_thread("t1")
+        assert await s.list_events("t1", "b") == [] and await s.list_messages_by_run("t1", "b") == []
+
+    run(go())

@@ -194,3 +194,28 @@ def test_a_database_collected_during_another_call_leaves_its_answer_alone(monkey
     monkeypatch.setattr(_engine, "_decode_result", orig)
     assert fired and a.events.count_messages("t") == 1
     a.close()
+
+
+def test_run_apply_changes_worker_fields_atomically_and_refuses_bad_input(db):
+    db.runs.apply({"op": "put", "run_id": "r1", "status": "running", "run": {"thread_id": "t", "worker": "w", "worker_lease": "2030-01-01T00:00:00Z"}})
+    run = db.runs.get("r1")
+    assert (run["status"], run["worker"], run["worker_lease"]) == ("running", "w", "2030-01-01T00:00:00Z")
+    assert db.runs.apply({"op": "cancel", "run_id": "r1", "action": "interrupt"}) == {"done": True, "cancel_action": "interrupt"}
+    assert db.runs.apply({"op": "cancel", "run_id": "r1", "action": "rollback"})["cancel_action"] == "interrupt"
+    assert db.runs.apply({"op": "finalize", "run_id": "r1", "status": "success"}) == {"done": False, "cancel_action": "interrupt"}
+    assert db.runs.apply({"op": "takeover", "run_id": "r1", "grace_seconds": 0, "error": "x"})["done"] is False  # leased to 2030
+    before = db.runs.get("r1")
+    for bad in (
+        {"op": "nap", "run_id": "r1"},
+        {"op": "cancel", "run_id": "r1", "action": "stop"},
+        {"op": "put", "run_id": "r1", "status": "done", "run": {"thread_id": "t"}},
+        {"op": "takeover", "run_id": "r1", "grace_seconds": -1},
+    ):
+        with pytest.raises(InvalidArgumentError):
+            db.runs.apply(bad)
+    with pytest.raises(ConflictError):
+        db.runs.apply({"op": "put", "run_id": "r2", "run": {"thread_id": "t"}})  # the thread's slot is taken
+    assert db.runs.get("r1") == before
+    with pytest.raises(NotFoundError):
+        db.runs.get("r2")
+    assert asyncio.run(db.runs.aapply({"op": "renew", "run_id": "r1", "worker": "w", "lease": "2031-01-01T00:00:00Z"}))["done"] is True

@@ -41,6 +41,7 @@ var ops = map[string]op{
 	"runs.setModelName":       opRunsSetModelName,
 	"runs.progress":           opRunsProgress,
 	"runs.listActive":         opRunsListActive,
+	"runs.apply":              opRunsApply,
 	"events.put":              opEventsPut,
 	"events.listMessages":     opEventsListMessages,
 	"events.listRunEvents":    opEventsListRunEvents,

@@ -307,15 +307,27 @@ func opRunsProgress(ctx context.Context, h *handle, req []byte, _ in) (any, *Out
 
 func opRunsListActive(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
 	var r struct {
-		PendingOnly bool      `json:"pending_only"`
-		Before      time.Time `json:"before"`
-		Limit       int       `json:"limit"`
+		PendingOnly       bool      `json:"pending_only"`
+		Before            time.Time `json:"before"`
+		Limit             int       `json:"limit"`
+		RunsOnly          bool      `json:"runs_only"`
+		WorkerLeaseBefore time.Time `json:"worker_lease_before"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	runs, err := h.db.Runs().ListActive(ctx, records.ActiveQuery{PendingOnly: r.PendingOnly, Before: r.Before, Limit: r.Limit})
+	runs, err := h.db.Runs().ListActive(ctx, records.ActiveQuery{PendingOnly: r.PendingOnly, Before: r.Before, Limit: r.Limit,
+		RunsOnly: r.RunsOnly, WorkerLeaseBefore: r.WorkerLeaseBefore})
 	return map[string]any{"runs": runs}, nil, err
+}
+
+func opRunsApply(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
+	var op records.RunOp
+	if err := decodeJSON(req, &op); err != nil {
+		return nil, nil, err
+	}
+	res, err := h.db.Runs().Apply(ctx, op)
+	return res, nil, err
 }
 
 func opRunsTokenUsage(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {

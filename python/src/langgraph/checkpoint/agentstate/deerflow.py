@@ -7,7 +7,7 @@
     db = Database("deerflow-state.db")          # shared with the saver and the store
     events = AgentStateRunEventStore(db=db)     # DeerFlow's RunEventStore
     threads = AgentStateThreadMetaStore(db=db)  # DeerFlow's ThreadMetaStore
-    runs = AgentStateRunStore(db=db)            # DeerFlow's RunStore (in part)
+    runs = AgentStateRunStore(db=db)            # DeerFlow's RunStore
 
 Each class takes no argument (a private in-memory Database) or ``db=`` a
 :class:`Database`. The methods are DeerFlow's, with its signatures, return
@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ._db import Database
@@ -618,7 +619,12 @@ def _run_out(r: dict[str, Any]) -> dict[str, Any]:
         "created_at": _iso(r["created_at"]),
         "updated_at": _iso(r["updated_at"]),
         "idempotency_key": r.get("idempotency_key") or None,
-        "owner_worker_id": r.get("owner") or None,
+        "operation_kind": r.get("operation_kind") or "run",
+        "stop_reason": r.get("stop_reason") or None,
+        "owner_worker_id": r.get("worker") or None,
+        "lease_expires_at": _iso(r["worker_lease"]) if r.get("worker_lease") else None,
+        "cancel_action": r.get("cancel_action") or None,
+        "cancel_requested_at": _iso(r["cancel_requested_at"]) if r.get("cancel_requested_at") else None,
         "token_usage_by_model": _by_model_out(r.get("token_usage_by_model")),
         "last_ai_message": _none_if_empty(r.get("last_ai_message")),
         "first_human_message": _none_if_empty(r.get("first_human_message")),
@@ -658,37 +664,90 @@ def _progress_in(**fields: Any) -> dict[str, Any]:
     return out
 
 
-class AgentStateRunStore(_OnDatabase):
-    """DeerFlow's ``RunStore``, in part, on the engine's run records: at most
-    one pending or running run per thread (the database keeps it across
-    processes), a terminal status is final, and a completion never replaces
-    a different terminal status.
+def _df_run_classes() -> dict[str, Any]:
+    """DeerFlow's run-store result types and errors where it is importable
+    (looked up when first needed: its run manager imports much of DeerFlow),
+    else this module's."""
+    global _RUN_CLASSES
+    if _RUN_CLASSES is None:
+        base = "deerflow.runtime.runs.store.base"
+        df_conflict = _df_class("deerflow.runtime.runs.manager", "ConflictError")
+        df_idem = _df_class(base, "RunIdempotencyConflict")
+        conflict: type = ConflictError
+        if df_conflict is not None:  # pragma: no cover - where DeerFlow is installed
+            conflict = type("RunConflictError", (df_conflict, ConflictError), {"__module__": __name__})
+        idem_bases: tuple[type, ...] = (ConflictError,) if df_idem is None else (df_idem, ConflictError)
 
-    Not yet mapped (they raise NotImplementedError; docs/deerflow.md):
-    DeerFlow's worker-id leases (``update_lease``, ``renew_lease``,
-    ``claim_for_takeover``, ``list_inflight_with_expired_lease``; the engine
-    leases runs to the process that created them and reconciles orphans on
-    its own), ``request_cancel``, ``update_run_progress``,
-    ``update_model_name``, ``list_pending``/``list_inflight`` across threads,
-    ``create_thread_operation_atomic``'s operation kinds, and ``put`` as an
-    upsert of an existing run."""
+        def _idem_init(self: Any, existing: dict[str, Any]) -> None:
+            Exception.__init__(self, f"Run idempotency key already belongs to {existing.get('run_id')}")
+            self.existing = existing
+
+        _RUN_CLASSES = {
+            "conflict": conflict,
+            "idempotency": type("RunIdempotencyConflict", idem_bases, {"__init__": _idem_init, "__module__": __name__}),
+            "lease": _df_class(base, "LeaseRenewal") or _LeaseRenewal,
+            "final": _df_class(base, "StatusFinalization") or _StatusFinalization,
+        }
+    return _RUN_CLASSES
+
+
+_RUN_CLASSES: dict[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _LeaseRenewal:
+    renewed: bool
+    cancel_action: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _StatusFinalization:
+    finalized: bool
+    cancel_action: str | None = None
+
+
+def _active_conflict(thread_id: str, err: ConflictError) -> Exception:
+    """The engine's refusal of a second active operation on a thread, as
+    DeerFlow words it (its ConflictError, also this package's)."""
+    text = str(err)
+    if "reservation" in text:
+        msg = f"Thread {thread_id} has an active checkpoint write"
+    elif "another worker" in text:
+        msg = f"Thread {thread_id} already has an active run owned by another worker"
+    elif "already has an active run" in text:
+        msg = f"Thread {thread_id} already has an active run"
+    else:
+        return err
+    out = _df_run_classes()["conflict"](msg)
+    out.__cause__ = err
+    return out
+
+
+class AgentStateRunStore(_OnDatabase):
+    """DeerFlow's ``RunStore`` on the engine's run records: at most one
+    pending or running operation per thread (a run, or a reservation such
+    as a checkpoint write; the database keeps it across processes), admission
+    with reject / interrupt / rollback and idempotency keys, DeerFlow's
+    worker leases with renewal and compare-and-set takeover after a grace,
+    cancellation where the first action wins and a completion after it is
+    refused, and a completion that never replaces a different terminal
+    status. Each of those is one engine call, atomic in the database.
+
+    Not mapped (docs/deerflow.md): idempotency keys are unique per thread,
+    not per database; ``list_successful_regenerate_sources`` and
+    ``list_edit_regenerate_runs`` read every run of the thread."""
 
     def __init__(self, db: Database | None = None, **_ignored: Any) -> None:
         super().__init__(db)
         self._runs = self._db.runs
 
-    def _put_sync(self, run: dict[str, Any], status: str, error: Any) -> None:
+    def _put_sync(self, run_id: str, status: str, error: Any, stop_reason: Any, run: dict[str, Any]) -> None:
         try:
-            created = self._runs.create(run)
-        except ConflictError:
-            raise
-        if not created["new"]:
-            return  # a retried put of the same run: the engine keeps the first
-        if status in ("running",) or status in _TERMINAL:
-            if status == "running":
-                self._runs.set_status(run["run_id"], "running")
-            else:
-                self._runs.complete(run["run_id"], status, error=error or "")
+            self._runs.apply(
+                {"op": "put", "run_id": run_id, "status": status, "error": error or "", "stop_reason": stop_reason or "", "run": run}
+            )
+        except ConflictError as e:
+            raise _active_conflict(run["thread_id"], e) from e
 
     async def put(
         self,
@@ -711,13 +770,12 @@ class AgentStateRunStore(_OnDatabase):
         idempotency_key: str | None = None,
         **_more: Any,
     ) -> None:
-        if operation_kind != "run":
-            raise NotImplementedError("agentstate: thread operations other than runs are not mapped yet")
+        """Writes the run whole: a new run, or every field of an existing
+        one (status included), as DeerFlow's put does. A second active run on
+        the thread is a ConflictError; an unknown status an
+        InvalidArgumentError; nothing is written then."""
         user = _resolve(user_id, "AgentStateRunStore.put")
-        if status not in ("pending", "running", *_TERMINAL):
-            raise InvalidArgumentError(f"agentstate: run status {status!r} (want pending, running, success, error, timeout or interrupted)")
         run = {
-            "run_id": run_id,
             "thread_id": thread_id,
             "assistant_id": assistant_id,
             "user_id": user,
@@ -727,8 +785,11 @@ class AgentStateRunStore(_OnDatabase):
             "kwargs": _jsonable(kwargs) or None,
             "idempotency_key": idempotency_key,
             "created_at": _rfc3339("created_at", created_at),
+            "operation_kind": _kind(operation_kind),
+            "worker": owner_worker_id,
+            "worker_lease": _rfc3339("lease_expires_at", lease_expires_at),
         }
-        await _to_thread(self._put_sync, {k: v for k, v in run.items() if v is not None}, status, error)
+        await _to_thread(self._put_sync, run_id, str(status), error, stop_reason, {k: v for k, v in run.items() if v is not None})
 
     def _get_sync(self, run_id: str, user: str | None) -> dict | None:
         try:
@@ -743,13 +804,16 @@ class AgentStateRunStore(_OnDatabase):
         user = _resolve(user_id, "AgentStateRunStore.get")
         return await _to_thread(self._get_sync, run_id, user)
 
-    def _list_sync(self, thread_id: str, user: str | None, limit: int) -> list[dict]:
+    def _list_sync(self, thread_id: str, user: str | None, limit: int, runs_only: bool = True) -> list[dict]:
         rows = [_run_out(r) for r in self._runs.list(thread_id)]
+        if runs_only:
+            rows = [r for r in rows if r["operation_kind"] == "run"]
         if user is not None:
             rows = [r for r in rows if r["user_id"] == user]
         return rows[: max(limit, 0)]
 
     async def list_by_thread(self, thread_id: str, *, user_id: Any = AUTO, limit: int = 100) -> list[dict[str, Any]]:
+        """The thread's runs (not its reservations), newest first."""
         user = _resolve(user_id, "AgentStateRunStore.list_by_thread")
         return await _to_thread(self._list_sync, thread_id, user, limit)
 
@@ -757,6 +821,30 @@ class AgentStateRunStore(_OnDatabase):
         user = _resolve(user_id, "AgentStateRunStore.get_many_by_thread")
         rows = await _to_thread(self._list_sync, thread_id, user, 1 << 62)
         return {r["run_id"]: r for r in rows if r["run_id"] in run_ids}
+
+    async def list_successful_regenerate_sources(self, thread_id: str, *, user_id: Any = AUTO) -> set[str]:
+        """Source run ids that a successful regeneration superseded (the
+        whole thread, no limit)."""
+        user = _resolve(user_id, "AgentStateRunStore.list_successful_regenerate_sources")
+        rows = await _to_thread(self._list_sync, thread_id, user, 1 << 62)
+        out = set()
+        for r in rows:
+            src = (r["metadata"] or {}).get("regenerate_from_run_id")
+            if r["status"] == "success" and isinstance(src, str) and src:
+                out.add(src)
+        return out
+
+    async def list_edit_regenerate_runs(self, thread_id: str, *, user_id: Any = AUTO) -> list[dict[str, Any]]:
+        """The thread's edit-regenerate attempts, oldest first."""
+        user = _resolve(user_id, "AgentStateRunStore.list_edit_regenerate_runs")
+        rows = await _to_thread(self._list_sync, thread_id, user, 1 << 62, False)
+        out = []
+        for r in reversed(rows):
+            md = r["metadata"] or {}
+            src = md.get("regenerate_from_run_id")
+            if md.get("replay_kind") == "edit" and isinstance(src, str) and src:
+                out.append(r)
+        return out
 
     def _status_sync(self, run_id: str, status: str, error: Any) -> bool:
         try:
@@ -785,17 +873,22 @@ class AgentStateRunStore(_OnDatabase):
     async def start_run(self, run_id: str) -> bool:
         return await _to_thread(self._start_sync, run_id)
 
-    def _delete_sync(self, run_id: str) -> None:
+    def _delete_sync(self, run_id: str, user: str | None) -> None:
         try:
+            if user is not None and self._runs.get(run_id)["user_id"] != user:
+                return
             self._runs.delete(run_id)
         except NotFoundError:
             pass
 
-    async def delete(self, run_id: str) -> None:
-        await _to_thread(self._delete_sync, run_id)
+    async def delete(self, run_id: str, *, user_id: Any = AUTO) -> None:
+        user = _resolve(user_id, "AgentStateRunStore.delete")
+        await _to_thread(self._delete_sync, run_id, user)
 
     async def delete_thread_operation(self, run_id: str, *, user_id: str | None) -> None:
-        await self.delete(run_id)
+        """Releases an admitted operation for its recorded owner (no request
+        context needed)."""
+        await _to_thread(self._delete_sync, run_id, user_id)
 
     def _complete_sync(self, run_id: str, status: str, error: Any, totals: dict[str, Any]) -> bool:
         try:
@@ -910,30 +1003,134 @@ class AgentStateRunStore(_OnDatabase):
         )
         await _to_thread(self._progress_sync, run_id, p)
 
-    def _active_sync(self, pending_only: bool, before: Any) -> list[dict[str, Any]]:
+    def _active_sync(self, pending_only: bool, before: Any, runs_only: bool, lease_before: str | None = None) -> list[dict[str, Any]]:
         # at most 1000 (the engine's page): a thread has one active run, so
         # this is 1000 threads busy at once
         at = _rfc3339("before", before) or datetime.now(timezone.utc).isoformat()
-        return [_run_out(r) for r in self._runs.list_active(pending_only=pending_only, before=at, limit=1000)]
+        rows = self._runs.list_active(pending_only=pending_only, before=at, limit=1000, runs_only=runs_only, worker_lease_before=lease_before)
+        return [_run_out(r) for r in rows]
 
     async def list_pending(self, *, before: str | None = None) -> list[dict[str, Any]]:
-        """Pending runs of every thread created at or before ``before``
-        (default now), oldest first."""
-        return await _to_thread(self._active_sync, True, before)
+        """Pending runs (not reservations) of every thread created at or
+        before ``before`` (default now), oldest first."""
+        return await _to_thread(self._active_sync, True, before, True)
 
     async def list_inflight(self, *, before: str | None = None) -> list[dict[str, Any]]:
-        """Pending and running runs of every thread created at or before
-        ``before`` (default now), oldest first."""
-        return await _to_thread(self._active_sync, False, before)
-
-    async def update_lease(self, run_id: str, *, owner_worker_id: str, lease_expires_at: str) -> bool:
-        raise NotImplementedError("agentstate: RunStore leases are the engine's own (docs/deerflow.md)")
-
-    async def claim_for_takeover(self, run_id: str, *, grace_seconds: int, error: str, stop_reason: str | None = None) -> bool:
-        raise NotImplementedError("agentstate: RunStore takeover is the engine's reconcile (docs/deerflow.md)")
+        """Pending and running operations of every thread created at or
+        before ``before`` (default now), oldest first."""
+        return await _to_thread(self._active_sync, False, before, False)
 
     async def list_inflight_with_expired_lease(self, *, before: str | None = None, grace_seconds: int = 10) -> list[dict[str, Any]]:
-        raise NotImplementedError("agentstate: RunStore leases are the engine's own (docs/deerflow.md)")
+        """Active operations whose worker lease expired more than
+        ``grace_seconds`` ago, or was never taken."""
+        cutoff = (datetime.now(timezone.utc) - timedelta(seconds=grace_seconds)).isoformat()
+        return await _to_thread(self._active_sync, False, before, False, cutoff)
+
+    async def _apply(self, op: dict[str, Any]) -> dict[str, Any]:
+        return await _to_thread(self._runs.apply, op)
+
+    async def update_lease(self, run_id: str, *, owner_worker_id: str, lease_expires_at: str) -> bool:
+        """Moves the lease of an active run that ``owner_worker_id`` owns;
+        False when none matched."""
+        return (await self.renew_lease(run_id, owner_worker_id=owner_worker_id, lease_expires_at=lease_expires_at)).renewed
+
+    async def renew_lease(self, run_id: str, *, owner_worker_id: str, lease_expires_at: str) -> Any:
+        """Renews the owner's lease and reads the cancellation requested, in
+        one transaction (DeerFlow's ``LeaseRenewal``)."""
+        res = await self._apply({"op": "renew", "run_id": run_id, "worker": owner_worker_id, "lease": _rfc3339("lease_expires_at", lease_expires_at)})
+        return _df_run_classes()["lease"](renewed=res["done"], cancel_action=res["cancel_action"] if res["done"] else None)
+
+    async def request_cancel(self, run_id: str, *, action: str) -> str | None:
+        """Records the first cancellation action of an active run and
+        returns the winning one; None when no active run matched."""
+        if action not in ("interrupt", "rollback"):
+            raise InvalidArgumentError(f"Unsupported cancellation action: {action}")
+        res = await self._apply({"op": "cancel", "run_id": run_id, "action": action})
+        return res["cancel_action"] if res["done"] else None
+
+    async def finalize_if_not_cancelled(self, run_id: str, *, status: str, error: str | None = None, stop_reason: str | None = None) -> Any:
+        """Ends an active run with ``status`` unless a cancellation won
+        first (DeerFlow's ``StatusFinalization``)."""
+        res = await self._apply({"op": "finalize", "run_id": run_id, "status": status, "error": error, "stop_reason": stop_reason})
+        return _df_run_classes()["final"](finalized=res["done"], cancel_action=None if res["done"] else res["cancel_action"])
+
+    async def claim_for_takeover(self, run_id: str, *, grace_seconds: int, error: str, stop_reason: str | None = None) -> bool:
+        """Marks an active run ``error`` if its worker lease expired more than
+        ``grace_seconds`` ago (or was never taken): one compare-and-set, so a
+        renewal since the caller's read makes it False."""
+        res = await self._apply({"op": "takeover", "run_id": run_id, "grace_seconds": int(grace_seconds), "error": error, "stop_reason": stop_reason})
+        return res["done"]
+
+    def _admit_sync(self, run: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        try:
+            created = self._runs.create(run)
+        except ConflictError as e:
+            raise _active_conflict(run["thread_id"], e) from e
+        out = _run_out(created["run"])
+        if not created["new"]:
+            if out["run_id"] != run["run_id"]:
+                raise _df_run_classes()["idempotency"](out)
+            return out, []
+        claimed = []
+        if created.get("interrupted"):
+            claimed.append(_run_out(self._runs.get(created["interrupted"])))
+        return out, claimed
+
+    async def create_thread_operation_atomic(
+        self,
+        run_id: str,
+        *,
+        thread_id: str,
+        owner_worker_id: str,
+        lease_expires_at: str | None,
+        operation_kind: str = "run",
+        multitask_strategy: str = "reject",
+        assistant_id: str | None = None,
+        user_id: str | None = None,
+        model_name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        created_at: str | None = None,
+        grace_seconds: int = 10,
+        idempotency_key: str | None = None,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Admits a pending operation on the thread in one transaction:
+        ``reject`` refuses an active one (DeerFlow's ConflictError);
+        ``interrupt`` / ``rollback`` interrupt it unless another worker's
+        lease on it is valid or it is a live reservation, and return it as
+        claimed. An idempotency key used before on the thread raises
+        ``RunIdempotencyConflict`` carrying that run."""
+        user = _resolve(user_id if user_id is not None else AUTO, "AgentStateRunStore.create_thread_operation_atomic")
+        run = {
+            "run_id": run_id,
+            "thread_id": thread_id,
+            "assistant_id": assistant_id,
+            "user_id": user,
+            "model_name": _model_name(model_name),
+            "multitask_strategy": multitask_strategy,
+            "metadata": _jsonable(metadata) or None,
+            "kwargs": _jsonable(kwargs) or None,
+            "idempotency_key": idempotency_key,
+            "created_at": _rfc3339("created_at", created_at),
+            "operation_kind": _kind(operation_kind),
+            "worker": owner_worker_id,
+            "worker_lease": _rfc3339("lease_expires_at", lease_expires_at),
+            "worker_grace_seconds": int(grace_seconds),
+        }
+        return await _to_thread(self._admit_sync, {k: v for k, v in run.items() if v is not None})
+
+    async def create_run_atomic(self, run_id: str, **kw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """DeerFlow's former name of ``create_thread_operation_atomic`` for runs."""
+        kw.pop("operation_kind", None)
+        return await self.create_thread_operation_atomic(run_id, operation_kind="run", **kw)
+
+
+def _kind(operation_kind: Any) -> str | None:
+    """DeerFlow's operation kind (an enum or its value); "run" is the
+    engine's default, stored as nothing."""
+    k = getattr(operation_kind, "value", operation_kind)
+    k = str(k) if k is not None else "run"
+    return None if k == "run" else k
 
 
 # --- registration with DeerFlow's ABCs, where DeerFlow is importable --------

@@ -159,12 +159,50 @@ class Runs(_Surface):
         ConflictError once the run has ended."""
         self._call("runs.progress", {"run_id": _id("run_id", run_id), "progress": _strip(_obj("progress", progress))})
 
-    def list_active(self, *, pending_only: bool = False, before: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def list_active(
+        self,
+        *,
+        pending_only: bool = False,
+        before: str | None = None,
+        limit: int | None = None,
+        runs_only: bool = False,
+        worker_lease_before: str | None = None,
+    ) -> list[dict[str, Any]]:
         """The active runs of every thread (with ``pending_only``, the pending
-        ones), created at or before ``before`` (RFC 3339), oldest first."""
+        ones), created at or before ``before`` (RFC 3339), oldest first.
+        ``runs_only`` leaves out reservations (an ``operation_kind``);
+        ``worker_lease_before`` keeps the runs whose worker lease expired
+        before it, or was never taken."""
         return self._call(
-            "runs.listActive", _strip({"pending_only": bool(pending_only), "before": before, "limit": _opt_int("limit", limit)})
+            "runs.listActive",
+            _strip(
+                {
+                    "pending_only": bool(pending_only),
+                    "before": before,
+                    "limit": _opt_int("limit", limit),
+                    "runs_only": bool(runs_only),
+                    "worker_lease_before": worker_lease_before,
+                }
+            ),
         )["runs"]
+
+    def apply(self, op: dict[str, Any]) -> dict[str, Any]:
+        """One worker-level change of a run, atomic in the database
+        (docs/records.md): ``{"op": "put", "run_id", "status", "error",
+        "stop_reason", "run": {...}}`` writes the run whole (a new one, or
+        every field of an existing one); ``"renew"`` (``worker``, ``lease``)
+        moves the lease of an active run that worker owns; ``"cancel"``
+        (``action`` ``"interrupt"`` or ``"rollback"``) records the first
+        cancellation of an active run; ``"finalize"`` (``status``) ends an
+        active run unless a cancellation was requested; ``"takeover"``
+        (``grace_seconds``, ``error``) ends an active run as an error once its
+        worker lease expired more than the grace ago, or was never taken.
+        Returns ``{"done", "cancel_action"}``: whether the run changed, and
+        its cancellation action when it has one."""
+        o = _obj("op", op)
+        _id("op['run_id']", o.get("run_id"))
+        res = self._call("runs.apply", _strip(o))
+        return {"done": bool(res.get("done")), "cancel_action": res.get("cancel_action") or None}
 
     acreate = _async_twin(create)
     aget = _async_twin(get)
@@ -172,6 +210,7 @@ class Runs(_Surface):
     aset_model_name = _async_twin(set_model_name)
     aprogress = _async_twin(progress)
     alist_active = _async_twin(list_active)
+    aapply = _async_twin(apply)
     aset_status = _async_twin(set_status)
     acomplete = _async_twin(complete)
     adelete = _async_twin(delete)
