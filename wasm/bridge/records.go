@@ -4,7 +4,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/agentstate/agentstate/engine"
@@ -19,19 +18,19 @@ import (
 // default TTL) and noExpiry set the item's lifetime. refresh (get, search)
 // overrides whether the read pushes back expiry.
 type wStoreOp struct {
-	Op        string          `json:"op"`
-	Namespace []string        `json:"namespace"`
-	Key       string          `json:"key"`
-	Value     json.RawMessage `json:"value"`
-	TTLMs     float64         `json:"ttlMs"`
-	NoExpiry  bool            `json:"noExpiry"`
-	Refresh   *bool           `json:"refresh"`
-	Prefix    []string        `json:"prefix"`
-	Suffix    []string        `json:"suffix"`
-	Filter    map[string]any  `json:"filter"`
-	Limit     int             `json:"limit"`
-	Offset    int             `json:"offset"`
-	MaxDepth  int             `json:"maxDepth"`
+	Op        string   `json:"op"`
+	Namespace []string `json:"namespace"`
+	Key       string   `json:"key"`
+	Value     rawJSON  `json:"value"` // checked for size before it is decoded (limits.go)
+	TTLMs     float64  `json:"ttlMs"`
+	NoExpiry  bool     `json:"noExpiry"`
+	Refresh   *bool    `json:"refresh"`
+	Prefix    []string `json:"prefix"`
+	Suffix    []string `json:"suffix"`
+	Filter    rawJSON  `json:"filter"` // decoded with numbers kept (decodeJSON)
+	Limit     int      `json:"limit"`
+	Offset    int      `json:"offset"`
+	MaxDepth  int      `json:"maxDepth"`
 }
 
 func refresh(b *bool) records.TTLRefresh {
@@ -51,6 +50,9 @@ func (w wStoreOp) engine() (records.StoreOp, error) {
 	case "put":
 		var value map[string]any
 		if len(w.Value) > 0 && string(w.Value) != "null" {
+			if err := checkValueJSON("store value for key "+quoteShort(w.Key), w.Value); err != nil {
+				return nil, err
+			}
 			if err := decodeJSON(w.Value, &value); err != nil {
 				return nil, err
 			}
@@ -68,7 +70,13 @@ func (w wStoreOp) engine() (records.StoreOp, error) {
 		}
 		return records.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl}, nil
 	case "search":
-		filter, err := numbersMap(w.Filter)
+		var filter map[string]any
+		if len(w.Filter) > 0 && string(w.Filter) != "null" {
+			if err := decodeJSON(w.Filter, &filter); err != nil {
+				return nil, err
+			}
+		}
+		filter, err := numbersMap(filter)
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +91,7 @@ func opStoreBatch(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, 
 	var r struct {
 		Ops []wStoreOp `json:"ops"`
 	}
-	if err := decodeJSON(req, &r); err != nil {
+	if err := decodeInPlace(req, &r); err != nil {
 		return nil, nil, err
 	}
 	ops := make([]records.StoreOp, len(r.Ops))

@@ -39,6 +39,9 @@ from ._sqlite_host import SQLiteHost
 from .errors import AgentStateError, error_for
 
 _U32 = struct.Struct("<I")
+# A request buffer in the module larger than this is the call's: the module
+# does not keep it for the next request (wasm/reactor/main.go, keepBytes).
+_KEEP_BYTES = 1 << 20
 _MODULE_NAME = "agentstate.wasm"
 
 
@@ -467,6 +470,10 @@ class Engine:
             memmove(at, pack(ln), 4)
             memmove(at + 4, b, ln)
             at += 4 + ln
+        if self._buf_cap > _KEEP_BYTES:
+            # The module takes a buffer this large (it reads the request in
+            # place and drops it after the call): ask for a new one next time.
+            self._buf_cap = 0
         try:
             r = self._call(h, n)
         except wasmtime.ExitTrap as e:
