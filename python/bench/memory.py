@@ -13,7 +13,8 @@ heap once needed stays mapped).
 
   puts     three puts of a checkpoint whose one channel holds a value of
            --value-mb MB (a 50 MB string: what a whole message list with
-           images is on the default channel), on a file
+           images is on the default channel), each the child of the one
+           before, on a file; then a get_tuple that reads it back
   refused  a store value of 2 x --value-mb MB (past MaxValueBytes, refused
            with TooLargeError), then a pending write of the same size
            (refused too); RSS after each
@@ -94,7 +95,7 @@ def case_puts(args) -> dict:
     d = tempfile.mkdtemp(prefix="agentstate-mem-")
     s = AgentStateSaver(os.path.join(d, "puts.db"))
     cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    s.put(cfg, empty_checkpoint(), {}, {})  # the engine started, the file made
+    cfg = s.put(cfg, empty_checkpoint(), {}, {})  # the engine started, the file made
     gc.collect()
     out = {"before": rss(), "linear_before": linear_memory(), "after": []}
     reset_peak()
@@ -109,6 +110,12 @@ def case_puts(args) -> dict:
         out["after"].append(rss())
     out["peak"] = hwm()
     out["linear_after"] = linear_memory()
+    reset_peak()
+    got = s.get_tuple(cfg).checkpoint["channel_values"]["blob"]
+    assert len(got) == args.value_mb * MB
+    del got
+    gc.collect()
+    out.update(get_peak=hwm(), get_after=rss(), linear_get=linear_memory())
     s.close()
     return out
 
@@ -158,7 +165,8 @@ def open_saver(kind: str, path: str):
     if kind == "agentstate":
         from langgraph.checkpoint.agentstate import AgentStateSaver
 
-        s = AgentStateSaver(path)
+        cache = os.environ.get("MEMORY_BENCH_CACHE_BYTES")  # the engine's history cache, if not its default
+        s = AgentStateSaver(path, cache_bytes=int(cache)) if cache else AgentStateSaver(path)
         return s, s.close
     import sqlite3
 
@@ -270,6 +278,7 @@ def main() -> None:
                 + ", ".join(mb(a) for a in r["after"])
                 + f", peak {mb(r['peak'])}; linear memory {mb(r['linear_before'])} -> {mb(r['linear_after'])}"
             )
+            print(f"then get_tuple of it: peak {mb(r['get_peak'])}, after {mb(r['get_after'])}; linear memory -> {mb(r['linear_get'])}")
         elif case == "refused":
             r = child("refused", args)
             print(

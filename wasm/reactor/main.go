@@ -143,6 +143,13 @@ func call(h int32, n int32) int64 {
 		defer func() { result = nil }()
 		dropped()
 	}
+	if own {
+		// A large call leaves large garbage (its request, the engine's
+		// copies): collected now, while the host reads the result, the
+		// next call reuses that memory instead of growing the module.
+		req = nil
+		runtime.GC()
+	}
 	p := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(out))))
 	return int64(p)<<32 | int64(len(out))
 }
