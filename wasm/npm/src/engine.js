@@ -604,18 +604,30 @@ function send(api, h, op, json, bufs) {
     u8.set(bufs[i], at);
     at += bufs[i].length;
   }
-  const mem = instances.get(api).mem;
+  let done;
   const p = new Promise((resolve, reject) => {
-    api.send(u8.subarray(0, at), (err, ptr, n) => (err ? reject(err) : resolve(readResult(mem, ptr, n))));
+    done = answer(instances.get(api).mem, resolve, reject);
   });
+  api.send(u8.subarray(0, at), done);
   if (scratch.length > SCRATCH_KEEP) {
     // Go has copied the request: a large buffer is not kept for the next
-    // call (a 100 MB value held 100 MB, or 200 after doubling, for the
-    // life of the process).
+    // call (a 100 MB value held 300 MB for the life of the process). Go
+    // still holds a reference to the view it was given until its own
+    // collector runs, so the buffer is also detached, which frees it now.
+    const old = scratch.buffer;
     scratch = new Uint8Array(1 << 16);
     scratchView = new DataView(scratch.buffer);
+    if (typeof old.transfer === "function") old.transfer(0);
+    else if (typeof structuredClone === "function") structuredClone(old, { transfer: [old] });
   }
   return p;
+}
+
+// The callback Go answers a call with, made outside send so that it keeps
+// nothing of send's scope alive (a closure there held the request buffer
+// until Go let go of the callback: 100 MB after a 100 MB value).
+function answer(mem, resolve, reject) {
+  return (err, ptr, n) => (err ? reject(err) : resolve(readResult(mem, ptr, n)));
 }
 
 // A result in the Go module's memory as {json, bufs}; each buffer a copy
