@@ -96,10 +96,20 @@ func gcCycles() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// worthCollecting reports whether a collection is worth its CPU for a
+// buffer of n bytes: a cycle marks the live heap (the caches: up to 64
+// MiB), so it runs only for buffers of at least a quarter of it, whose
+// garbage (the request and the engine's copies, a few times n) it frees.
+func worthCollecting(n int) bool {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Kind() != metrics.KindUint64 || uint64(n)*4 >= s[0].Value.Uint64()
+}
+
 //go:wasmexport agentstate_buffer
 func buffer(n int32) unsafe.Pointer {
 	if int(n) > len(inbox) {
-		if int(n) > keepBytes && dropCycle > 0 && gcCycles() < dropCycle {
+		if int(n) > keepBytes && dropCycle > 0 && gcCycles() < dropCycle && worthCollecting(int(n)) {
 			// The last call's large buffers are garbage no cycle has
 			// collected yet: collect them, so that this buffer reuses
 			// their memory instead of growing it (a refused 100 MB value
@@ -143,7 +153,7 @@ func call(h int32, n int32) int64 {
 		defer func() { result = nil }()
 		dropped()
 	}
-	if own {
+	if own && worthCollecting(int(n)) {
 		// A large call leaves large garbage (its request, the engine's
 		// copies): collected now, while the host reads the result, the
 		// next call reuses that memory instead of growing the module.
