@@ -149,3 +149,23 @@ def test_rss_after_large_puts_is_within_the_bound(tmp_path):
     # The module's memory after the puts: about three values (the request,
     # the cache's copy, the compressed form), not one more for every put.
     assert r["lin"] <= 4 * 50 * MB, r
+
+
+def test_a_module_of_another_result_format_is_refused_by_name(tmp_path):
+    # Results give byte arrays by address since format 2; a host reading a
+    # format-1 module's results that way would read wild addresses (a
+    # segfault, as with AGENTSTATE_WASM set to an older build).
+    code = textwrap.dedent(
+        """
+        import sys
+        from langgraph.checkpoint.agentstate import AgentStateSaver, _engine
+        _engine._RESULT_FORMAT = 3  # what this module is not
+        try:
+            AgentStateSaver(sys.argv[1])
+        except RuntimeError as e:
+            print(e)
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "f.db")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "results of format 2, this package reads format 3" in r.stdout

@@ -13,6 +13,7 @@
 // Every export runs to its end before it returns (a host thread waits for
 // it); the host serialises its calls.
 //
+//	agentstate_format() -> 2      the layout of results below (resultFormat)
 //	agentstate_buffer(n) -> ptr   a buffer of at least n bytes for the
 //	                              next request (kept until a larger one
 //	                              is asked for, or a call takes it)
@@ -37,9 +38,10 @@
 // A request is: u32 op length, op ("open", "close" or a bridge call), u32
 // JSON length, JSON, u32 count of byte arrays, then each as u32 length and
 // bytes (lengths little-endian). A result is u32 status: 0, then u32 JSON
-// length, JSON, u32 count and the byte arrays as in a request; 1 (an
-// error), then u32 code length, the code (bridge.ErrorCode), u32 message
-// length, the message.
+// length, JSON, u32 count and each byte array as u32 length and u32 address
+// in this module's memory (the arrays are not copied into the result; they
+// stay valid until the next call); 1 (an error), then u32 code length, the
+// code (bridge.ErrorCode), u32 message length, the message.
 package main
 
 import (
@@ -63,6 +65,7 @@ var (
 	b      = bridge.New()
 	inbox  []byte
 	result []byte
+	held   [][]byte // the last result's byte arrays, which the host reads in place
 )
 
 // keepBytes is the largest request buffer or result kept from one call to
@@ -106,6 +109,15 @@ func worthCollecting(n int) bool {
 	return s[0].Value.Kind() != metrics.KindUint64 || uint64(n)*4 >= s[0].Value.Uint64()
 }
 
+// resultFormat is the layout of agentstate_call's results the host must
+// read: 2 since byte arrays are given by address, not copied in. A host
+// that finds another number (or no agentstate_format export: format 1)
+// refuses the module instead of misreading its results.
+const resultFormat = 2
+
+//go:wasmexport agentstate_format
+func format() int32 { return resultFormat }
+
 //go:wasmexport agentstate_buffer
 func buffer(n int32) unsafe.Pointer {
 	if int(n) > len(inbox) {
@@ -127,6 +139,7 @@ func dropped() { dropCycle = gcCycles() + 1 }
 //go:wasmexport agentstate_call
 func call(h int32, n int32) int64 {
 	var le = binary.LittleEndian
+	held = nil // the host has read the last result
 	req := inbox[:n:n]
 	own := cap(inbox) > keepBytes
 	if own {
@@ -240,15 +253,16 @@ func run(h int, req []byte, own bool, out []byte) (res []byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	size := 8 + len(text)
-	for _, b := range o.Bufs() {
-		size += 4 + len(b)
-	}
-	out = slices.Grow(out, size) // the result allocated once, at its size
+	outBufs := o.Bufs()
+	out = slices.Grow(out, 8+len(text)+8*len(outBufs)) // the result allocated once, at its size
 	out = append(le.AppendUint32(out, uint32(len(text))), text...)
-	out = le.AppendUint32(out, uint32(len(o.Bufs())))
-	for _, b := range o.Bufs() {
-		out = append(le.AppendUint32(out, uint32(len(b))), b...)
+	out = le.AppendUint32(out, uint32(len(outBufs)))
+	for _, b := range outBufs {
+		// Read where it is (a 50 MB value was copied into the result
+		// first): kept alive by held until the next call.
+		out = le.AppendUint32(out, uint32(len(b)))
+		out = le.AppendUint32(out, uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))))
 	}
+	held = outBufs
 	return out, nil
 }
