@@ -224,7 +224,7 @@ type ListOptions struct {
 const (
 	listPage      = 64
 	listFirstPage = 8
-	listPageBytes = 32 << 20
+	listPageBytes = 16 << 20
 )
 
 // tupleBytes is what a tuple's values and pending writes hold.

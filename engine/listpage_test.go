@@ -16,8 +16,11 @@ func TestListPagesAreSizedByBytes(t *testing.T) {
 	big := func(mb int) []Tuple {
 		return []Tuple{{Checkpoint: Checkpoint{ChannelValues: map[string]codec.Blob{"messages": {Type: "json", Data: make([]byte, mb<<20)}}}}}
 	}
-	if got := nextListPage(big(10)); got != 3 {
-		t.Fatalf("10 MB tuples: next page of %d, want 3", got)
+	if got := nextListPage(big(1)); got != 16 {
+		t.Fatalf("1 MB tuples: next page of %d, want 16", got)
+	}
+	if got := nextListPage(big(10)); got != 1 {
+		t.Fatalf("10 MB tuples: next page of %d, want 1", got)
 	}
 	if got := nextListPage(big(100)); got != 1 {
 		t.Fatalf("100 MB tuples: next page of %d, want 1", got)

@@ -183,11 +183,11 @@ def test_a_database_collected_during_another_call_leaves_its_answer_alone(monkey
     orig = _engine._decode_result
     fired = []
 
-    def decode(out):
+    def decode(*args):
         if not fired:
             fired.append(1)
             b._finalizer()  # what collecting an unreachable Database does
-        return orig(out)
+        return orig(*args)
 
     monkeypatch.setattr(_engine, "_decode_result", decode)
     assert a.events.count_messages("t") == 1

@@ -318,7 +318,7 @@ func opListOpen(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, er
 // listNextBytes bounds the values and writes of one list.next response:
 // past it the response ends early (it holds at least one tuple), so that a
 // long thread of large checkpoints is handed over a few at a time.
-const listNextBytes = 16 << 20
+const listNextBytes = 4 << 20
 
 // opListNext returns up to n more tuples of a cursor, fewer once they hold
 // listNextBytes; done reports that the listing is over (the cursor is then

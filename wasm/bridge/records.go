@@ -24,19 +24,19 @@ import (
 // default TTL) and noExpiry set the item's lifetime. refresh (get, search)
 // overrides whether the read pushes back expiry.
 type wStoreOp struct {
-	Op        string          `json:"op"`
-	Namespace []string        `json:"namespace"`
-	Key       string          `json:"key"`
-	Value     json.RawMessage `json:"value"`
-	TTLMs     float64         `json:"ttlMs"`
-	NoExpiry  bool            `json:"noExpiry"`
-	Refresh   *bool           `json:"refresh"`
-	Prefix    []string        `json:"prefix"`
-	Suffix    []string        `json:"suffix"`
-	Filter    map[string]any  `json:"filter"`
-	Limit     int             `json:"limit"`
-	Offset    int             `json:"offset"`
-	MaxDepth  int             `json:"maxDepth"`
+	Op        string   `json:"op"`
+	Namespace []string `json:"namespace"`
+	Key       string   `json:"key"`
+	Value     rawJSON  `json:"value"` // checked for size before it is decoded (limits.go)
+	TTLMs     float64  `json:"ttlMs"`
+	NoExpiry  bool     `json:"noExpiry"`
+	Refresh   *bool    `json:"refresh"`
+	Prefix    []string `json:"prefix"`
+	Suffix    []string `json:"suffix"`
+	Filter    rawJSON  `json:"filter"` // decoded with numbers kept (decodeJSON)
+	Limit     int      `json:"limit"`
+	Offset    int      `json:"offset"`
+	MaxDepth  int      `json:"maxDepth"`
 	// Semantic search: a put's vectors by field path and a search's query
 	// vector, each the base64 of float32 little-endian values (or a JSON
 	// array of numbers), and the search's distance type.
@@ -113,6 +113,9 @@ func (w wStoreOp) engine(bin in) (records.StoreOp, error) {
 	case "put":
 		var value map[string]any
 		if len(w.Value) > 0 && string(w.Value) != "null" {
+			if err := checkValueJSON("store value for key "+quoteShort(w.Key), w.Value); err != nil {
+				return nil, err
+			}
 			if err := decodeJSON(w.Value, &value); err != nil {
 				return nil, err
 			}
@@ -141,7 +144,13 @@ func (w wStoreOp) engine(bin in) (records.StoreOp, error) {
 		}
 		return records.PutOp{Namespace: w.Namespace, Key: w.Key, Value: value, TTL: ttl, Vectors: vs}, nil
 	case "search":
-		filter, err := numbersMap(w.Filter)
+		var filter map[string]any
+		if len(w.Filter) > 0 && string(w.Filter) != "null" {
+			if err := decodeJSON(w.Filter, &filter); err != nil {
+				return nil, err
+			}
+		}
+		filter, err := numbersMap(filter)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +171,7 @@ func opStoreBatch(ctx context.Context, h *handle, req []byte, bin in) (any, *Out
 	var r struct {
 		Ops []wStoreOp `json:"ops"`
 	}
-	if err := decodeJSON(req, &r); err != nil {
+	if err := decodeInPlace(req, &r); err != nil {
 		return nil, nil, err
 	}
 	ops := make([]records.StoreOp, len(r.Ops))

@@ -571,26 +571,39 @@ export const nextTurn = (() => {
 // built in a buffer reused by every call: Go copies it before send returns.
 const frameEncoder = new TextEncoder();
 const frameDecoder = new TextDecoder();
+const SCRATCH_KEEP = 1 << 20; // the largest request buffer kept between calls
 let scratch = new Uint8Array(1 << 16);
 let scratchView = new DataView(scratch.buffer);
 
 function send(api, h, op, json, bufs) {
-  let size = 16 + 4 * bufs.length + 3 * (op.length + json.length); // UTF-8: at most 3 bytes per UTF-16 unit
+  // Sized for text that is one UTF-8 byte per UTF-16 unit (JSON is mostly
+  // ASCII), and again at 3 bytes per unit if it did not fit: a 100 MB value
+  // takes 100 MB here, not 300.
+  const head = 16 + 4 * bufs.length;
+  let bufBytes = 0;
   for (const b of bufs) {
     if (!(b instanceof Uint8Array)) throw new AgentStateError("agentstate: call: byte arrays must be Uint8Arrays", "INVALID_ARGUMENT");
-    size += b.length;
+    bufBytes += b.length;
   }
-  if (scratch.length < size) {
-    scratch = new Uint8Array(Math.max(size, 2 * scratch.length));
-    scratchView = new DataView(scratch.buffer);
+  let textRoom = op.length + json.length;
+  let at, opLen, jsonLen;
+  for (;;) {
+    const size = head + textRoom + bufBytes;
+    if (scratch.length < size) {
+      scratch = new Uint8Array(size > SCRATCH_KEEP ? size : Math.max(size, 2 * scratch.length));
+      scratchView = new DataView(scratch.buffer);
+    }
+    const room = scratch.subarray(0, head + textRoom);
+    const o = frameEncoder.encodeInto(op, room.subarray(head));
+    opLen = o.written;
+    const j = frameEncoder.encodeInto(json, room.subarray(head + opLen));
+    jsonLen = j.written;
+    at = head + opLen + jsonLen;
+    if (o.read === op.length && j.read === json.length) break;
+    textRoom = 3 * (op.length + json.length); // UTF-8: at most 3 bytes per UTF-16 unit
   }
   const u8 = scratch;
   const dv = scratchView;
-  let at = 16 + 4 * bufs.length;
-  const opLen = frameEncoder.encodeInto(op, u8.subarray(at)).written;
-  at += opLen;
-  const jsonLen = frameEncoder.encodeInto(json, u8.subarray(at)).written;
-  at += jsonLen;
   dv.setUint32(0, h, true);
   dv.setUint32(4, opLen, true);
   dv.setUint32(8, jsonLen, true);
@@ -600,10 +613,30 @@ function send(api, h, op, json, bufs) {
     u8.set(bufs[i], at);
     at += bufs[i].length;
   }
-  const mem = instances.get(api).mem;
-  return new Promise((resolve, reject) => {
-    api.send(u8.subarray(0, at), (err, ptr, n) => (err ? reject(err) : resolve(readResult(mem, ptr, n))));
+  let done;
+  const p = new Promise((resolve, reject) => {
+    done = answer(instances.get(api).mem, resolve, reject);
   });
+  api.send(u8.subarray(0, at), done);
+  if (scratch.length > SCRATCH_KEEP) {
+    // Go has copied the request: a large buffer is not kept for the next
+    // call (a 100 MB value held 300 MB for the life of the process). Go
+    // still holds a reference to the view it was given until its own
+    // collector runs, so the buffer is also detached, which frees it now.
+    const old = scratch.buffer;
+    scratch = new Uint8Array(1 << 16);
+    scratchView = new DataView(scratch.buffer);
+    if (typeof old.transfer === "function") old.transfer(0);
+    else if (typeof structuredClone === "function") structuredClone(old, { transfer: [old] });
+  }
+  return p;
+}
+
+// The callback Go answers a call with, made outside send so that it keeps
+// nothing of send's scope alive (a closure there held the request buffer
+// until Go let go of the callback: 100 MB after a 100 MB value).
+function answer(mem, resolve, reject) {
+  return (err, ptr, n) => (err ? reject(err) : resolve(readResult(mem, ptr, n)));
 }
 
 // A result in the Go module's memory as {json, bufs}; each buffer a copy

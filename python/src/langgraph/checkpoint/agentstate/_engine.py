@@ -40,6 +40,13 @@ from ._sqlite_host import SQLiteHost
 from .errors import AgentStateError, error_for
 
 _U32 = struct.Struct("<I")
+_U32x2 = struct.Struct("<II")
+# A request buffer in the module larger than this is the call's: the module
+# does not keep it for the next request (wasm/reactor/main.go, keepBytes).
+_KEEP_BYTES = 1 << 20
+# The layout of the module's results this host reads (wasm/reactor/main.go,
+# resultFormat): 2, byte arrays given by address.
+_RESULT_FORMAT = 2
 _MODULE_NAME = "agentstate.wasm"
 
 
@@ -406,6 +413,14 @@ class Engine:
             if d is not None:
                 d.restore()
                 d.deliver()
+        fmt = ex["agentstate_format"](self._store) if "agentstate_format" in ex else 1  # after _initialize: Go runs no export before it
+        if fmt != _RESULT_FORMAT:
+            # Results of another layout would be misread (a crash, not an
+            # error): the module is of another build than this package.
+            raise RuntimeError(
+                f"agentstate: the engine module gives results of format {fmt}, this package reads format {_RESULT_FORMAT}: "
+                "it is of another build (AGENTSTATE_WASM set to an older module?); rebuild it from the same checkout"
+            )
 
     def call(self, h: int, op: str, req: Any = None, bufs: list[bytes] | tuple = ()) -> tuple[Any, list[bytes]]:
         """Runs op on handle h; returns the result's JSON value and byte arrays."""
@@ -473,6 +488,10 @@ class Engine:
             memmove(at, pack(ln), 4)
             memmove(at + 4, b, ln)
             at += 4 + ln
+        if self._buf_cap > _KEEP_BYTES:
+            # The module takes a buffer this large (it reads the request in
+            # place and drops it after the call): ask for a new one next time.
+            self._buf_cap = 0
         try:
             r = self._call(h, n)
         except wasmtime.ExitTrap as e:
@@ -490,13 +509,15 @@ class Engine:
         ptr, ln = (r >> 32) & 0xFFFFFFFF, r & 0xFFFFFFFF
         # Read in place (the result stays valid until the next call,
         # which waits for this lock): each part is copied once.
-        res = _decode_result(memoryview((ctypes.c_char * ln).from_address(base + ptr)).cast("B"))
+        res = _decode_result(memoryview((ctypes.c_char * ln).from_address(base + ptr)).cast("B"), base)
         exc, self.host.pending = self.host.pending, None
         return res, exc
 
 
-def _decode_result(out: memoryview) -> tuple[bytes, list[bytes]] | AgentStateError:
-    """A result's JSON text and byte arrays, or its error."""
+def _decode_result(out: memoryview, base: int) -> tuple[bytes, list[bytes]] | AgentStateError:
+    """A result's JSON text and byte arrays, or its error. The byte arrays
+    are read where they are in the module's memory (base is its address):
+    the result gives each one's length and address."""
     unpack = _U32.unpack_from
     status = unpack(out, 0)[0]
     o = 4
@@ -513,10 +534,12 @@ def _decode_result(out: memoryview) -> tuple[bytes, list[bytes]] | AgentStateErr
     count = unpack(out, o)[0]
     o += 4
     bufs = []
+    at = _U32x2.unpack_from
+    string_at = ctypes_string_at
     for _ in range(count):
-        n = unpack(out, o)[0]
-        bufs.append(bytes(out[o + 4 : o + 4 + n]))
-        o += 4 + n
+        n, p = at(out, o)
+        bufs.append(string_at(base + p, n) if n else b"")
+        o += 8
     return text, bufs
 
 
