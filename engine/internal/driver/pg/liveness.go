@@ -6,9 +6,9 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/pgwire"
 )
 
 // liveness is driver.Liveness for PostgreSQL: a session-level advisory lock
@@ -28,19 +28,6 @@ type liveness struct {
 	mu    sync.Mutex
 	probe *Conn // dialled on first use
 }
-
-// releaseWait bounds the unlock of a hold's release: long enough for a
-// loaded server, so that an owner that closed is gone for others at once.
-// (The engine gives the unlock of its migrations' lock as long.)
-const releaseWait = 2 * time.Second
-
-const ownerKey = `hashtextextended('agentstate owner/' || current_schema() || '/' || $1::text, 0)`
-
-// noIdleTimeout runs on every session of liveness: a hold sits idle
-// between checks, and a server's idle_session_timeout (PostgreSQL 14 and
-// later; older servers have no such setting, and this does nothing there)
-// would end it and drop the lock.
-const noIdleTimeout = `SELECT set_config(name, '0', false) FROM pg_catalog.pg_settings WHERE name = 'idle_session_timeout'`
 
 // hold is an owner's advisory lock and the session that holds it.
 type hold struct {
@@ -72,12 +59,11 @@ func (h *hold) Check(ctx context.Context) error {
 		return nil
 	}
 	defer h.c.Interrupt(ctx)()
-	held, err := ask(ctx, h.c, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
-		AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = `+ownerKey+`)`, h.owner)
+	held, err := ask(ctx, h.c, pgwire.HeldSQL, h.owner)
 	if err != nil || held {
 		return err
 	}
-	_, err = h.c.Exec(`SELECT pg_advisory_lock(`+ownerKey+`)`, h.owner)
+	_, err = h.c.Exec(pgwire.LockSQL, h.owner)
 	return err
 }
 
@@ -97,7 +83,7 @@ func ask(ctx context.Context, c *Conn, q, owner string) (bool, error) {
 // Release implements driver.Hold. The lock is given back before the
 // session ends, so that the owner is gone for everyone once Release
 // returns (a session's end releases its locks too, but the server gets to
-// it in its own time); a server that does not answer gets releaseWait.
+// it in its own time); a server that does not answer gets pgwire.ReleaseWait.
 func (h *hold) Release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -105,9 +91,9 @@ func (h *hold) Release() error {
 		return nil
 	}
 	if !h.c.Broken() { // a broken session took the lock with it
-		ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+		ctx, cancel := context.WithTimeout(context.Background(), pgwire.ReleaseWait)
 		restore := h.c.Interrupt(ctx)
-		h.c.Exec(`SELECT pg_advisory_unlock(`+ownerKey+`)`, h.owner)
+		h.c.Exec(pgwire.UnlockSQL, h.owner)
 		restore()
 		cancel()
 	}
@@ -127,9 +113,7 @@ func (l *liveness) Probe(ctx context.Context, owner string) (driver.Presence, er
 		l.probe = c
 	}
 	defer l.probe.Interrupt(ctx)()
-	// One round trip: a free lock is taken and given back at once.
-	q := `SELECT CASE WHEN pg_try_advisory_lock(` + ownerKey + `) THEN NOT pg_advisory_unlock(` + ownerKey + `) ELSE true END`
-	held, err := ask(ctx, l.probe, q, owner)
+	held, err := ask(ctx, l.probe, pgwire.ProbeSQL, owner)
 	switch {
 	case err != nil:
 		return driver.PresenceUnknown, err

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/pgwire"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
@@ -238,7 +239,7 @@ func (c *Conn) prepare(q string) (*stmt, error) {
 	}
 	st := &stmt{sd: sd, resultFormats: make([]int16, len(sd.Fields))}
 	for i, f := range sd.Fields {
-		if binaryResult(f.DataTypeOID) {
+		if pgwire.BinaryResult(f.DataTypeOID) {
 			st.resultFormats[i] = 1
 		}
 	}
@@ -299,7 +300,7 @@ func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	vals, fmts, err := encodeArgs(st.sd.ParamOIDs, args)
+	vals, fmts, err := pgwire.EncodeArgs(st.sd.ParamOIDs, args)
 	if err != nil {
 		return 0, err
 	}
@@ -402,7 +403,7 @@ func (c *Conn) Queue(q string, args ...any) error {
 	if err != nil {
 		return err
 	}
-	vals, fmts, err := encodeArgs(st.sd.ParamOIDs, args)
+	vals, fmts, err := pgwire.EncodeArgs(st.sd.ParamOIDs, args)
 	if err != nil {
 		return err
 	}
@@ -441,7 +442,7 @@ func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, er
 	if err := c.ensure(); err != nil {
 		return err
 	}
-	for _, s := range SplitScript(script) {
+	for _, s := range pgwire.SplitScript(script) {
 		if before != nil {
 			skip, err := before(s)
 			if err != nil {
@@ -591,7 +592,7 @@ func (c *Conn) Lock(key string) error {
 	if c.tx == txNone {
 		return errors.New("agentstate: internal: Lock outside a transaction")
 	}
-	if err := CheckText([]byte(key)); err != nil {
+	if err := pgwire.CheckText([]byte(key)); err != nil {
 		return err
 	}
 	if c.locked[key] {

@@ -305,22 +305,6 @@ func TestLockTimeoutIsBusy(t *testing.T) {
 	a.Commit()
 }
 
-func TestSplitScript(t *testing.T) {
-	got := SplitScript(`-- a comment; not a statement
-CREATE TABLE a (s TEXT DEFAULT ';');
-CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $body$ BEGIN RETURN 1; END $body$;
-/* ; */ SELECT "x;y" FROM a;
--- trailing`)
-	want := []string{
-		"-- a comment; not a statement\nCREATE TABLE a (s TEXT DEFAULT ';')",
-		"CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $body$ BEGIN RETURN 1; END $body$",
-		`/* ; */ SELECT "x;y" FROM a`,
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("(-want +got):\n%s", diff)
-	}
-}
-
 // Queued statements run in order with the next statement or the commit;
 // one that fails fails the transaction, which then changes nothing.
 func TestQueue(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/pgwire"
 )
 
 // Server is one database as a handle uses it (driver.Server): writers,
@@ -33,7 +34,7 @@ func Open(url string, o driver.ServerOptions) (driver.Server, error) {
 		return nil, err
 	}
 	lo := po
-	lo.Setup = noIdleTimeout
+	lo.Setup = pgwire.NoIdleTimeout
 	l, err := NewDialer(url, lo)
 	if err != nil {
 		return nil, err
