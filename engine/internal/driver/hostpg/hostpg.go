@@ -63,6 +63,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/pgwire"
 )
 
 // Error kinds of the protocol.
@@ -515,7 +516,7 @@ func (c *Conn) prepare(q string) (*stmt, error) {
 	}
 	st.params, st.fields, st.format = res[0].params, res[0].fields, 1
 	for _, f := range st.fields {
-		if !binaryResult(f) {
+		if !pgwire.BinaryResult(f) {
 			st.format = 0
 		}
 	}
@@ -644,7 +645,7 @@ func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, er
 	if err := c.ensure(); err != nil {
 		return err
 	}
-	for _, s := range splitScript(script) {
+	for _, s := range pgwire.SplitScript(script) {
 		if before != nil {
 			skip, err := before(s)
 			if err != nil {
@@ -759,7 +760,7 @@ func (c *Conn) Lock(key string) error {
 	if c.tx == txNone {
 		return errors.New("agentstate: internal: Lock outside a transaction")
 	}
-	if err := checkText([]byte(key)); err != nil {
+	if err := pgwire.CheckText([]byte(key)); err != nil {
 		return err
 	}
 	if !c.locked[key] {

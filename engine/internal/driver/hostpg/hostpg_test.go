@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/pgwire"
 )
 
 // response builds a host response: status, then per statement the rows
@@ -51,7 +52,7 @@ func TestDecodeRowsAsTheEngineReadsThem(t *testing.T) {
 		changed int64
 		fields  []uint32
 		rows    [][][]byte
-	}{2, []uint32{oidInt8, oidBytea, oidText, oidBool, oidJSONB}, [][][]byte{
+	}{2, []uint32{pgwire.OIDInt8, pgwire.OIDBytea, pgwire.OIDText, pgwire.OIDBool, pgwire.OIDJSONB}, [][][]byte{
 		{be.AppendUint64(nil, 42), []byte{0, 1, 2}, []byte("héllo"), {1}, append([]byte{1}, `{"a":1}`...)},
 		{nil, {}, nil, {0}, nil},
 	}}
@@ -59,7 +60,7 @@ func TestDecodeRowsAsTheEngineReadsThem(t *testing.T) {
 		changed int64
 		fields  []uint32
 		rows    [][][]byte
-	}{1, []uint32{oidNumeric, oidBytea, oidBool}, [][][]byte{{[]byte("123"), []byte(`\x00ff`), []byte("t")}}}
+	}{1, []uint32{pgwire.OIDNumeric, pgwire.OIDBytea, pgwire.OIDBool}, [][][]byte{{[]byte("123"), []byte(`\x00ff`), []byte("t")}}}
 	resp := response('T', bin, text)
 	calls := []call{{op: opRun, format: 1, rows: true}, {op: opRun, format: 0, rows: true}}
 	var got []string
@@ -144,7 +145,7 @@ func TestErrorsAreClassified(t *testing.T) {
 
 func TestArgumentsBindByParameterType(t *testing.T) {
 	s := "text"
-	args, err := encodeArgs([]uint32{oidInt8, oidInt4, oidBytea, oidText, oidBool, oidText, oidBytea, oidJSONB},
+	args, err := encodeArgs([]uint32{pgwire.OIDInt8, pgwire.OIDInt4, pgwire.OIDBytea, pgwire.OIDText, pgwire.OIDBool, pgwire.OIDText, pgwire.OIDBytea, pgwire.OIDJSONB},
 		[]any{int64(-2), 7, []byte("b"), &s, true, (*string)(nil), []byte(nil), `{"a":1}`})
 	if err != nil {
 		t.Fatal(err)
@@ -153,10 +154,10 @@ func TestArgumentsBindByParameterType(t *testing.T) {
 		args[4].v[0] != 1 || !args[5].null || !args[6].null || args[7].v[0] != 1 {
 		t.Errorf("bound %+v", args)
 	}
-	if _, err := encodeArgs([]uint32{oidText}, []any{"a\x00b"}); !errors.Is(err, driver.ErrValue) {
+	if _, err := encodeArgs([]uint32{pgwire.OIDText}, []any{"a\x00b"}); !errors.Is(err, driver.ErrValue) {
 		t.Errorf("a NUL in text: %v", err)
 	}
-	if _, err := encodeArgs([]uint32{oidInt4}, []any{int64(1) << 40}); !errors.Is(err, driver.ErrValue) {
+	if _, err := encodeArgs([]uint32{pgwire.OIDInt4}, []any{int64(1) << 40}); !errors.Is(err, driver.ErrValue) {
 		t.Errorf("an int4 overflow: %v", err)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/agentstate/agentstate/engine/internal/driver"
+	"github.com/agentstate/agentstate/engine/internal/driver/pgwire"
 )
 
 // liveness is driver.Liveness over the host's sessions, as the native
@@ -16,21 +16,13 @@ import (
 // says why): a session-level advisory lock per owner, held on a session of
 // its own, probed with pg_try_advisory_lock from another; a free lock is
 // PresenceUnknown, and Hold.Check takes a lost lock again on a new session.
+// The SQL is pgwire's, the native driver's, so that both lock the same
+// number.
 type liveness struct {
 	s     *Server
 	mu    sync.Mutex
 	probe *Conn // dialled on first use
 }
-
-// releaseWait bounds the unlock of a hold's release.
-const releaseWait = 2 * time.Second
-
-// ownerKey is the native driver's, so that both lock the same number.
-const ownerKey = `hashtextextended('agentstate owner/' || current_schema() || '/' || $1::text, 0)`
-
-// noIdleTimeout runs on every session of liveness: a hold sits idle
-// between checks, and idle_session_timeout would end it.
-const noIdleTimeout = `SELECT set_config(name, '0', false) FROM pg_catalog.pg_settings WHERE name = 'idle_session_timeout'`
 
 type hold struct {
 	s     *Server
@@ -40,7 +32,7 @@ type hold struct {
 }
 
 func (l *liveness) Hold(ctx context.Context, owner string) (driver.Hold, error) {
-	c, err := l.s.dial(ctx, l.s.l, noIdleTimeout)
+	c, err := l.s.dial(ctx, l.s.l, pgwire.NoIdleTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +52,11 @@ func (h *hold) Check(ctx context.Context) error {
 		return nil
 	}
 	defer h.c.Interrupt(ctx)()
-	held, err := ask(ctx, h.c, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
-		AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = `+ownerKey+`)`, h.owner)
+	held, err := ask(ctx, h.c, pgwire.HeldSQL, h.owner)
 	if err != nil || held {
 		return err
 	}
-	_, err = h.c.Exec(`SELECT pg_advisory_lock(`+ownerKey+`)`, h.owner)
+	_, err = h.c.Exec(pgwire.LockSQL, h.owner)
 	return err
 }
 
@@ -89,9 +80,9 @@ func (h *hold) Release() error {
 		return nil
 	}
 	if !h.c.Broken() {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+		ctx, cancel := context.WithTimeout(context.Background(), pgwire.ReleaseWait)
 		restore := h.c.Interrupt(ctx)
-		h.c.Exec(`SELECT pg_advisory_unlock(`+ownerKey+`)`, h.owner)
+		h.c.Exec(pgwire.UnlockSQL, h.owner)
 		restore()
 		cancel()
 	}
@@ -104,15 +95,14 @@ func (l *liveness) Probe(ctx context.Context, owner string) (driver.Presence, er
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.probe == nil {
-		c, err := l.s.dial(ctx, l.s.l, noIdleTimeout)
+		c, err := l.s.dial(ctx, l.s.l, pgwire.NoIdleTimeout)
 		if err != nil {
 			return driver.PresenceUnknown, err
 		}
 		l.probe = c
 	}
 	defer l.probe.Interrupt(ctx)()
-	q := `SELECT CASE WHEN pg_try_advisory_lock(` + ownerKey + `) THEN NOT pg_advisory_unlock(` + ownerKey + `) ELSE true END`
-	held, err := ask(ctx, l.probe, q, owner)
+	held, err := ask(ctx, l.probe, pgwire.ProbeSQL, owner)
 	switch {
 	case err != nil:
 		return driver.PresenceUnknown, err
