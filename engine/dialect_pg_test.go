@@ -230,7 +230,7 @@ var pgWrittenFor = map[string]string{
 	"86fdcd8fddce": "INSERT INTO threads(thread_id, assistant_id, user_id, displa",
 	"8c5ff49b85d8": "INSERT INTO event_seqs(thread_id, last_seq)",
 	"8e78ac954e3c": "UPDATE threads SET metadata=?4, pinned=?5, updated_at=coales",
-	"949ba86d92f0": "SELECT run_id, status FROM runs WHERE thread_id=? AND status",
+	"8ec6b433a0f3": "SELECT run_id, status, operation_kind, worker_id, worker_lea",
 	"b46820995588": "WITH RECURSIVE chain(id, child, depth, ver, parent) AS (",
 	"b927f8d57ca1": "INSERT INTO store_items(namespace, key, value, created_at, u",
 	"cbba8d9fe340": "PRAGMA application_id",
