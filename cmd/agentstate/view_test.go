@@ -33,6 +33,26 @@ type viewFixture struct {
 // LangGraph.js wrote through agentstate's savers, `agentstate state` shows
 // every checkpoint's values as LangGraph's get_state does: DeltaChannels
 // rebuilt, the head's finished tasks' writes applied, messages in one form.
+// viewCopy copies a view fixture into the test's directory and upgrades the
+// copy to this build's schema: the fixtures were written by the build of
+// their day, and read-only commands do not upgrade a file.
+func viewCopy(t *testing.T, fixture string) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "view.db")
+	src, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	if code := run(context.Background(), []string{"upgrade", db}, &out, &errs); code != 0 {
+		t.Fatalf("upgrade %s: exit %d: %s", fixture, code, errs.String())
+	}
+	return db
+}
+
 func TestStateAsLangGraph(t *testing.T) {
 	fixtures, _ := filepath.Glob("../../testdata/langgraph/view/view-*.json")
 	if len(fixtures) < 3 {
@@ -48,14 +68,7 @@ func TestStateAsLangGraph(t *testing.T) {
 			if err := json.Unmarshal(raw, &f); err != nil {
 				t.Fatal(err)
 			}
-			db := filepath.Join(t.TempDir(), "view.db")
-			src, err := os.ReadFile(strings.TrimSuffix(fx, ".json") + ".db")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(db, src, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			db := viewCopy(t, strings.TrimSuffix(fx, ".json")+".db")
 			var flags []string
 			for ch, r := range f.Reducers {
 				flags = append(flags, "--reducer", ch+"="+r)
@@ -189,11 +202,7 @@ func TestStateReducerNotNamed(t *testing.T) {
 	if len(fixtures) == 0 {
 		t.Fatal("no Python view fixture")
 	}
-	db := filepath.Join(t.TempDir(), "view.db")
-	src, _ := os.ReadFile(fixtures[0])
-	if err := os.WriteFile(db, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	db := viewCopy(t, fixtures[0])
 	r := agentstate(t, nil, "state", db, "delta")
 	want(t, r, 1)
 	contains(t, r.stderr, `channel "notes" of thread "delta"`, "DeltaChannel", "--reducer notes=messages|concat|last")
