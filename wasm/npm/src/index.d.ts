@@ -18,7 +18,8 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 
 export type ErrorCode =
   | "NOT_FOUND" | "CONFLICT" | "INVALID_ARGUMENT" | "INVALID_OPTION" | "CLOSED" | "READ_ONLY"
-  | "MODE_MISMATCH" | "SCHEMA_TOO_NEW" | "NOT_AGENTSTATE" | "CORRUPT" | "DISK_FULL" | "BUSY" | "CANCELED" | "TIMEOUT" | "INTERNAL";
+  | "MODE_MISMATCH" | "SCHEMA_TOO_NEW" | "NOT_AGENTSTATE" | "CORRUPT" | "DISK_FULL" | "BUSY" | "CANCELED" | "TIMEOUT" | "INTERNAL"
+  | "MISSING_DEPENDENCY";
 
 export class AgentStateError extends Error {
   code: ErrorCode;

@@ -1,0 +1,116 @@
+// Several Node processes on one PostgreSQL schema, and a server that stops
+// answering: nothing acknowledged is lost, and no call outlives its
+// deadline.
+import { spawn } from "node:child_process";
+import readline from "node:readline";
+import { fileURLToPath } from "node:url";
+import { AgentStateError, AgentStateSaver } from "../src/index.js";
+import { dropSchema, freshSchema, url } from "./helpers.js";
+
+const here = (f) => fileURLToPath(new URL(f, import.meta.url));
+
+function run(args) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (err += d));
+    p.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}: ${err}`))));
+  });
+}
+
+const pgTest = url ? test : test.skip;
+
+pgTest("two Node processes writing one thread: every acknowledged checkpoint and its writes are stored", async () => {
+  const schema = await freshSchema("procs");
+  try {
+    // The first open creates the schema; the two writers then start at once.
+    await (await AgentStateSaver.open({ url, schema })).close();
+    const outs = await Promise.all(["a", "b"].map((n) => run([here("./writer.js"), url, schema, n, "4"])));
+    const acked = outs.flatMap((o) => o.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)));
+    const shared = acked.filter((a) => a.thread === "shared");
+    expect(acked.length).toBeGreaterThan(20);
+    expect(new Set(shared.map((a) => a.id)).size).toBe(shared.length);
+    const saver = await AgentStateSaver.open({ url, schema });
+    try {
+      for (const a of acked) {
+        const t = await saver.getTuple({ configurable: { thread_id: a.thread, checkpoint_ns: "", checkpoint_id: a.id } });
+        expect(t?.checkpoint.id, `${a.thread} ${a.id}`).toBe(a.id);
+        expect(t.pendingWrites.map((w) => w[2])).toEqual([expect.stringMatching(/-write$/)]);
+      }
+      const listed = [];
+      for await (const t of saver.list({ configurable: { thread_id: "shared", checkpoint_ns: "" } })) listed.push(t.checkpoint.id);
+      expect(new Set(listed)).toEqual(new Set(shared.map((a) => a.id)));
+    } finally {
+      await saver.close();
+    }
+  } finally {
+    await dropSchema(schema);
+  }
+});
+
+pgTest("a server that stops answering, then refuses, then answers: typed errors within the deadline, nothing acknowledged lost", async () => {
+  const schema = await freshSchema("stop");
+  const u = new URL(url);
+  const proxy = spawn(process.execPath, [here("./proxy.js"), u.hostname, u.port], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines = readline.createInterface({ input: proxy.stdout })[Symbol.asyncIterator]();
+  const next = async () => (await lines.next()).value;
+  const tell = async (mode) => {
+    proxy.stdin.write(`${mode}\n`);
+    expect(await next()).toBe("ack");
+  };
+  try {
+    const port = await next();
+    u.port = port;
+    const timeoutMs = 1500;
+    const saver = await AgentStateSaver.open({ url: u.toString(), schema, timeoutMs });
+    const cfg = (id) => ({ configurable: { thread_id: "t", checkpoint_ns: "", ...(id ? { checkpoint_id: id } : {}) } });
+    const cp = (id, i) => ({ v: 4, id, ts: new Date().toISOString(), channel_values: { n: i }, channel_versions: { n: i + 1 }, versions_seen: {} });
+    const first = await saver.put(cfg(), cp("1ef00000-0000-6000-8000-000000000001", 0), { source: "input", step: -1, parents: {} }, { n: 1 });
+
+    await tell("stall");
+    for (const call of [() => saver.getTuple(cfg()), () => saver.put(first, cp("1ef00000-0000-6000-8000-000000000002", 1), { source: "loop", step: 0, parents: {} }, { n: 2 })]) {
+      const t0 = Date.now();
+      const e = await call().then(
+        () => null,
+        (err) => err,
+      );
+      const took = Date.now() - t0;
+      expect(e).toBeInstanceOf(AgentStateError);
+      expect(["TIMEOUT", "CANCELED", "BUSY"]).toContain(e.code);
+      expect(took).toBeLessThan(timeoutMs + 1000);
+    }
+
+    await tell("refuse");
+    const t0 = Date.now();
+    const e = await saver.getTuple(cfg()).then(
+      () => null,
+      (err) => err,
+    );
+    expect(e).toBeInstanceOf(AgentStateError);
+    expect(Date.now() - t0).toBeLessThan(timeoutMs + 1000);
+
+    await tell("ok");
+    const t = await saver.getTuple(cfg("1ef00000-0000-6000-8000-000000000001"));
+    expect(t.checkpoint.channel_values).toEqual({ n: 0 });
+    await saver.close();
+  } finally {
+    proxy.kill();
+    await dropSchema(schema);
+  }
+});
+
+pgTest("messages never show the password", async () => {
+  const u = new URL(url);
+  u.username = "agent";
+  u.password = "s3cret-pw";
+  u.port = "1"; // nothing listens there
+  const e = await AgentStateSaver.open({ url: u.toString(), timeoutMs: 2000 }).then(
+    () => null,
+    (err) => err,
+  );
+  expect(e).toBeInstanceOf(AgentStateError);
+  expect(e.message).not.toContain("s3cret-pw");
+  expect(e.message).toContain("agent:xxxxx@");
+});
