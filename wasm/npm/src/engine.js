@@ -108,7 +108,7 @@ export function loadEngine(options = {}) {
  * browsers and edge hosts, which never open a URL, never load it.
  */
 function loadPGEngine(options = {}) {
-  pgApiPromise ??= startEngine({ ...options, pg: true }).catch((e) => {
+  pgApiPromise ??= startEngine(options, true).catch((e) => {
     pgApiPromise = undefined;
     throw e;
   });
@@ -170,8 +170,8 @@ async function wasmModule(what, bytes, url, file) {
   });
 }
 
-async function startEngine(options = {}) {
-  const { trace = false, testHooks = false, pg = false } = options;
+async function startEngine(options = {}, pg = false) {
+  const { trace = false, testHooks = false } = options;
   // The three modules compile while wasm_exec.js loads.
   const modules = Promise.all([
     pg
