@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import readline from "node:readline";
 import { fileURLToPath } from "node:url";
-import { AgentStateError, AgentStateSaver } from "../src/index.js";
+import { AgentStateError, AgentStateSaver, AgentStateStore, Database } from "../src/index.js";
 import { dropSchema, freshSchema, url } from "./helpers.js";
 
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
@@ -30,6 +30,7 @@ pgTest("two Node processes writing one thread: every acknowledged checkpoint and
     const outs = await Promise.all(["a", "b"].map((n) => run([here("./writer.js"), url, schema, n, "4"])));
     const acked = outs.flatMap((o) => o.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)));
     const shared = acked.filter((a) => a.thread === "shared");
+    console.log(`two writers, 4 s each: ${acked.length} acknowledged, ${shared.length} on the shared thread`);
     expect(acked.length).toBeGreaterThan(20);
     expect(new Set(shared.map((a) => a.id)).size).toBe(shared.length);
     const saver = await AgentStateSaver.open({ url, schema });
@@ -77,6 +78,7 @@ pgTest("a server that stops answering, then refuses, then answers: typed errors 
         (err) => err,
       );
       const took = Date.now() - t0;
+      console.log(`server not answering: ${e?.code} after ${took} ms (deadline ${timeoutMs} ms)`);
       expect(e).toBeInstanceOf(AgentStateError);
       expect(["TIMEOUT", "CANCELED", "BUSY"]).toContain(e.code);
       expect(took).toBeLessThan(timeoutMs + 1000);
@@ -89,6 +91,7 @@ pgTest("a server that stops answering, then refuses, then answers: typed errors 
       (err) => err,
     );
     expect(e).toBeInstanceOf(AgentStateError);
+    console.log(`server refusing: ${e.code} after ${Date.now() - t0} ms`);
     expect(Date.now() - t0).toBeLessThan(timeoutMs + 1000);
 
     await tell("ok");
@@ -113,4 +116,27 @@ pgTest("messages never show the password", async () => {
   expect(e).toBeInstanceOf(AgentStateError);
   expect(e.message).not.toContain("s3cret-pw");
   expect(e.message).toContain("agent:xxxxx@");
+});
+
+pgTest("the saver, the store and the run and thread records on one schema", async () => {
+  const schema = await freshSchema("surfaces");
+  try {
+    const db = await Database.open({ url, schema });
+    const saver = new AgentStateSaver(db);
+    const store = new AgentStateStore(db);
+    await store.put(["users", "ann"], "prefs", { theme: "dark" });
+    expect((await store.get(["users", "ann"], "prefs")).value).toEqual({ theme: "dark" });
+    expect((await store.search(["users"], { filter: { theme: "dark" } })).map((i) => i.key)).toEqual(["prefs"]);
+    const t = await db.threads.create("ann", { thread_id: "th", metadata: { topic: "x" } });
+    expect(t.thread_id).toBe("th");
+    const r = await db.runs.create({ thread_id: "th", status: "running" });
+    expect(r.new).toBe(true);
+    await expect(db.runs.create({ thread_id: "th" })).rejects.toMatchObject({ code: "CONFLICT" });
+    const cfg = { configurable: { thread_id: "th", checkpoint_ns: "" } };
+    await saver.put(cfg, { v: 4, id: "1ef00000-0000-6000-8000-000000000001", ts: new Date().toISOString(), channel_values: { a: 1 }, channel_versions: { a: 1 }, versions_seen: {} }, { source: "input", step: -1, parents: {} }, { a: 1 });
+    expect((await saver.getTuple(cfg)).checkpoint.channel_values).toEqual({ a: 1 });
+    await db.close();
+  } finally {
+    await dropSchema(schema);
+  }
 });
