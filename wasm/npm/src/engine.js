@@ -266,12 +266,12 @@ async function startEngine(options = {}, pg = false) {
   if (!isNode && realProcess) globalThis.process = goProcessStub();
   // The Go driver takes its SQLite host from this global while the
   // program starts (package initialisation, before go.run first returns).
+  // The PostgreSQL driver takes its host the same way (Node only), made
+  // first: from setting the globals to go.run nothing awaits, so another
+  // instance starting meanwhile never sees this one's hosts.
+  const pgHost = pg ? await (await import("./pg/host.js")).makePGHost(instance.exports.mem) : undefined;
   globalThis.__agentstate_sqlite_host = makeHost(sqlite, instance.exports.mem);
-  if (pg) {
-    // The PostgreSQL driver takes its host the same way (Node only).
-    const { makePGHost } = await import("./pg/host.js");
-    globalThis.__agentstate_pg_host = makePGHost(instance.exports.mem);
-  }
+  if (pgHost) globalThis.__agentstate_pg_host = pgHost;
   let run;
   try {
     run = go.run(instance); // synchronous until the program first waits

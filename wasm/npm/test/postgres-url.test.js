@@ -64,3 +64,15 @@ test("without node-postgres installed a URL fails with MISSING_DEPENDENCY, namin
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+test("a host that is not Node (a browser here: window defined) refuses a URL typed, before loading anything", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const engine = new URL("../src/engine.js", import.meta.url).href;
+  const code = `globalThis.window = {}; const { Database, runtime } = await import(${JSON.stringify(engine)});
+    Database.open({ url: ${JSON.stringify(url)} }).then(() => console.log("opened"), (e) => console.log(JSON.stringify({ runtime, code: e.code, message: e.message })));`;
+  const out = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", code], { encoding: "utf8" }));
+  expect(out.runtime).toBe("browser");
+  expect(out.code).toBe("INVALID_ARGUMENT");
+  expect(out.message).toContain("postgresql://agent:xxxxx@127.0.0.1:1/agents");
+  expect(out.message).not.toContain("secret");
+});

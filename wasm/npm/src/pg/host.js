@@ -9,7 +9,8 @@
 // size: a large row needs no chunking), and a counter in a
 // SharedArrayBuffer wakes this thread. Node's main thread may block; the
 // engine's goroutines wait meanwhile, as they wait for SQLite.
-import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
+// (node:worker_threads is imported when the host is made: the package
+// imports no node:* module up front, test/edge.test.js.)
 
 const KIND_LOST = 1;
 const KIND_DEADLINE = 2;
@@ -17,7 +18,8 @@ const KIND_DEADLINE = 2;
 // enforces the deadline itself, before giving the session up on its own.
 const GRACE_MS = 1000;
 
-export function makePGHost(mem) {
+export async function makePGHost(mem) {
+  const { MessageChannel, Worker, receiveMessageOnPort } = await import("node:worker_threads");
   const ctlBuffer = new SharedArrayBuffer(4);
   const ctl = new Int32Array(ctlBuffer);
   const { port1, port2 } = new MessageChannel();
