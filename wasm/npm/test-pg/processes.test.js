@@ -140,3 +140,25 @@ pgTest("the saver, the store and the run and thread records on one schema", asyn
     await dropSchema(schema);
   }
 });
+
+pgTest("values larger than the engine's exchange buffer (64 KiB) pass whole, both ways", async () => {
+  const { randomBytes } = await import("node:crypto");
+  const schema = await freshSchema("large");
+  try {
+    const db = await Database.open({ url, schema });
+    const saver = new AgentStateSaver(db);
+    const store = new AgentStateStore(db);
+    const big = randomBytes(1_500_000).toString("base64"); // 2 MB, incompressible
+    const cfg = { configurable: { thread_id: "big", checkpoint_ns: "" } };
+    const saved = await saver.put(cfg, { v: 4, id: "1ef00000-0000-6000-8000-000000000001", ts: new Date().toISOString(), channel_values: { big }, channel_versions: { big: 1 }, versions_seen: {} }, { source: "input", step: -1, parents: {} }, { big: 1 });
+    await saver.putWrites(saved, [["big", big.slice(0, 300_000)]], "task");
+    const t = await saver.getTuple(cfg);
+    expect(t.checkpoint.channel_values.big === big).toBe(true);
+    expect(t.pendingWrites[0][2] === big.slice(0, 300_000)).toBe(true);
+    await store.put(["big"], "k", { big });
+    expect((await store.get(["big"], "k")).value.big === big).toBe(true);
+    await db.close();
+  } finally {
+    await dropSchema(schema);
+  }
+});
