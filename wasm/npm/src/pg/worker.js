@@ -436,6 +436,15 @@ async function connect(rid, url, params, deadline) {
   }
 }
 
+// A bug here must not leave the calling thread waiting (a call without a
+// deadline waits for its answer): whatever escapes fails the calls in
+// flight, whose sessions are given up.
+function failAll(e) {
+  for (const s of new Set(sessions.values())) s.lose(`agentstate: internal error in the PostgreSQL worker: ${e?.message ?? e}`);
+}
+process.on("uncaughtException", failAll);
+process.on("unhandledRejection", failAll);
+
 port.on("message", (m) => {
   switch (m.op) {
     case "connect":
