@@ -1,4 +1,4 @@
-//go:build js || (wasip1 && !hostsqlite)
+//go:build (js && !hostpg) || (wasip1 && !hostsqlite)
 
 package engine
 

@@ -1,4 +1,4 @@
-//go:build (!js && !wasip1) || (wasip1 && hostsqlite)
+//go:build (!js && !wasip1) || (wasip1 && hostsqlite) || (js && hostpg)
 
 package engine
 

@@ -1,4 +1,4 @@
-//go:build wasip1 && hostsqlite
+//go:build (wasip1 && hostsqlite) || (js && hostpg)
 
 package postgres
 
@@ -8,5 +8,6 @@ import (
 )
 
 // The WebAssembly builds reach PostgreSQL through their host's client
-// (engine/internal/driver/hostpg): the Python package's psycopg.
+// (engine/internal/driver/hostpg): the Python package's psycopg, the npm
+// package's node-postgres (its Node build, dist/agentstate-pg.wasm).
 func init() { driver.RegisterServer("postgres", hostpg.Open) }

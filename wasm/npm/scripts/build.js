@@ -1,6 +1,10 @@
 // Builds dist/agentstate.wasm (GOOS=js) with the Go toolchain and copies
 // Go's wasm_exec.js beside it. With AGENTSTATE_WASM=path it copies that
 // prebuilt module instead, so CI builds the wasm once and reuses it.
+// dist/agentstate-pg.wasm is the same program with the PostgreSQL backend
+// (build tag hostpg), which Node loads only to open a postgres:// URL
+// (AGENTSTATE_PG_WASM=path: a prebuilt one); agentstate.wasm, the module
+// browsers and edge hosts load, links none of it.
 //
 // SQLite is the official WebAssembly build: dist/sqlite3.wasm is copied
 // from the pinned @sqlite.org/sqlite-wasm dev dependency, after checking
@@ -46,18 +50,21 @@ fs.writeFileSync(path.join(dist, "sqlite3.wasm"), sqliteBytes);
 fs.writeFileSync(path.join(dist, "sqlite-callbacks.wasm"), callbackModuleBytes());
 console.log(`sqlite3.wasm ${sqliteVersion}: ${sqliteBytes.length} bytes; sqlite-callbacks.wasm: ${callbackModuleBytes().length} bytes`);
 
-const out = path.join(dist, "agentstate.wasm");
-const prebuilt = process.env.AGENTSTATE_WASM;
-const started = Date.now();
-if (prebuilt) {
-  fs.copyFileSync(prebuilt, out);
-  console.log(`copied ${prebuilt} -> ${path.relative(pkg, out)}`);
-} else {
-  execFileSync("go", ["build", "-trimpath", "-ldflags=-s -w", "-o", out, "./wasm/js"], {
-    cwd: repo,
-    stdio: "inherit",
-    env: { ...process.env, GOOS: "js", GOARCH: "wasm" },
-  });
-  console.log(`built ${path.relative(pkg, out)} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+function buildModule(file, prebuilt, tags) {
+  const out = path.join(dist, file);
+  const started = Date.now();
+  if (prebuilt) {
+    fs.copyFileSync(prebuilt, out);
+    console.log(`copied ${prebuilt} -> ${path.relative(pkg, out)}`);
+  } else {
+    execFileSync("go", ["build", ...tags, "-trimpath", "-ldflags=-s -w", "-o", out, "./wasm/js"], {
+      cwd: repo,
+      stdio: "inherit",
+      env: { ...process.env, GOOS: "js", GOARCH: "wasm" },
+    });
+    console.log(`built ${path.relative(pkg, out)} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  }
+  console.log(`${file}: ${fs.statSync(out).size} bytes`);
 }
-console.log(`${fs.statSync(out).size} bytes`);
+buildModule("agentstate.wasm", process.env.AGENTSTATE_WASM, []);
+buildModule("agentstate-pg.wasm", process.env.AGENTSTATE_PG_WASM, ["-tags", "hostpg"]);

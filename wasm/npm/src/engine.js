@@ -73,6 +73,7 @@ function wrapError(e) {
 }
 
 let apiPromise;
+let pgApiPromise;
 
 /**
  * Loads and starts the engine once per realm: the Go module
@@ -100,14 +101,29 @@ export function loadEngine(options = {}) {
   return apiPromise;
 }
 
+/**
+ * The engine's Node build with PostgreSQL (dist/agentstate-pg.wasm, its
+ * host over node-postgres in src/pg/host.js), started on the first open of
+ * a postgres:// URL: a second instance beside the SQLite one, so that
+ * browsers and edge hosts, which never open a URL, never load it.
+ */
+function loadPGEngine(options = {}) {
+  pgApiPromise ??= startEngine(options, true).catch((e) => {
+    pgApiPromise = undefined;
+    throw e;
+  });
+  return pgApiPromise;
+}
+
 // Calls in flight. While none is, the Go runtime's timers (the engine's
 // lease renewal ticks every 20 s) must not keep Node alive: an open
 // database is like an unreferenced socket, a pending call is not.
 let inflight = 0;
 let goInstance;
+let goPGInstance;
 
 function setTimersRef(ref) {
-  for (const t of goInstance?._scheduledTimeouts?.values() ?? []) (ref ? t.ref : t.unref)?.call(t);
+  for (const g of [goInstance, goPGInstance]) for (const t of g?._scheduledTimeouts?.values() ?? []) (ref ? t.ref : t.unref)?.call(t);
 }
 
 function track(promise) {
@@ -154,18 +170,21 @@ async function wasmModule(what, bytes, url, file) {
   });
 }
 
-async function startEngine(options = {}) {
+async function startEngine(options = {}, pg = false) {
   const { trace = false, testHooks = false } = options;
   // The three modules compile while wasm_exec.js loads.
   const modules = Promise.all([
-    wasmModule("wasmBytes", options.wasmBytes, options.wasmURL, "agentstate.wasm"),
+    pg
+      ? wasmModule("pgWasmBytes", options.pgWasmBytes, options.pgWasmURL, "agentstate-pg.wasm")
+      : wasmModule("wasmBytes", options.wasmBytes, options.wasmURL, "agentstate.wasm"),
     wasmModule("sqliteWasm", options.sqliteWasm, options.sqliteWasmURL, "sqlite3.wasm"),
     wasmModule("callbacksWasm", options.callbacksWasm, options.callbacksWasmURL, "sqlite-callbacks.wasm"),
   ]);
   modules.catch(() => {}); // awaited below; not unhandled meanwhile
   if (typeof globalThis.Go !== "function") await import("../dist/wasm_exec.js");
   const go = new globalThis.Go();
-  goInstance = go;
+  if (pg) goPGInstance = go;
+  else goInstance = go;
   const gojs = go.importObject.gojs;
   const schedule = gojs["runtime.scheduleTimeoutEvent"];
   gojs["runtime.scheduleTimeoutEvent"] = (sp) => {
@@ -210,6 +229,7 @@ async function startEngine(options = {}) {
       if (state.dead) return;
       state.dead = err;
       if (goInstance === go) apiPromise = undefined;
+      if (goPGInstance === go) pgApiPromise = undefined;
       failStart(err);
       for (const reject of state.pending) reject(err);
       state.pending.clear();
@@ -246,12 +266,18 @@ async function startEngine(options = {}) {
   if (!isNode && realProcess) globalThis.process = goProcessStub();
   // The Go driver takes its SQLite host from this global while the
   // program starts (package initialisation, before go.run first returns).
+  // The PostgreSQL driver takes its host the same way (Node only), made
+  // first: from setting the globals to go.run nothing awaits, so another
+  // instance starting meanwhile never sees this one's hosts.
+  const pgHost = pg ? await (await import("./pg/host.js")).makePGHost(instance.exports.mem) : undefined;
   globalThis.__agentstate_sqlite_host = makeHost(sqlite, instance.exports.mem);
+  if (pgHost) globalThis.__agentstate_pg_host = pgHost;
   let run;
   try {
     run = go.run(instance); // synchronous until the program first waits
   } finally {
     delete globalThis.__agentstate_sqlite_host;
+    delete globalThis.__agentstate_pg_host;
     if (!isNode && realProcess) globalThis.process = realProcess;
   }
   run.catch((e) => state.stop(new AgentStateError(`agentstate: the engine stopped: ${e?.message ?? e}`, "INTERNAL", { cause: e })));
@@ -351,12 +377,24 @@ export class Database {
         "INVALID_ARGUMENT",
       );
     }
-    if (typeof options.path === "string" && /^postgres(ql)?:\/\//.test(options.path)) {
-      // Not a file name: refused before anything is created under it, and
-      // shown without its password.
+    if (options.url !== undefined && options.path !== undefined) {
+      throw new AgentStateError("agentstate: open takes a url or a path, not both", "INVALID_ARGUMENT");
+    }
+    const url = options.url ?? options.path;
+    if (typeof url === "string" && /^postgres(ql)?:\/\//.test(url)) {
+      if (!isNode) {
+        // Not a file name: refused before anything is created under it,
+        // and shown without its password.
+        throw new AgentStateError(
+          `agentstate: ${redactURL(url)}: PostgreSQL URLs need Node (node-postgres); ${runtime} has no PostgreSQL client (see docs/postgresql.md)`,
+          "INVALID_ARGUMENT",
+        );
+      }
+      return openPG(url, options);
+    }
+    if (options.url !== undefined) {
       throw new AgentStateError(
-        `agentstate: ${redactURL(options.path)}: PostgreSQL URLs are not available in the npm package yet ` +
-          "(the Python package and native Go programs open them; see docs/postgresql.md)",
+        `agentstate: url must be a postgres:// or postgresql:// URL (a file goes in path), got ${typeof options.url === "string" ? redactURL(options.url) : typeof options.url}`,
         "INVALID_ARGUMENT",
       );
     }
@@ -695,6 +733,51 @@ function toBytes(b, what) {
   if (b instanceof ArrayBuffer) return new Uint8Array(b);
   if (ArrayBuffer.isView(b)) return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   throw new AgentStateError(`agentstate: ${what} must be a Uint8Array or ArrayBuffer`, "INVALID_ARGUMENT");
+}
+
+// Opens a PostgreSQL database (Node): the engine's PostgreSQL build over
+// node-postgres in a worker thread (src/pg/host.js). `schema` names the
+// schema of the engine's tables (first in the URL's search_path).
+async function openPG(url, options) {
+  if (options.image !== undefined || options.host !== undefined || options.opfs) {
+    throw new AgentStateError("agentstate: a PostgreSQL URL takes no image, host or opfs", "INVALID_ARGUMENT");
+  }
+  if (options.schema !== undefined) {
+    if (typeof options.schema !== "string" || options.schema === "") {
+      throw new AgentStateError("agentstate: schema must be a non-empty string", "INVALID_ARGUMENT");
+    }
+    const u = new URL(url);
+    u.searchParams.set("search_path", `"${options.schema.replace(/"/g, '""')}"`);
+    url = u.toString();
+  }
+  const { createRequire } = await import("node:module");
+  try {
+    createRequire(import.meta.url).resolve("pg");
+  } catch {
+    throw new AgentStateError(
+      `agentstate: ${redactURL(url)}: PostgreSQL URLs need node-postgres, an optional peer dependency: npm install pg`,
+      "MISSING_DEPENDENCY",
+    );
+  }
+  const api = await loadPGEngine(options);
+  const req = {
+    mode: options.mode,
+    every: options.every,
+    cacheBytes: options.cacheBytes,
+    readOnly: options.readOnly,
+    busyTimeoutMs: options.busyTimeoutMs,
+    storeDefaultTtlMs: options.storeDefaultTtlMs,
+    storeRefreshOnRead: options.storeRefreshOnRead,
+    storeSweepIntervalMs: options.storeSweepIntervalMs,
+    readConns: options.readConns,
+    autoRetain: options.autoRetain,
+    // Each call's deadline, the open's too (0: none): past it the host
+    // gives the session up (a cancel request to the server) and the call
+    // fails typed; the next call dials a new session.
+    timeoutMs: options.timeoutMs ?? 30_000,
+  };
+  const r = await callApi(api, () => api.open(requestJSON("open", { ...req, path: url }), []));
+  return new Database(api, r.h, { options: req, autoRetain: r.autoRetain });
 }
 
 /** url as messages show it: its password (user part or query) replaced. */

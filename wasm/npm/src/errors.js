@@ -5,7 +5,10 @@
 
 /** Error thrown by the engine. `code` is one of NOT_FOUND, CONFLICT,
  * INVALID_ARGUMENT, INVALID_OPTION, CLOSED, READ_ONLY, MODE_MISMATCH,
- * SCHEMA_TOO_NEW, NOT_AGENTSTATE, CORRUPT, DISK_FULL, BUSY, INTERNAL. */
+ * SCHEMA_TOO_NEW, NOT_AGENTSTATE, CORRUPT, DISK_FULL, BUSY, INTERNAL,
+ * CONNECTION_LOST, OUTCOME_UNKNOWN (PostgreSQL: a lost session; a COMMIT
+ * without an answer, read before retrying), MISSING_DEPENDENCY (a
+ * postgres:// URL without node-postgres installed). */
 export class AgentStateError extends Error {
   constructor(message, code, options) {
     super(message, options);

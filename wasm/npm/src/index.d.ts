@@ -18,7 +18,8 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 
 export type ErrorCode =
   | "NOT_FOUND" | "CONFLICT" | "INVALID_ARGUMENT" | "INVALID_OPTION" | "CLOSED" | "READ_ONLY"
-  | "MODE_MISMATCH" | "SCHEMA_TOO_NEW" | "NOT_AGENTSTATE" | "CORRUPT" | "DISK_FULL" | "BUSY" | "CANCELED" | "TIMEOUT" | "INTERNAL";
+  | "MODE_MISMATCH" | "SCHEMA_TOO_NEW" | "NOT_AGENTSTATE" | "CORRUPT" | "DISK_FULL" | "BUSY" | "CANCELED" | "TIMEOUT" | "INTERNAL"
+  | "CONNECTION_LOST" | "OUTCOME_UNKNOWN" | "MISSING_DEPENDENCY";
 
 export class AgentStateError extends Error {
   code: ErrorCode;
@@ -99,6 +100,17 @@ export function durableObjectHost(storage: { sql: { exec(query: string, ...bindi
 export interface OpenOptions {
   /** A file (Node) or an OPFS file name (browser worker); omitted: a fresh in-memory database. */
   path?: string;
+  /**
+   * A PostgreSQL database, `postgresql://user:password@host/db` (Node only,
+   * with node-postgres installed: `npm install pg`; a `path` that is such a
+   * URL works too). Browsers and edge hosts refuse it (INVALID_ARGUMENT);
+   * without `pg` it is MISSING_DEPENDENCY. Messages never show the password.
+   */
+  url?: string;
+  /** With `url`: the schema of the engine's tables (first in the search_path; it must exist). */
+  schema?: string;
+  /** With `url`: each call's deadline in milliseconds, the open's too (default 30 s; 0: none). */
+  timeoutMs?: number;
   /** Files served by a FileHost (Durable Objects: `durableObjectHost(ctx.storage)`), in any runtime. */
   host?: FileHost;
   /** Bytes of a database file, opened as a private in-memory copy. */
@@ -142,6 +154,10 @@ export interface OpenOptions {
   storeRefreshOnRead?: boolean;
   /** Milliseconds between background sweeps of expired store items (default: none). */
   storeSweepIntervalMs?: number;
+  /** The engine's Node module with PostgreSQL, agentstate-pg.wasm, for `url` (default: dist/ of this package): a WebAssembly.Module or its bytes. */
+  pgWasmBytes?: BufferSource | WebAssembly.Module;
+  /** Where agentstate-pg.wasm is read from (default: next to this package's dist/). */
+  pgWasmURL?: string | URL;
   /** Where browsers fetch agentstate.wasm (default: next to this package's dist/). */
   wasmURL?: string | URL;
   /** The engine module: a WebAssembly.Module (workerd, bundlers: `import wasm from "langgraph-checkpoint-agentstate/agentstate.wasm"`) or its bytes. */
@@ -281,6 +297,18 @@ export interface Runs {
   setModelName(runId: string, modelName: string): Promise<void>;
   progress(runId: string, progress: Partial<RunTotals>): Promise<void>;
   listActive(options?: { pendingOnly?: boolean; before?: string; limit?: number }): Promise<Run[]>;
+  apply(op: {
+    op: "put" | "renew" | "cancel" | "finalize" | "takeover";
+    runId: string;
+    run?: Record<string, unknown>;
+    worker?: string;
+    lease?: string;
+    action?: "interrupt" | "rollback";
+    status?: RunStatus;
+    error?: string;
+    stopReason?: string;
+    graceSeconds?: number;
+  }): Promise<{ done: boolean; cancelAction: string | null }>;
 }
 
 /** The event stream: seq is allocated inside the write, gap-free per thread. */

@@ -99,6 +99,29 @@ export class Runs {
     return (await this.#db.call("runs.listActive", { pending_only: !!pendingOnly, before, limit })).runs;
   }
 
+  /** One worker-level change of a run, atomic in the database
+   * (docs/records.md): op is "put" (run: the record written whole, with
+   * status, error, stopReason), "renew" (worker, lease: an RFC 3339 time),
+   * "cancel" (action "interrupt" or "rollback": the first one wins),
+   * "finalize" (status, unless a cancellation came first) or "takeover"
+   * (graceSeconds, error: ends an active run whose worker lease expired).
+   * Resolves to { done, cancelAction }. */
+  async apply({ op, runId, run, worker, lease, action, status, error, stopReason, graceSeconds } = {}) {
+    const res = await this.#db.call("runs.apply", {
+      op,
+      run_id: id("runId", runId),
+      run,
+      worker,
+      lease,
+      action,
+      status,
+      error,
+      stop_reason: stopReason,
+      grace_seconds: graceSeconds,
+    });
+    return { done: !!res.done, cancelAction: res.cancel_action ?? null };
+  }
+
   /** Token usage of the thread's ended runs (with includeActive, running ones too). */
   async tokenUsage(threadId, { includeActive = false } = {}) {
     return (await this.#db.call("runs.tokenUsage", { thread_id: id("threadId", threadId), include_active: !!includeActive })).usage;

@@ -70,6 +70,22 @@ describe("record handles", () => {
     await expect(db.runs.get(later.run.run_id)).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 
+  it("runs.apply: leases renew for their worker, the first cancel wins, takeover needs an expired lease", async () => {
+    const soon = new Date(Date.now() + 60_000).toISOString();
+    const c = await db.runs.create({ thread_id: "tw", status: "running", worker: "w1", worker_lease: soon });
+    const runId = c.run.run_id;
+    const later = new Date(Date.now() + 120_000).toISOString();
+    expect(await db.runs.apply({ op: "renew", runId, worker: "w2", lease: later })).toEqual({ done: false, cancelAction: null });
+    expect(await db.runs.apply({ op: "renew", runId, worker: "w1", lease: later })).toEqual({ done: true, cancelAction: null });
+    expect(await db.runs.apply({ op: "takeover", runId, graceSeconds: 0, error: "lost" })).toMatchObject({ done: false });
+    expect(await db.runs.apply({ op: "cancel", runId, action: "rollback" })).toMatchObject({ done: true, cancelAction: "rollback" });
+    // A later cancel changes nothing: the action stays the first one.
+    expect(await db.runs.apply({ op: "cancel", runId, action: "interrupt" })).toMatchObject({ cancelAction: "rollback" });
+    expect(await db.runs.apply({ op: "finalize", runId, status: "success" })).toMatchObject({ done: false, cancelAction: "rollback" });
+    expect((await db.runs.get(runId)).status).toBe("running");
+    await expect(db.runs.apply({ op: "nonsense", runId })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
   it("refuses ids that are not non-empty strings before calling the engine", async () => {
     for (const bad of [undefined, null, "", 7, { user: "alice" }, ["x"]]) {
       await expect(db.runs.get(bad)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
