@@ -23,6 +23,9 @@ func wPrepare(conn int32, buf unsafe.Pointer, bufCap int32, sqlLen int32) int32
 //go:wasmimport agentstate_sqlite run
 func wRun(stmt int32, buf unsafe.Pointer, bufCap int32, argLen int32, flags int32, deadline float64) int32
 
+//go:wasmimport agentstate_sqlite run_batch
+func wRunBatch(data unsafe.Pointer, dataLen int32, out unsafe.Pointer, outCap int32, deadline float64) int32
+
 //go:wasmimport agentstate_sqlite next
 func wNext(stmt int32, buf unsafe.Pointer, bufCap int32, deadline float64) int32
 
@@ -73,6 +76,11 @@ func hostPrepare(conn int, buf []byte, sqlLen int) int {
 func hostRun(stmt int, buf []byte, argLen, flags int, deadline float64) int {
 	b, bl := bp(buf)
 	return int(wRun(int32(stmt), b, bl, int32(argLen), int32(flags), deadline))
+}
+func hostRunBatch(data, out []byte, deadline float64) int {
+	d, dl := bp(data)
+	o, ol := bp(out)
+	return int(wRunBatch(d, dl, o, ol, deadline))
 }
 func hostNext(stmt int, buf []byte, deadline float64) int {
 	b, bl := bp(buf)

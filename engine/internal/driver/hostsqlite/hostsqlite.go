@@ -72,6 +72,17 @@ type Conn struct {
 	autocommit bool
 	changes    int64
 	closed     bool
+
+	// The statements of Queue not yet sent (flush): their entries, and
+	// the batch as the host reads it.
+	queued []queued
+	batch  []byte
+}
+
+// queued is one statement of the batch, at offset off of Conn.batch.
+type queued struct {
+	st  *stmt
+	off int
 }
 
 var _ driver.Conn = (*Conn)(nil)
@@ -138,6 +149,7 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.discard()
 	c.stmts = nil
 	hostClose(c.id)
 	return nil
@@ -326,6 +338,11 @@ func (c *Conn) run(st *stmt, args []any, buf []byte, flags int) ([]byte, []byte,
 	if err != nil {
 		return nil, buf, err
 	}
+	return c.runEncoded(st, buf, argLen, flags)
+}
+
+// runEncoded is run with the arguments already encoded at buf[:argLen].
+func (c *Conn) runEncoded(st *stmt, buf []byte, argLen, flags int) ([]byte, []byte, error) {
 	var args0 []byte // a copy of the arguments, for a retry after a busy
 	var start time.Time
 	wait := time.Millisecond
@@ -400,11 +417,22 @@ func (c *Conn) more(st *stmt, buf []byte) ([]byte, []byte, error) {
 	return res, buf, nil
 }
 
-// Exec implements driver.Conn.
+// Exec implements driver.Conn: after queued statements, it goes with
+// them as the batch's last.
 func (c *Conn) Exec(q string, args ...any) (int64, error) {
 	st, err := c.prepare(q)
 	if err != nil {
 		return 0, err
+	}
+	if len(c.queued) > 0 {
+		if err := c.enqueue(st, args); err != nil {
+			c.discard()
+			return 0, err
+		}
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+		return c.changes, nil
 	}
 	buf := c.getBuf(bufSize)
 	_, buf, err = c.run(st, args, buf, runDiscard)
@@ -415,17 +443,117 @@ func (c *Conn) Exec(q string, args ...any) (int64, error) {
 	return c.changes, nil
 }
 
-// Queue implements driver.Conn: a call into the host has no round trip to
-// save, so the statement runs at once.
+// Queue implements driver.Conn: inside a transaction the statement waits,
+// its arguments encoded, for the next statement (Exec and Commit join the
+// batch, Query and the others send it first), and the batch is one call
+// into the host (runBatch), which stops at the first statement that fails;
+// that statement's error is the error of the call that sent the batch.
+// Outside a transaction the statement runs at once.
 func (c *Conn) Queue(q string, args ...any) error {
-	_, err := c.Exec(q, args...)
-	return err
+	if c.autocommit {
+		_, err := c.Exec(q, args...)
+		return err
+	}
+	st, err := c.prepare(q)
+	if err != nil {
+		return err
+	}
+	return c.enqueue(st, args)
+}
+
+// maxBatch is the size of queued arguments past which Queue sends the
+// batch at once, so that a transaction of many large values does not hold
+// them all in one buffer.
+const maxBatch = 1 << 20
+
+// enqueue appends st and its encoded arguments to the batch: {stmt i32,
+// argLen u32, arguments}.
+func (c *Conn) enqueue(st *stmt, args []any) error {
+	le := binary.LittleEndian
+	start := len(c.batch)
+	b := le.AppendUint32(le.AppendUint32(c.batch, uint32(st.id)), 0)
+	for _, a := range args {
+		var ok bool
+		if b, ok = appendArg(b, a); !ok {
+			c.batch = b[:start]
+			return fmt.Errorf("agentstate: internal: cannot bind %T", a)
+		}
+	}
+	le.PutUint32(b[start+4:], uint32(len(b)-start-8))
+	c.batch = b
+	c.queued = append(c.queued, queued{st: st, off: start})
+	if len(c.batch) >= maxBatch {
+		return c.flush()
+	}
+	return nil
+}
+
+// discard drops the batch unsent (Rollback, Close, an argument that cannot
+// be bound).
+func (c *Conn) discard() {
+	c.queued = c.queued[:0]
+	if cap(c.batch) > maxKeptBuf+maxBatch {
+		c.batch = nil
+	}
+	c.batch = c.batch[:0]
+}
+
+// flush sends the batch in one call. When a statement fails busy and may
+// run again (see run: COMMIT, a read, or the transaction is gone), it and
+// the statements after it run one by one, with run's retries.
+func (c *Conn) flush() error {
+	if len(c.queued) == 0 {
+		return nil
+	}
+	defer c.discard()
+	if err := c.done(); err != nil {
+		return interrupted(err)
+	}
+	out := c.getBuf(bufSize)
+	defer func() { c.putBuf(out) }()
+	r := hostRunBatch(c.batch, out, c.deadline())
+	if r >= 0 {
+		res := out[:r]
+		c.autocommit = res[1] != 0
+		c.changes = int64(binary.LittleEndian.Uint64(res[16:]))
+		return nil
+	}
+	i := -r - 1
+	if i >= len(c.queued) {
+		return fmt.Errorf("agentstate: internal: the host failed statement %d of a batch of %d", i, len(c.queued))
+	}
+	e := decodeError(out)
+	c.autocommit = hostAutocommit(c.id) != 0
+	if e.code&0xff == codeInterrupt {
+		return c.interruptErr(e)
+	}
+	st := c.queued[i].st
+	if (e.code != codeBusy && e.code != codeLocked) || !(c.autocommit || st.readonly || st.commit) {
+		return classify(e)
+	}
+	le := binary.LittleEndian
+	for _, q := range c.queued[i:] {
+		n := int(le.Uint32(c.batch[q.off+4:]))
+		if cap(out) < n {
+			out = make([]byte, max(n, bufSize))
+		}
+		out = out[:cap(out)]
+		copy(out, c.batch[q.off+8:q.off+8+n])
+		var err error
+		if _, out, err = c.runEncoded(q.st, out, n, runDiscard); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Query implements driver.Conn.
 func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 	st, err := c.prepare(q)
 	if err != nil {
+		return err
+	}
+	if err := c.flush(); err != nil {
 		return err
 	}
 	buf := c.getBuf(bufSize)
@@ -466,6 +594,9 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 // parser. A statement SQLite refuses to prepare (ALTER TABLE ... ADD COLUMN
 // of a column that exists) is shown to before up to its semicolon.
 func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, err error)) error {
+	if err := c.flush(); err != nil {
+		return err
+	}
 	rest := script
 	buf := c.getBuf(len(script) + 64)
 	defer func() { c.putBuf(buf) }()
@@ -528,6 +659,7 @@ func (c *Conn) Commit() error { _, err := c.Exec("COMMIT"); return err }
 // Rollback implements driver.Conn; it runs even when the context of the
 // call that opened the transaction is done.
 func (c *Conn) Rollback() error {
+	c.discard()
 	if c.autocommit {
 		return nil
 	}
@@ -566,6 +698,9 @@ func (c *Conn) SharedMemory() bool {
 
 // Serialize returns a copy of the bytes of schema's database ("main").
 func (c *Conn) Serialize(schema string) ([]byte, error) {
+	if err := c.flush(); err != nil {
+		return nil, err
+	}
 	buf := c.getBuf(bufSize)
 	defer c.putBuf(buf)
 	out, ok := hostSerialize(c.id, schema, buf)
@@ -578,6 +713,9 @@ func (c *Conn) Serialize(schema string) ([]byte, error) {
 // Deserialize replaces schema's database by a private in-memory copy of
 // data (an image).
 func (c *Conn) Deserialize(schema string, data []byte, readOnly bool) error {
+	if err := c.flush(); err != nil {
+		return err
+	}
 	buf := c.getBuf(bufSize)
 	defer c.putBuf(buf)
 	if hostDeserialize(c.id, schema, data, readOnly, buf) < 0 {

@@ -10,6 +10,14 @@ in the module's memory, values as a tag byte (0 NULL, 1 INTEGER, 2 FLOAT,
 3 TEXT, 4 BLOB) then int64/float64 or u32 length and bytes, a result as a
 32-byte header then the rows.
 
+The statements a transaction queues (the checkpoint, its values, the
+seal: the driver's ``Queue``) come in one call, ``run_batch(data, len,
+out, cap, deadline)``: entries ``{stmt i32, argLen u32, arguments}`` at
+``data``, each run as ``run`` with DISCARD, in order, the last one's
+result header written at ``out``. The first statement that fails stops
+the batch: its error goes to ``out`` and the call returns ``-(1 + i)``,
+``i`` its index; the statements after it do not run.
+
 No busy handler is set: the engine retries a busy statement itself after
 sleeping, so that two handles of one file in this module never wait on
 each other inside one call.
@@ -63,6 +71,7 @@ _U32 = struct.Struct("<I")
 _ERR = struct.Struct("<iiiI")
 _HDR = struct.Struct("<BBxxIIxxxxqq")
 _PREP = struct.Struct("<iiiii")
+_ENTRY = struct.Struct("<iI")  # a run_batch entry: stmt, argLen
 
 _READONLY_PREFIXES = ("SELECT", "VALUES", "EXPLAIN")
 
@@ -475,13 +484,45 @@ class SQLiteHost:
             c.db.set_progress_handler(None)
             c.progress = False
 
+    def run_batch(self, data, data_len, out, cap, deadline) -> int:
+        b = self._read(data, data_len)
+        dec = self._decode_values
+        o = 0
+        i = 0
+        r = 0
+        while o < data_len:
+            sid, n = _ENTRY.unpack_from(b, o)
+            o += 8
+            s = self.stmts.get(sid)
+            if s is None:
+                self._error(out, cap, SQLITE_MISUSE, SQLITE_MISUSE, "agentstate host: no such statement")
+                return -1 - i
+            try:
+                args = dec(b[o : o + n]) if n else ()
+            except BaseException as e:  # noqa: BLE001
+                self._exc(out, cap, e)
+                return -1 - i
+            o += n
+            r = self._run(s, args, out, cap, DISCARD, deadline)
+            if r < 0:
+                return -1 - i
+            i += 1
+        return r
+
     def run(self, stmt, buf, cap, arg_len, flags, deadline) -> int:
         s = self.stmts.get(stmt)
         if s is None:
             return self._error(buf, cap, SQLITE_MISUSE, SQLITE_MISUSE, "agentstate host: no such statement")
-        c = s.conn
         try:
             args = self._decode_values(self._read(buf, arg_len)) if arg_len else ()
+        except BaseException as e:  # noqa: BLE001
+            return self._exc(buf, cap, e)
+        return self._run(s, args, buf, cap, flags, deadline)
+
+    def _run(self, s: _Stmt, args, buf, cap, flags, deadline) -> int:
+        """Runs s with args, its result (or error) written at buf."""
+        c = s.conn
+        try:
             self._set_deadline(c, deadline)
             s.pending = None
             s.rows = None
@@ -690,6 +731,7 @@ class SQLiteHost:
         "close": ("i", ""),
         "prepare": ("iiii", "i"),
         "run": ("iiiiid", "i"),
+        "run_batch": ("iiiid", "i"),
         "next": ("iiid", "i"),
         "reset": ("i", ""),
         "finalize": ("i", ""),
