@@ -60,8 +60,8 @@ func hostPrepare(conn int, buf []byte, sqlLen int) int {
 func hostRun(stmt int, buf []byte, argLen, flags int, deadline float64) int {
 	return fns().run.Invoke(stmt, ptr(buf), len(buf), argLen, flags, deadline).Int()
 }
-func hostRunBatch(data, out []byte, deadline float64) int {
-	return fns().runBatch.Invoke(ptr(data), len(data), ptr(out), len(out), deadline).Int()
+func hostRunBatch(data, out []byte, flags int, deadline float64) int {
+	return fns().runBatch.Invoke(ptr(data), len(data), ptr(out), len(out), flags, deadline).Int()
 }
 func hostNext(stmt int, buf []byte, deadline float64) int {
 	return fns().next.Invoke(stmt, ptr(buf), len(buf), deadline).Int()

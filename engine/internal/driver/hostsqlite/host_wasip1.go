@@ -24,7 +24,7 @@ func wPrepare(conn int32, buf unsafe.Pointer, bufCap int32, sqlLen int32) int32
 func wRun(stmt int32, buf unsafe.Pointer, bufCap int32, argLen int32, flags int32, deadline float64) int32
 
 //go:wasmimport agentstate_sqlite run_batch
-func wRunBatch(data unsafe.Pointer, dataLen int32, out unsafe.Pointer, outCap int32, deadline float64) int32
+func wRunBatch(data unsafe.Pointer, dataLen int32, out unsafe.Pointer, outCap int32, flags int32, deadline float64) int32
 
 //go:wasmimport agentstate_sqlite next
 func wNext(stmt int32, buf unsafe.Pointer, bufCap int32, deadline float64) int32
@@ -77,10 +77,10 @@ func hostRun(stmt int, buf []byte, argLen, flags int, deadline float64) int {
 	b, bl := bp(buf)
 	return int(wRun(int32(stmt), b, bl, int32(argLen), int32(flags), deadline))
 }
-func hostRunBatch(data, out []byte, deadline float64) int {
+func hostRunBatch(data, out []byte, flags int, deadline float64) int {
 	d, dl := bp(data)
 	o, ol := bp(out)
-	return int(wRunBatch(d, dl, o, ol, deadline))
+	return int(wRunBatch(d, dl, o, ol, int32(flags), deadline))
 }
 func hostNext(stmt int, buf []byte, deadline float64) int {
 	b, bl := bp(buf)

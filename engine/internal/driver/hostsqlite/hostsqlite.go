@@ -444,11 +444,12 @@ func (c *Conn) Exec(q string, args ...any) (int64, error) {
 }
 
 // Queue implements driver.Conn: inside a transaction the statement waits,
-// its arguments encoded, for the next statement (Exec and Commit join the
-// batch, Query and the others send it first), and the batch is one call
-// into the host (runBatch), which stops at the first statement that fails;
-// that statement's error is the error of the call that sent the batch.
-// Outside a transaction the statement runs at once.
+// its arguments encoded, for the next statement (Exec, Query and Commit
+// join the batch as its last, ExecScript, Serialize and Deserialize send it
+// first), and the batch is one call into the host (runBatch), which stops
+// at the first statement that fails; that statement's error is the error
+// of the call that sent the batch. Outside a transaction the statement
+// runs at once.
 func (c *Conn) Queue(q string, args ...any) error {
 	if c.autocommit {
 		_, err := c.Exec(q, args...)
@@ -458,7 +459,13 @@ func (c *Conn) Queue(q string, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return c.enqueue(st, args)
+	if err := c.enqueue(st, args); err != nil {
+		return err
+	}
+	if len(c.batch) >= maxBatch {
+		return c.flush()
+	}
+	return nil
 }
 
 // maxBatch is the size of queued arguments past which Queue sends the
@@ -482,9 +489,6 @@ func (c *Conn) enqueue(st *stmt, args []any) error {
 	le.PutUint32(b[start+4:], uint32(len(b)-start-8))
 	c.batch = b
 	c.queued = append(c.queued, queued{st: st, off: start})
-	if len(c.batch) >= maxBatch {
-		return c.flush()
-	}
 	return nil
 }
 
@@ -498,53 +502,76 @@ func (c *Conn) discard() {
 	c.batch = c.batch[:0]
 }
 
-// flush sends the batch in one call. When a statement fails busy and may
-// run again (see run: COMMIT, a read, or the transaction is gone), it and
-// the statements after it run one by one, with run's retries.
+// flush sends the batch in one call.
 func (c *Conn) flush() error {
 	if len(c.queued) == 0 {
 		return nil
 	}
+	out := c.getBuf(bufSize)
+	_, out, err := c.sendBatch(out, runDiscard)
+	c.putBuf(out)
+	return err
+}
+
+// sendBatch runs the batch in one call, its last statement with flags, and
+// returns that statement's result (as run does) and out, which may have
+// grown. When a statement fails busy and may run again (see run: COMMIT,
+// a read, or the transaction is gone), it and the statements after it run
+// one by one, with run's retries.
+func (c *Conn) sendBatch(out []byte, flags int) ([]byte, []byte, error) {
 	defer c.discard()
 	if err := c.done(); err != nil {
-		return interrupted(err)
+		return nil, out, interrupted(err)
 	}
-	out := c.getBuf(bufSize)
-	defer func() { c.putBuf(out) }()
-	r := hostRunBatch(c.batch, out, c.deadline())
+	le := binary.LittleEndian
+	last := c.queued[len(c.queued)-1].st
+	r := hostRunBatch(c.batch, out, flags, c.deadline())
+	if r == -1-len(c.queued) {
+		// The last statement's first row needs a larger buffer; it stays
+		// pending.
+		out = make([]byte, le.Uint32(out))
+		r = hostNext(last.id, out, c.deadline())
+		if r < 0 {
+			r = -1 - (len(c.queued) - 1)
+		}
+	}
 	if r >= 0 {
 		res := out[:r]
 		c.autocommit = res[1] != 0
-		c.changes = int64(binary.LittleEndian.Uint64(res[16:]))
-		return nil
+		c.changes = int64(le.Uint64(res[16:]))
+		return res, out, nil
 	}
 	i := -r - 1
 	if i >= len(c.queued) {
-		return fmt.Errorf("agentstate: internal: the host failed statement %d of a batch of %d", i, len(c.queued))
+		return nil, out, fmt.Errorf("agentstate: internal: the host failed statement %d of a batch of %d", i, len(c.queued))
 	}
 	e := decodeError(out)
 	c.autocommit = hostAutocommit(c.id) != 0
 	if e.code&0xff == codeInterrupt {
-		return c.interruptErr(e)
+		return nil, out, c.interruptErr(e)
 	}
 	st := c.queued[i].st
 	if (e.code != codeBusy && e.code != codeLocked) || !(c.autocommit || st.readonly || st.commit) {
-		return classify(e)
+		return nil, out, classify(e)
 	}
-	le := binary.LittleEndian
-	for _, q := range c.queued[i:] {
+	var res []byte
+	for j, q := range c.queued[i:] {
 		n := int(le.Uint32(c.batch[q.off+4:]))
 		if cap(out) < n {
 			out = make([]byte, max(n, bufSize))
 		}
 		out = out[:cap(out)]
 		copy(out, c.batch[q.off+8:q.off+8+n])
+		f := runDiscard
+		if i+j == len(c.queued)-1 {
+			f = flags
+		}
 		var err error
-		if _, out, err = c.runEncoded(q.st, out, n, runDiscard); err != nil {
-			return err
+		if res, out, err = c.runEncoded(q.st, out, n, f); err != nil {
+			return nil, out, err
 		}
 	}
-	return nil
+	return res, out, nil
 }
 
 // Query implements driver.Conn.
@@ -553,12 +580,19 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 	if err != nil {
 		return err
 	}
-	if err := c.flush(); err != nil {
-		return err
-	}
 	buf := c.getBuf(bufSize)
 	defer func() { c.putBuf(buf) }()
-	res, buf, err := c.run(st, args, buf, 0)
+	var res []byte
+	if len(c.queued) > 0 {
+		// The batch goes with the query, which comes last.
+		if err := c.enqueue(st, args); err != nil {
+			c.discard()
+			return err
+		}
+		res, buf, err = c.sendBatch(buf, 0)
+	} else {
+		res, buf, err = c.run(st, args, buf, 0)
+	}
 	if err != nil {
 		return err
 	}

@@ -546,6 +546,23 @@ func TestQueueBatch(t *testing.T) {
 			t.Errorf("row %d: %s, want %s", i, got, want)
 		}
 	}
+	// A query whose first row does not fit the buffer, and one of many
+	// rows, each the last of a batch.
+	if err := c.Queue("INSERT INTO t VALUES (?, ?)", 100, bytes.Repeat([]byte("y"), 100<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if got := all(t, c, "SELECT v FROM t WHERE i = 100"); len(got) != 1 || len(got[0].Blob[0]) != 100<<10 {
+		t.Fatal("the large row queried after its insert")
+	}
+	for i := range 2000 {
+		if err := c.Queue("INSERT INTO t VALUES (?, ?)", 1000+i, strings.Repeat("z", 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := all(t, c, "SELECT i, v FROM t WHERE i >= 1000"); len(got) != 2000 {
+		t.Fatalf("%d rows of 2000 after their inserts", len(got))
+	}
+	exec(t, c, "DELETE FROM t WHERE i >= 100")
 	if err := c.Queue("UPDATE t SET v = 1 WHERE i <= 2"); err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,15 @@ in the module's memory, values as a tag byte (0 NULL, 1 INTEGER, 2 FLOAT,
 32-byte header then the rows.
 
 The statements a transaction queues (the checkpoint, its values, the
-seal: the driver's ``Queue``) come in one call, ``run_batch(data, len,
-out, cap, deadline)``: entries ``{stmt i32, argLen u32, arguments}`` at
-``data``, each run as ``run`` with DISCARD, in order, the last one's
-result header written at ``out``. The first statement that fails stops
-the batch: its error goes to ``out`` and the call returns ``-(1 + i)``,
-``i`` its index; the statements after it do not run.
+seal: the driver's ``Queue``) come in one call with the statement after
+them, ``run_batch(data, len, out, cap, flags, deadline)``: entries
+``{stmt i32, argLen u32, arguments}`` at ``data``, run in order as ``run``
+with DISCARD, the last one with ``flags``, its result written at ``out``
+as ``run``'s. The first statement that fails stops the batch: its error
+goes to ``out`` and the call returns ``-(1 + i)``, ``i`` its index; the
+statements after it do not run. When the last one's first row needs a
+larger buffer the call returns ``-(1 + count)``, the size needed a u32 at
+``out`` (the row stays pending, for ``next``).
 
 No busy handler is set: the engine retries a busy statement itself after
 sleeping, so that two handles of one file in this module never wait on
@@ -45,6 +48,7 @@ from .errors import HeldError
 HEADER = 32
 FIRST_ROW = 1
 DISCARD = 2
+_QUIET = 4  # run_batch: a statement before the last, whose header nobody reads
 PROGRESS_OPS = 1000
 
 SQLITE_ERROR = 1
@@ -484,7 +488,7 @@ class SQLiteHost:
             c.db.set_progress_handler(None)
             c.progress = False
 
-    def run_batch(self, data, data_len, out, cap, deadline) -> int:
+    def run_batch(self, data, data_len, out, cap, flags, deadline) -> int:
         b = self._read(data, data_len)
         dec = self._decode_values
         o = 0
@@ -503,8 +507,12 @@ class SQLiteHost:
                 self._exc(out, cap, e)
                 return -1 - i
             o += n
-            r = self._run(s, args, out, cap, DISCARD, deadline)
+            # Only the last statement's result is read.
+            r = self._run(s, args, out, cap, flags if o >= data_len else DISCARD | _QUIET, deadline)
             if r < 0:
+                if r <= -2:  # the last one's first row does not fit
+                    self._write(out, _U32.pack(-r - 2))
+                    return -2 - i
                 return -1 - i
             i += 1
         return r
@@ -535,6 +543,8 @@ class SQLiteHost:
             if flags & DISCARD:
                 for _ in cur:
                     pass
+                if flags & _QUIET:
+                    return HEADER
                 return self._header(buf, c, 0, 0, 0, HEADER)
             s.rows = iter(cur)
         except BaseException as e:  # noqa: BLE001
@@ -731,7 +741,7 @@ class SQLiteHost:
         "close": ("i", ""),
         "prepare": ("iiii", "i"),
         "run": ("iiiiid", "i"),
-        "run_batch": ("iiiid", "i"),
+        "run_batch": ("iiiiid", "i"),
         "next": ("iiid", "i"),
         "reset": ("i", ""),
         "finalize": ("i", ""),
