@@ -8,8 +8,10 @@ import "unsafe"
 // provides as imports of module "agentstate_sqlite" (the Python package's
 // _host.py implements them): the same calls with the same buffers, each
 // string passed as (pointer, length) and each buffer as (pointer,
-// capacity) in this module's memory. serialize writes the image into the
-// buffer and returns its length, or -(2 + n) when it needs n bytes.
+// capacity) in this module's memory (run_batch is runBatch: the batch and
+// the result buffer, then flags and deadline). serialize writes the image
+// into the buffer and returns its length, or -(2 + n) when it needs n
+// bytes.
 
 //go:wasmimport agentstate_sqlite open
 func wOpen(name unsafe.Pointer, nameLen int32, flags int32, vfs unsafe.Pointer, vfsLen int32, buf unsafe.Pointer, bufCap int32) int32

@@ -11,8 +11,12 @@
 // Every call is synchronous and one crossing: a statement run binds its
 // arguments, steps to the end (or until the result buffer is full) and
 // writes every row into a buffer in Go memory, which the host reads and
-// writes directly (Go's heap does not move). The protocol is written out
-// at the top of wasm/npm/src/sqlite/host.js.
+// writes directly (Go's heap does not move). The statements of Queue wait
+// and go with the transaction's next statement in one call (runBatch:
+// entries {stmt i32, argLen u32, arguments}, the last one's result as a
+// run's; the first statement that fails stops the batch and is reported
+// by its index). The protocol is written out at the top of
+// wasm/npm/src/sqlite/host.js.
 //
 // One host thread cannot wait for a lock that another connection of the
 // same thread holds, so the host sets no busy handler: a statement that
