@@ -341,7 +341,9 @@ func (p *put) run(c *conn) error {
 	if !p.wantSealed {
 		return c.queue(sqlSealWrites, cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID)
 	}
-	if err := c.exec(sqlSealWrites, cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID); err != nil {
+	// Queued: it travels with the query of what it sealed, whose call
+	// reports its error.
+	if err := c.queue(sqlSealWrites, cp.ID, cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID); err != nil {
 		return err
 	}
 	return c.query(sqlSealed, []any{cfg.ThreadID, cfg.CheckpointNS, cfg.CheckpointID, cp.ID}, func(st row) error {

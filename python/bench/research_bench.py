@@ -406,9 +406,13 @@ def profile(args) -> None:
                         f"{layer} {(rest if layer == 'langgraph' else tp.ACC[layer]) / n * 1000:.2f}"
                         + ("" if layer == "langgraph" else f" ({tp.CALLS[layer] / n:.1f})")
                         for layer in ("langgraph", "serde", "request", "crossing", "engine", "host")))
-                    for op, (cpu, calls_, host, stmts) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
+                    for op, (cpu, calls_, host, stmts, hcalls) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
                         print(f"             engine call {op:<13} {calls_ / n:5.2f} a turn, {cpu / max(calls_, 1) * 1e6:6.0f} us a call "
-                              f"(host {host / max(calls_, 1) * 1e6:5.0f} us, {stmts / max(calls_, 1):4.1f} statements)")
+                              f"(host {host / max(calls_, 1) * 1e6:5.0f} us, {stmts / max(calls_, 1):4.1f} statements "
+                              f"in {hcalls / max(calls_, 1):4.1f} host calls)")
+                    st = sum(v[3] for v in ops.values()) / n
+                    hc = sum(v[4] for v in ops.values()) / n
+                    print(f"             host: {st:.1f} statements a turn in {hc:.1f} calls")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -421,19 +425,29 @@ def _time_ops() -> dict:
 
     from langgraph.checkpoint.agentstate import _engine, _sqlite_host
 
-    ops: dict = defaultdict(lambda: [0.0, 0, 0.0, 0])  # op -> CPU, calls, host CPU, statements
+    ops: dict = defaultdict(lambda: [0.0, 0, 0.0, 0, 0])  # op -> CPU, calls, host CPU, statements, host calls
     tls = threading.local()
     H = _sqlite_host.SQLiteHost
-    for name in ("run", "next", "prepare", "reset", "finalize", "autocommit"):
-        def hw(*a, _fn=getattr(H, name), _run=name == "run", **k):
+    stmts = [0]  # statements run by the current host call
+    real_run = H._run
+
+    def counted(self, *a, **k):
+        stmts[0] += 1
+        return real_run(self, *a, **k)
+
+    H._run = counted
+    for name in ("run", "run_batch", "next", "prepare", "reset", "finalize", "autocommit"):
+        def hw(*a, _fn=getattr(H, name), **k):
             t0 = time.thread_time()
+            stmts[0] = 0
             try:
                 return _fn(*a, **k)
             finally:
                 op = getattr(tls, "op", None)
                 if op is not None:
                     ops[op][2] += time.thread_time() - t0
-                    ops[op][3] += _run
+                    ops[op][3] += stmts[0]
+                    ops[op][4] += 1
         setattr(H, name, hw)
     call_raw = _engine.Engine.call_raw
 

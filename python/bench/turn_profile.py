@@ -93,7 +93,7 @@ def instrument_classes(statements: bool) -> None:
     if statements:
         H.run = by_statement(H.run, True)
         H.next = by_statement(H.next, False)
-    for name in ("run", "next", "prepare", "reset", "finalize", "autocommit"):
+    for name in ("run", "run_batch", "next", "prepare", "reset", "finalize", "autocommit"):
         setattr(H, name, timed("host", getattr(H, name)))
     E = _engine.Engine
     E.call_raw = timed("crossing", E.call_raw)

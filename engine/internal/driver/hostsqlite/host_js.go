@@ -19,8 +19,8 @@ const HostGlobal = "__agentstate_sqlite_host"
 var host = js.Global().Get(HostGlobal)
 
 type hostFns struct {
-	open, close, prepare, run, next, reset, finalize, autocommit, shm js.Value
-	createFunction, serialize, deserialize                            js.Value
+	open, close, prepare, run, runBatch, next, reset, finalize, autocommit, shm js.Value
+	createFunction, serialize, deserialize                                      js.Value
 }
 
 var fns = sync.OnceValue(func() *hostFns {
@@ -32,7 +32,7 @@ var fns = sync.OnceValue(func() *hostFns {
 		return f
 	}
 	return &hostFns{
-		open: m("open"), close: m("close"), prepare: m("prepare"), run: m("run"), next: m("next"),
+		open: m("open"), close: m("close"), prepare: m("prepare"), run: m("run"), runBatch: m("runBatch"), next: m("next"),
 		reset: m("reset"), finalize: m("finalize"), autocommit: m("autocommit"), shm: m("shm"),
 		createFunction: m("createFunction"), serialize: m("serialize"), deserialize: m("deserialize"),
 	}
@@ -59,6 +59,9 @@ func hostPrepare(conn int, buf []byte, sqlLen int) int {
 }
 func hostRun(stmt int, buf []byte, argLen, flags int, deadline float64) int {
 	return fns().run.Invoke(stmt, ptr(buf), len(buf), argLen, flags, deadline).Int()
+}
+func hostRunBatch(data, out []byte, flags int, deadline float64) int {
+	return fns().runBatch.Invoke(ptr(data), len(data), ptr(out), len(out), flags, deadline).Int()
 }
 func hostNext(stmt int, buf []byte, deadline float64) int {
 	return fns().next.Invoke(stmt, ptr(buf), len(buf), deadline).Int()

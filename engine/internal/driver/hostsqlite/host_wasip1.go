@@ -8,8 +8,10 @@ import "unsafe"
 // provides as imports of module "agentstate_sqlite" (the Python package's
 // _host.py implements them): the same calls with the same buffers, each
 // string passed as (pointer, length) and each buffer as (pointer,
-// capacity) in this module's memory. serialize writes the image into the
-// buffer and returns its length, or -(2 + n) when it needs n bytes.
+// capacity) in this module's memory (run_batch is runBatch: the batch and
+// the result buffer, then flags and deadline). serialize writes the image
+// into the buffer and returns its length, or -(2 + n) when it needs n
+// bytes.
 
 //go:wasmimport agentstate_sqlite open
 func wOpen(name unsafe.Pointer, nameLen int32, flags int32, vfs unsafe.Pointer, vfsLen int32, buf unsafe.Pointer, bufCap int32) int32
@@ -22,6 +24,9 @@ func wPrepare(conn int32, buf unsafe.Pointer, bufCap int32, sqlLen int32) int32
 
 //go:wasmimport agentstate_sqlite run
 func wRun(stmt int32, buf unsafe.Pointer, bufCap int32, argLen int32, flags int32, deadline float64) int32
+
+//go:wasmimport agentstate_sqlite run_batch
+func wRunBatch(data unsafe.Pointer, dataLen int32, out unsafe.Pointer, outCap int32, flags int32, deadline float64) int32
 
 //go:wasmimport agentstate_sqlite next
 func wNext(stmt int32, buf unsafe.Pointer, bufCap int32, deadline float64) int32
@@ -73,6 +78,11 @@ func hostPrepare(conn int, buf []byte, sqlLen int) int {
 func hostRun(stmt int, buf []byte, argLen, flags int, deadline float64) int {
 	b, bl := bp(buf)
 	return int(wRun(int32(stmt), b, bl, int32(argLen), int32(flags), deadline))
+}
+func hostRunBatch(data, out []byte, flags int, deadline float64) int {
+	d, dl := bp(data)
+	o, ol := bp(out)
+	return int(wRunBatch(d, dl, o, ol, int32(flags), deadline))
 }
 func hostNext(stmt int, buf []byte, deadline float64) int {
 	b, bl := bp(buf)

@@ -11,8 +11,12 @@
 // Every call is synchronous and one crossing: a statement run binds its
 // arguments, steps to the end (or until the result buffer is full) and
 // writes every row into a buffer in Go memory, which the host reads and
-// writes directly (Go's heap does not move). The protocol is written out
-// at the top of wasm/npm/src/sqlite/host.js.
+// writes directly (Go's heap does not move). The statements of Queue wait
+// and go with the transaction's next statement in one call (runBatch:
+// entries {stmt i32, argLen u32, arguments}, the last one's result as a
+// run's; the first statement that fails stops the batch and is reported
+// by its index). The protocol is written out at the top of
+// wasm/npm/src/sqlite/host.js.
 //
 // One host thread cannot wait for a lock that another connection of the
 // same thread holds, so the host sets no busy handler: a statement that
@@ -72,6 +76,17 @@ type Conn struct {
 	autocommit bool
 	changes    int64
 	closed     bool
+
+	// The statements of Queue not yet sent (flush): their entries, and
+	// the batch as the host reads it.
+	queued []queued
+	batch  []byte
+}
+
+// queued is one statement of the batch, at offset off of Conn.batch.
+type queued struct {
+	st  *stmt
+	off int
 }
 
 var _ driver.Conn = (*Conn)(nil)
@@ -138,6 +153,7 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.discard()
 	c.stmts = nil
 	hostClose(c.id)
 	return nil
@@ -326,6 +342,11 @@ func (c *Conn) run(st *stmt, args []any, buf []byte, flags int) ([]byte, []byte,
 	if err != nil {
 		return nil, buf, err
 	}
+	return c.runEncoded(st, buf, argLen, flags)
+}
+
+// runEncoded is run with the arguments already encoded at buf[:argLen].
+func (c *Conn) runEncoded(st *stmt, buf []byte, argLen, flags int) ([]byte, []byte, error) {
 	var args0 []byte // a copy of the arguments, for a retry after a busy
 	var start time.Time
 	wait := time.Millisecond
@@ -400,11 +421,22 @@ func (c *Conn) more(st *stmt, buf []byte) ([]byte, []byte, error) {
 	return res, buf, nil
 }
 
-// Exec implements driver.Conn.
+// Exec implements driver.Conn: after queued statements, it goes with
+// them as the batch's last.
 func (c *Conn) Exec(q string, args ...any) (int64, error) {
 	st, err := c.prepare(q)
 	if err != nil {
 		return 0, err
+	}
+	if len(c.queued) > 0 {
+		if err := c.enqueue(st, args); err != nil {
+			c.discard()
+			return 0, err
+		}
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+		return c.changes, nil
 	}
 	buf := c.getBuf(bufSize)
 	_, buf, err = c.run(st, args, buf, runDiscard)
@@ -415,11 +447,135 @@ func (c *Conn) Exec(q string, args ...any) (int64, error) {
 	return c.changes, nil
 }
 
-// Queue implements driver.Conn: a call into the host has no round trip to
-// save, so the statement runs at once.
+// Queue implements driver.Conn: inside a transaction the statement waits,
+// its arguments encoded, for the next statement (Exec, Query and Commit
+// join the batch as its last, ExecScript, Serialize and Deserialize send it
+// first), and the batch is one call into the host (runBatch), which stops
+// at the first statement that fails; that statement's error is the error
+// of the call that sent the batch. Outside a transaction the statement
+// runs at once.
 func (c *Conn) Queue(q string, args ...any) error {
-	_, err := c.Exec(q, args...)
+	if c.autocommit {
+		_, err := c.Exec(q, args...)
+		return err
+	}
+	st, err := c.prepare(q)
+	if err != nil {
+		return err
+	}
+	if err := c.enqueue(st, args); err != nil {
+		return err
+	}
+	if len(c.batch) >= maxBatch {
+		return c.flush()
+	}
+	return nil
+}
+
+// maxBatch is the size of queued arguments past which Queue sends the
+// batch at once, so that a transaction of many large values does not hold
+// them all in one buffer.
+const maxBatch = 1 << 20
+
+// enqueue appends st and its encoded arguments to the batch: {stmt i32,
+// argLen u32, arguments}.
+func (c *Conn) enqueue(st *stmt, args []any) error {
+	le := binary.LittleEndian
+	start := len(c.batch)
+	b := le.AppendUint32(le.AppendUint32(c.batch, uint32(st.id)), 0)
+	for _, a := range args {
+		var ok bool
+		if b, ok = appendArg(b, a); !ok {
+			c.batch = b[:start]
+			return fmt.Errorf("agentstate: internal: cannot bind %T", a)
+		}
+	}
+	le.PutUint32(b[start+4:], uint32(len(b)-start-8))
+	c.batch = b
+	c.queued = append(c.queued, queued{st: st, off: start})
+	return nil
+}
+
+// discard drops the batch unsent (Rollback, Close, an argument that cannot
+// be bound).
+func (c *Conn) discard() {
+	c.queued = c.queued[:0]
+	if cap(c.batch) > maxKeptBuf+maxBatch {
+		c.batch = nil
+	}
+	c.batch = c.batch[:0]
+}
+
+// flush sends the batch in one call.
+func (c *Conn) flush() error {
+	if len(c.queued) == 0 {
+		return nil
+	}
+	out := c.getBuf(bufSize)
+	_, out, err := c.sendBatch(out, runDiscard)
+	c.putBuf(out)
 	return err
+}
+
+// sendBatch runs the batch in one call, its last statement with flags, and
+// returns that statement's result (as run does) and out, which may have
+// grown. When a statement fails busy and may run again (see run: COMMIT,
+// a read, or the transaction is gone), it and the statements after it run
+// one by one, with run's retries.
+func (c *Conn) sendBatch(out []byte, flags int) ([]byte, []byte, error) {
+	defer c.discard()
+	if err := c.done(); err != nil {
+		return nil, out, interrupted(err)
+	}
+	le := binary.LittleEndian
+	last := c.queued[len(c.queued)-1].st
+	r := hostRunBatch(c.batch, out, flags, c.deadline())
+	if r == -1-len(c.queued) {
+		// The last statement's first row needs a larger buffer; it stays
+		// pending.
+		out = make([]byte, le.Uint32(out))
+		r = hostNext(last.id, out, c.deadline())
+		if r < 0 {
+			r = -1 - (len(c.queued) - 1)
+		}
+	}
+	if r >= 0 {
+		res := out[:r]
+		c.autocommit = res[1] != 0
+		c.changes = int64(le.Uint64(res[16:]))
+		return res, out, nil
+	}
+	i := -r - 1
+	if i >= len(c.queued) {
+		return nil, out, fmt.Errorf("agentstate: internal: the host failed statement %d of a batch of %d", i, len(c.queued))
+	}
+	e := decodeError(out)
+	c.autocommit = hostAutocommit(c.id) != 0
+	if e.code&0xff == codeInterrupt {
+		return nil, out, c.interruptErr(e)
+	}
+	st := c.queued[i].st
+	if (e.code != codeBusy && e.code != codeLocked) || !(c.autocommit || st.readonly || st.commit) {
+		return nil, out, classify(e)
+	}
+	var res []byte
+	for j, q := range c.queued[i:] {
+		n := int(le.Uint32(c.batch[q.off+4:]))
+		if cap(out) < n {
+			out = make([]byte, max(n, bufSize))
+		}
+		out = out[:cap(out)]
+		copy(out, c.batch[q.off+8:q.off+8+n])
+		f := runDiscard
+		if i+j == len(c.queued)-1 {
+			f = flags
+		}
+		var err error
+		if res, out, err = c.runEncoded(q.st, out, n, f); err != nil {
+			return nil, out, err
+		}
+	}
+	return res, out, nil
 }
 
 // Query implements driver.Conn.
@@ -430,7 +586,17 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 	}
 	buf := c.getBuf(bufSize)
 	defer func() { c.putBuf(buf) }()
-	res, buf, err := c.run(st, args, buf, 0)
+	var res []byte
+	if len(c.queued) > 0 {
+		// The batch goes with the query, which comes last.
+		if err := c.enqueue(st, args); err != nil {
+			c.discard()
+			return err
+		}
+		res, buf, err = c.sendBatch(buf, 0)
+	} else {
+		res, buf, err = c.run(st, args, buf, 0)
+	}
 	if err != nil {
 		return err
 	}
@@ -466,6 +632,9 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 // parser. A statement SQLite refuses to prepare (ALTER TABLE ... ADD COLUMN
 // of a column that exists) is shown to before up to its semicolon.
 func (c *Conn) ExecScript(script string, before func(stmt string) (skip bool, err error)) error {
+	if err := c.flush(); err != nil {
+		return err
+	}
 	rest := script
 	buf := c.getBuf(len(script) + 64)
 	defer func() { c.putBuf(buf) }()
@@ -528,6 +697,7 @@ func (c *Conn) Commit() error { _, err := c.Exec("COMMIT"); return err }
 // Rollback implements driver.Conn; it runs even when the context of the
 // call that opened the transaction is done.
 func (c *Conn) Rollback() error {
+	c.discard()
 	if c.autocommit {
 		return nil
 	}
@@ -566,6 +736,9 @@ func (c *Conn) SharedMemory() bool {
 
 // Serialize returns a copy of the bytes of schema's database ("main").
 func (c *Conn) Serialize(schema string) ([]byte, error) {
+	if err := c.flush(); err != nil {
+		return nil, err
+	}
 	buf := c.getBuf(bufSize)
 	defer c.putBuf(buf)
 	out, ok := hostSerialize(c.id, schema, buf)
@@ -578,6 +751,9 @@ func (c *Conn) Serialize(schema string) ([]byte, error) {
 // Deserialize replaces schema's database by a private in-memory copy of
 // data (an image).
 func (c *Conn) Deserialize(schema string, data []byte, readOnly bool) error {
+	if err := c.flush(); err != nil {
+		return err
+	}
 	buf := c.getBuf(bufSize)
 	defer c.putBuf(buf)
 	if hostDeserialize(c.id, schema, data, readOnly, buf) < 0 {

@@ -508,3 +508,141 @@ func BenchmarkPointQuery(b *testing.B) {
 		}
 	}
 }
+
+// TestQueueBatch: statements of Queue wait for the transaction's next
+// statement and go with it in one host call (runBatch); a read sees them,
+// an Exec that joins them reports its own count, and Rollback drops those
+// not yet sent.
+func TestQueueBatch(t *testing.T) {
+	c := mem(t)
+	exec(t, c, "CREATE TABLE t(i INTEGER PRIMARY KEY, v)")
+	if err := c.Queue("INSERT INTO t VALUES (?, ?)", 0, "outside"); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.queued) != 0 {
+		t.Fatal("a statement outside a transaction waited")
+	}
+	if err := c.Begin(driver.TxWrite); err != nil {
+		t.Fatal(err)
+	}
+	vals := []any{nil, int64(-7), 2.5, "text é", []byte{0, 1, 2}, true, bytes.Repeat([]byte("x"), 40<<10)}
+	for i, v := range vals {
+		if err := c.Queue("INSERT INTO t VALUES (?, ?)", i+1, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.queued) != len(vals) {
+		t.Fatalf("%d statements waiting, want %d", len(c.queued), len(vals))
+	}
+	if err := c.Queue("SELECT ?", struct{}{}); err == nil || !strings.Contains(err.Error(), "cannot bind") {
+		t.Fatalf("an argument that cannot be bound is reported by Queue: %v", err)
+	}
+	rows := all(t, c, "SELECT typeof(v) FROM t ORDER BY i")
+	if len(c.queued) != 0 || len(rows) != len(vals)+1 {
+		t.Fatalf("after a read: %d waiting, %d rows", len(c.queued), len(rows))
+	}
+	for i, want := range []string{"text", "null", "integer", "real", "text", "blob", "integer", "blob"} {
+		if got := rows[i].Text[0]; got != want {
+			t.Errorf("row %d: %s, want %s", i, got, want)
+		}
+	}
+	// A query whose first row does not fit the buffer, and one of many
+	// rows, each the last of a batch.
+	if err := c.Queue("INSERT INTO t VALUES (?, ?)", 100, bytes.Repeat([]byte("y"), 100<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if got := all(t, c, "SELECT v FROM t WHERE i = 100"); len(got) != 1 || len(got[0].Blob[0]) != 100<<10 {
+		t.Fatal("the large row queried after its insert")
+	}
+	for i := range 2000 {
+		if err := c.Queue("INSERT INTO t VALUES (?, ?)", 1000+i, strings.Repeat("z", 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := all(t, c, "SELECT i, v FROM t WHERE i >= 1000"); len(got) != 2000 {
+		t.Fatalf("%d rows of 2000 after their inserts", len(got))
+	}
+	exec(t, c, "DELETE FROM t WHERE i >= 100")
+	if err := c.Queue("UPDATE t SET v = 1 WHERE i <= 2"); err != nil {
+		t.Fatal(err)
+	}
+	if n := exec(t, c, "UPDATE t SET v = 2 WHERE i > 3"); n != 4 {
+		t.Fatalf("Exec after queued statements changed %d rows, want its own 4", n)
+	}
+	if err := c.Queue("DELETE FROM t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Begin(driver.TxWrite); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := all(t, c, "SELECT count(*) FROM t")[0].Int[0]; got != 1 {
+		t.Fatalf("%d rows: the rolled-back transaction, or its dropped DELETE, left something", got)
+	}
+}
+
+// TestQueueBatchFailure: a statement that fails in the middle of a batch
+// stops it; its own error is the error of the call that sent the batch
+// (COMMIT, which then does not run), the statements after it do not run,
+// and after the rollback nothing of the transaction is in the file.
+func TestQueueBatchFailure(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "batch.db")
+	c := open(t, name, Options{})
+	other := open(t, name, Options{})
+	exec(t, c, "CREATE TABLE t(i INTEGER PRIMARY KEY, n NOT NULL)")
+	exec(t, c, "CREATE TABLE log(i)")
+	exec(t, c, "INSERT INTO t VALUES (1, 1)")
+	for _, end := range []string{"commit", "exec", "query"} {
+		if err := c.Begin(driver.TxWrite); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{"INSERT INTO t VALUES (?, ?)", []any{2, "a"}},
+			{"INSERT INTO log VALUES (?)", []any{1}},
+			{"INSERT INTO t VALUES (?, ?)", []any{3, nil}}, // NOT NULL fails
+			{"INSERT INTO t VALUES (?, ?)", []any{1, "dup"}},
+			{"INSERT INTO log VALUES (?)", []any{2}},
+		} {
+			if err := c.Queue(q.sql, q.args...); err != nil {
+				t.Fatalf("%s: Queue reported %v; the batch has not run", end, err)
+			}
+		}
+		var err error
+		switch end {
+		case "commit":
+			err = c.Commit()
+		case "exec":
+			_, err = c.Exec("INSERT INTO log VALUES (3)")
+		case "query":
+			err = c.Query("SELECT count(*) FROM log", nil, func(driver.Row) error {
+				t.Error("the query ran after a failed batch")
+				return nil
+			})
+		}
+		if !errors.Is(err, driver.ErrConstraint) || errors.Is(err, driver.ErrUnique) || !strings.Contains(err.Error(), "NOT NULL constraint failed: t.n") {
+			t.Fatalf("%s: got %v, want the NOT NULL failure of the third statement", end, err)
+		}
+		if !c.InTx() {
+			t.Fatalf("%s: the transaction ended with the failed batch", end)
+		}
+		if got := all(t, c, "SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM log)")[0].Int; got[0] != 2 || got[1] != 1 {
+			t.Fatalf("%s: inside the transaction %v rows, want the two statements before the failure", end, got)
+		}
+		if err := c.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		for _, conn := range []*Conn{c, other} {
+			if got := all(t, conn, "SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM log)")[0].Int; got[0] != 1 || got[1] != 0 {
+				t.Fatalf("%s: %v rows after the rollback, want the table as it was", end, got)
+			}
+		}
+	}
+}

@@ -29,6 +29,20 @@
 //                        which the statement is interrupted (0: none).
 //                        flags & 2 (DISCARD): step to the end, write no
 //                        rows (Exec)
+//   runBatch(ptr, len, out, cap, flags, deadline)
+//                        the statements of a transaction queued by the
+//                        driver (driver.Conn.Queue) and the statement after
+//                        them, in one call: ptr[0:len] holds entries {stmt
+//                        i32, argLen u32, arguments}, run in order as run
+//                        with DISCARD, the last one with flags; its result
+//                        is written at out -> its length, as run's. The
+//                        first statement that fails stops the batch: its
+//                        error is written at out and the result is -(1 +
+//                        i), i its index (0: -1); the statements after it
+//                        do not run. When the last one's first row needs a
+//                        larger buffer the result is -(1 + count), the
+//                        size needed a u32 at out (the row stays pending,
+//                        for next)
 //   next(stmt, ptr, cap, deadline)
 //                        continues a run whose result said "more rows"
 //   reset(stmt), finalize(stmt)
@@ -492,6 +506,37 @@ export function makeHost(sq, goMemory) {
         s.pending = false;
         return thrown(e, ptr, cap);
       }
+    },
+
+    runBatch(ptr, len, out, cap, flags, deadline) {
+      let r = 0;
+      let i = 0;
+      for (let o = ptr, end = ptr + len; o < end; i++) {
+        goViews();
+        const id = gdv.getInt32(o, true);
+        const argLen = gdv.getUint32(o + 4, true);
+        const last = o + 8 + argLen >= end;
+        const s = stmts[id];
+        try {
+          setDeadline(s.c, deadline);
+          x.sqlite3_reset(s.p);
+          s.pending = false;
+          const rc = bindArgs(s, o + 8, argLen);
+          r = rc ? dbError(s.c.db, out, cap) : steps(s, out, cap, last ? flags : DISCARD);
+        } catch (e) {
+          x.sqlite3_reset(s.p);
+          s.pending = false;
+          r = thrown(e, out, cap);
+        }
+        if (r <= -2) {
+          goViews();
+          gdv.setUint32(out, -r - 2, true);
+          return -2 - i;
+        }
+        if (r < 0) return -1 - i;
+        o += 8 + argLen;
+      }
+      return r;
     },
 
     next(id, ptr, cap, deadline) {

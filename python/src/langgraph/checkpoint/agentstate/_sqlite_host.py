@@ -10,6 +10,17 @@ in the module's memory, values as a tag byte (0 NULL, 1 INTEGER, 2 FLOAT,
 3 TEXT, 4 BLOB) then int64/float64 or u32 length and bytes, a result as a
 32-byte header then the rows.
 
+The statements a transaction queues (the checkpoint, its values, the
+seal: the driver's ``Queue``) come in one call with the statement after
+them, ``run_batch(data, len, out, cap, flags, deadline)``: entries
+``{stmt i32, argLen u32, arguments}`` at ``data``, run in order as ``run``
+with DISCARD, the last one with ``flags``, its result written at ``out``
+as ``run``'s. The first statement that fails stops the batch: its error
+goes to ``out`` and the call returns ``-(1 + i)``, ``i`` its index; the
+statements after it do not run. When the last one's first row needs a
+larger buffer the call returns ``-(1 + count)``, the size needed a u32 at
+``out`` (the row stays pending, for ``next``).
+
 No busy handler is set: the engine retries a busy statement itself after
 sleeping, so that two handles of one file in this module never wait on
 each other inside one call.
@@ -37,6 +48,7 @@ from .errors import HeldError
 HEADER = 32
 FIRST_ROW = 1
 DISCARD = 2
+_QUIET = 4  # run_batch: a statement before the last, whose header nobody reads
 PROGRESS_OPS = 1000
 
 SQLITE_ERROR = 1
@@ -63,6 +75,7 @@ _U32 = struct.Struct("<I")
 _ERR = struct.Struct("<iiiI")
 _HDR = struct.Struct("<BBxxIIxxxxqq")
 _PREP = struct.Struct("<iiiii")
+_ENTRY = struct.Struct("<iI")  # a run_batch entry: stmt, argLen
 
 _READONLY_PREFIXES = ("SELECT", "VALUES", "EXPLAIN")
 
@@ -475,13 +488,49 @@ class SQLiteHost:
             c.db.set_progress_handler(None)
             c.progress = False
 
+    def run_batch(self, data, data_len, out, cap, flags, deadline) -> int:
+        b = self._read(data, data_len)
+        dec = self._decode_values
+        o = 0
+        i = 0
+        r = 0
+        while o < data_len:
+            sid, n = _ENTRY.unpack_from(b, o)
+            o += 8
+            s = self.stmts.get(sid)
+            if s is None:
+                self._error(out, cap, SQLITE_MISUSE, SQLITE_MISUSE, "agentstate host: no such statement")
+                return -1 - i
+            try:
+                args = dec(b[o : o + n]) if n else ()
+            except BaseException as e:  # noqa: BLE001
+                self._exc(out, cap, e)
+                return -1 - i
+            o += n
+            # Only the last statement's result is read.
+            r = self._run(s, args, out, cap, flags if o >= data_len else DISCARD | _QUIET, deadline)
+            if r < 0:
+                if r <= -2:  # the last one's first row does not fit
+                    self._write(out, _U32.pack(-r - 2))
+                    return -2 - i
+                return -1 - i
+            i += 1
+        return r
+
     def run(self, stmt, buf, cap, arg_len, flags, deadline) -> int:
         s = self.stmts.get(stmt)
         if s is None:
             return self._error(buf, cap, SQLITE_MISUSE, SQLITE_MISUSE, "agentstate host: no such statement")
-        c = s.conn
         try:
             args = self._decode_values(self._read(buf, arg_len)) if arg_len else ()
+        except BaseException as e:  # noqa: BLE001
+            return self._exc(buf, cap, e)
+        return self._run(s, args, buf, cap, flags, deadline)
+
+    def _run(self, s: _Stmt, args, buf, cap, flags, deadline) -> int:
+        """Runs s with args, its result (or error) written at buf."""
+        c = s.conn
+        try:
             self._set_deadline(c, deadline)
             s.pending = None
             s.rows = None
@@ -494,6 +543,8 @@ class SQLiteHost:
             if flags & DISCARD:
                 for _ in cur:
                     pass
+                if flags & _QUIET:
+                    return HEADER
                 return self._header(buf, c, 0, 0, 0, HEADER)
             s.rows = iter(cur)
         except BaseException as e:  # noqa: BLE001
@@ -690,6 +741,7 @@ class SQLiteHost:
         "close": ("i", ""),
         "prepare": ("iiii", "i"),
         "run": ("iiiiid", "i"),
+        "run_batch": ("iiiiid", "i"),
         "next": ("iiid", "i"),
         "reset": ("i", ""),
         "finalize": ("i", ""),
