@@ -191,6 +191,8 @@ def test_a_deleted_log_is_found_through_python_sqlite_too(tmp_path):
         os.remove(path + "-wal")
         with pytest.raises(FileReplacedError, match="write-ahead log"):
             _put(saver, "t", 1, first, saver.get_next_version(v))
+        with pytest.raises(FileReplacedError, match="write-ahead log"):
+            db.close()  # close reports it too, as natively
     finally:
         db.close()
         app.close()

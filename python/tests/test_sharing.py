@@ -393,7 +393,8 @@ def test_file_moved_over_an_open_saver(tmp_path, agentstate_cli):
     assert ei.value.code == "FILE_REPLACED" and "moved over it" in str(ei.value)
     with pytest.raises(FileReplacedError):
         saver.put_writes({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "x"}}, [("log", 1)], "task")
-    saver.close()
+    with pytest.raises(FileReplacedError):
+        saver.close()
     # The file moved over it took none of this handle's commits.
     assert _export(agentstate_cli, db) == before
     assert agentstate_cli("verify", db).returncode == 0
@@ -410,7 +411,8 @@ def test_file_moved_away_from_an_open_saver_keeps_its_commits(tmp_path, agentsta
     os.rename(db, away)
     with pytest.raises(FileReplacedError):
         put(saver, "t", 9)
-    saver.close()
+    with pytest.raises(FileReplacedError):
+        saver.close()
     for suffix in ("-wal", "-shm"):
         if os.path.exists(db + suffix):
             os.rename(db + suffix, away + suffix)
@@ -426,9 +428,38 @@ def test_file_deleted_under_an_open_saver(tmp_path):
     with pytest.raises(FileReplacedError) as ei:
         put(saver, "t", 1)
     assert "was deleted" in str(ei.value)
-    saver.close()
+    with pytest.raises(FileReplacedError):
+        saver.close()
     # A new file at the path starts empty: the old handle's log was not
     # taken for its own.
+    with AgentStateSaver(db) as s:
+        assert list(s.list(None)) == []
+
+
+@pytest.mark.parametrize("how", ["deleted", "moved away"])
+def test_close_reports_the_file_gone_from_under_it(tmp_path, how):
+    # Nothing written after the file went: close is the first call to
+    # find it gone, and says so (the engine's Close does natively), after
+    # closing the handle and copying its log's commits into its file.
+    db, away = str(tmp_path / "x.db"), str(tmp_path / "away.db")
+    saver = AgentStateSaver(db)
+    acks = [("t", put(saver, "t", 0)[0])]
+    if how == "deleted":
+        os.remove(db)
+    else:
+        os.rename(db, away)
+    with pytest.raises(FileReplacedError) as ei:
+        saver.close()
+    assert ei.value.code == "FILE_REPLACED" and db in str(ei.value), str(ei.value)
+    assert "copied" in str(ei.value)
+    assert saver.db.closed
+    saver.close()  # closing twice is no error
+    if how == "moved away":
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.rename(db + suffix, away + suffix)
+        assert present(away, acks) == []
+    # A file at the path again opens and closes without a word.
     with AgentStateSaver(db) as s:
         assert list(s.list(None)) == []
 

@@ -43,7 +43,7 @@ from typing import Any, Callable
 import apsw
 
 from . import _share, _stdlib_host
-from .errors import HeldError
+from .errors import HeldError, error_for
 
 HEADER = 32
 FIRST_ROW = 1
@@ -244,22 +244,25 @@ class _Conn:
                 self.wal = None
         return ""
 
-    def evacuate(self) -> None:
+    def evacuate(self) -> bool:
         """Runs when the file was found deleted or replaced: the commits in
         the write-ahead log belong to the file this connection has open, but
         the log is found by name, so the file now at the name would take
         them for its own. They are copied into the file they belong to
         (wherever it went) and the log emptied; other connections get a
-        second to finish their reads (the engine's driver does the same)."""
+        second to finish their reads (the engine's driver does the same).
+        False when they could not all be copied."""
         db = self.db
         try:
             db.set_busy_timeout(1000)
             try:
-                db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                rows = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             finally:
                 db.set_busy_timeout(0)
         except apsw.Error:
-            pass
+            return False
+        # (busy, log frames, frames checkpointed)
+        return not rows or (rows[0][0] == 0 and rows[0][1] == rows[0][2])
 
 
 class _Stmt:
@@ -436,9 +439,18 @@ class SQLiteHost:
         for sid in [k for k, s in self.stmts.items() if s.conn is c]:
             self.stmts.pop(sid, None)
         try:
-            if c.replaced():
+            why = c.replaced()
+            if why:
                 # SQLite itself does not checkpoint a moved file on close.
-                c.evacuate()
+                copied = c.evacuate()
+                # The close goes on (the connection and its records are
+                # released), then is reported as the engine's Close reports
+                # it natively: raised once the engine's call returns.
+                if self.pending is None:
+                    self.pending = error_for("FILE_REPLACED", f"agentstate: close: {why}; "
+                        + ("the write-ahead log's commits were copied into the file this handle had open, wherever it is now"
+                           if copied else "the write-ahead log's commits could not all be copied into the file this handle had open: the last ones may be lost"),
+                    )
         finally:
             try:
                 c.db.close(True)
