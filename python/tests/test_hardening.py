@@ -128,6 +128,102 @@ def test_sigints_during_calls_never_crash_and_the_saver_goes_on(tmp_path):
     assert sent // 10 <= got["interrupts"] <= sent, (got, sent)
 
 
+# ---- 3, second pass: a call stopped in the middle of a write transaction
+
+STOPPED_WRITE_CHILD = r"""
+import json, os, sys, time
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.agentstate import AgentStateError, AgentStateSaver, ClosedError, Database
+from langgraph.checkpoint.agentstate._sqlite_host import SQLiteHost
+
+path, how = sys.argv[1], sys.argv[2]
+fail = []  # armed: the next statement of a write fails as described by how
+run, read, run_batch = SQLiteHost.run, SQLiteHost._read, SQLiteHost.run_batch
+batch = []  # inside run_batch: the statements queued for a put, read at once
+
+
+def failing_run(self, *a):
+    if fail and how == "interrupt" and not self.stmts[a[0]].conn.db.get_autocommit():
+        fail.clear()
+        raise KeyboardInterrupt  # Ctrl-C landing in the host callback before its handler, in the transaction
+    return run(self, *a)
+
+
+def failing_read(self, ptr, n):
+    if fail and batch and how == "memory":
+        fail.clear()
+        raise MemoryError  # the batch of statements cannot be read
+    return read(self, ptr, n)
+
+
+def batch_run(self, *a):
+    batch.append(1)
+    try:
+        return run_batch(self, *a)
+    finally:
+        batch.pop()
+
+
+SQLiteHost.run, SQLiteHost._read, SQLiteHost.run_batch = failing_run, failing_read, batch_run
+cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+
+
+def put(saver, i):
+    ck = empty_checkpoint()
+    ck["channel_values"] = {"n": i}
+    ck["channel_versions"] = {"n": str(i)}
+    saver.put(cfg, ck, {"step": i}, {"n": str(i)})
+
+
+first = AgentStateSaver(db=Database(path, busy_timeout_ms=200))
+put(first, 1)
+out = {}
+fail.append(1)
+try:
+    put(first, 2)
+    out["stopped"] = "no error"
+except BaseException as e:
+    out["stopped"] = "typed" if isinstance(e, AgentStateError) and not isinstance(e, ClosedError) else type(e).__name__
+out["armed"] = bool(fail)
+# Another handle of the file writes at once: no transaction was left open.
+t0 = time.monotonic()
+try:
+    put(AgentStateSaver(db=Database(path, busy_timeout_ms=200)), 3)
+    out["other"] = "ok"
+except BaseException as e:
+    out["other"] = type(e).__name__ + ": " + str(e)[:200]
+out["other_s"] = time.monotonic() - t0
+try:
+    put(first, 4)
+    out["first"] = "ok"
+except ClosedError:
+    out["first"] = "closed"  # the engine stopped: this handle is gone, by design
+except BaseException as e:
+    out["first"] = type(e).__name__ + ": " + str(e)[:200]
+print(json.dumps(out), flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["interrupt", "memory"])
+def test_a_write_stopped_mid_transaction_leaves_no_lock_behind(tmp_path, how):
+    """Class 3, second pass: a write whose statement fails past the host's
+    handlers (a KeyboardInterrupt that lands before them stops the engine;
+    a MemoryError reading a batch of statements did too) must not leave
+    its write transaction open: before, the stopped engine's connection
+    kept the file's write lock for the rest of the process, and every
+    other handle's write failed busy. Now another handle writes at once;
+    the first writes again when its engine could go on (the MemoryError is
+    an error of the call), and raises ClosedError when it stopped."""
+    r = run_child(STOPPED_WRITE_CHILD, str(tmp_path / "x.db"), how, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert not out.get("armed"), out  # the failure happened
+    assert out["stopped"] == ("KeyboardInterrupt" if how == "interrupt" else "typed"), out
+    assert out["other"] == "ok", out
+    assert out["other_s"] < 5, out
+    assert out["first"] == ("closed" if how == "interrupt" else "ok"), out
+
+
 # ---- 4: fork while another thread is inside a call
 
 FORK_CHILD = r"""

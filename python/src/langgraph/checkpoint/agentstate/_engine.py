@@ -496,13 +496,16 @@ class Engine:
             r = self._call(h, n)
         except wasmtime.ExitTrap as e:
             self.dead = f"exit {e.code}"
+            self.host.abandon()
             raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
         except BaseException as e:
             # A trap unwound the engine's stack (a bug, or an exception a
             # host function let through): its state is unknown, so this
             # instance takes no more calls; the next handle opened starts
-            # a new one.
+            # a new one. Its SQLite connections are closed now, any write
+            # transaction rolled back: the call that held it never ends.
             self.dead = (str(e).splitlines() or ["trap"])[0]
+            self.host.abandon()
             if isinstance(e, wasmtime.Trap):
                 raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
             raise

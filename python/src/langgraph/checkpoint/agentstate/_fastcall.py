@@ -53,7 +53,11 @@ class Export:
         trap = ctypes.POINTER(ffi.wasm_trap_t)()
         err = ffi.wasmtime_func_call_unchecked(self._ctx, self._func, slots, self._n, ctypes.byref(trap))
         if err:
-            raise wasmtime.WasmtimeError._from_ptr(err)
+            werr = wasmtime.WasmtimeError._from_ptr(err)
+            # wasmtime may report a host function's trap as an error: the
+            # Python exception behind it is raised, not left for the next.
+            exc, _last_exception[0] = _last_exception[0], None
+            raise exc if exc is not None else werr
         if trap:
             _raise_trap(trap)
         if self._kind == "i":

@@ -460,6 +460,23 @@ class SQLiteHost:
                 c.release()
                 c.release = None
 
+    def abandon(self) -> None:
+        """Closes every connection of an instance that stopped in the middle
+        of a call (a trap: _engine marks it dead), each open transaction
+        rolled back: the engine will never end its call, and its write lock
+        would otherwise refuse every other writer of the file for the rest
+        of the process."""
+        conns, self.conns = self.conns, {}
+        self.stmts.clear()
+        for c in conns.values():
+            try:
+                c.db.close(True)
+            except Exception:  # noqa: BLE001 - closing what it can
+                pass
+            if c.release is not None:
+                c.release()
+                c.release = None
+
     def prepare(self, conn, buf, cap, sql_len) -> int:
         c = self.conns.get(conn)
         try:
@@ -501,7 +518,11 @@ class SQLiteHost:
             c.progress = False
 
     def run_batch(self, data, data_len, out, cap, flags, deadline) -> int:
-        b = self._read(data, data_len)
+        try:
+            b = self._read(data, data_len)
+        except BaseException as e:  # noqa: BLE001 - a MemoryError here would trap mid-transaction
+            self._exc(out, cap, e)
+            return -1
         dec = self._decode_values
         o = 0
         i = 0
