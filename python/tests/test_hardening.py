@@ -224,6 +224,54 @@ def test_a_write_stopped_mid_transaction_leaves_no_lock_behind(tmp_path, how):
     assert out["first"] == ("closed" if how == "interrupt" else "ok"), out
 
 
+def test_other_threads_run_while_a_call_waits_for_a_busy_file(tmp_path):
+    """While a write waits for a file another connection has locked (the
+    engine sleeps between its retries, in WASI's poll_oneoff inside
+    wasmtime), the GIL is free: a Python thread counts about as fast as
+    while the main thread sleeps. The engine's calls go through ctypes'
+    CDLL, which releases the GIL; called through PyDLL instead (which
+    holds it) the thread counted at 0.19 of its rate, only in the moments
+    the host's callbacks ran Python."""
+    import threading
+
+    import apsw
+
+    from langgraph.checkpoint.agentstate import AgentStateStore, BusyError, Database
+
+    path = str(tmp_path / "busy.db")
+    db = Database(path, busy_timeout_ms=1000)
+    store = AgentStateStore(db=db)
+    store.put(("n",), "a", {"v": 0})
+    locker = apsw.Connection(path)
+    locker.execute("BEGIN IMMEDIATE")
+    count, stop = [0], []
+
+    def spin():
+        while not stop:
+            count[0] += 1
+
+    t = threading.Thread(target=spin, daemon=True)
+    t.start()
+    try:
+        time.sleep(0.05)
+        c0, t0 = count[0], time.monotonic()
+        time.sleep(0.3)
+        base = (count[0] - c0) / (time.monotonic() - t0)
+        c0, t0 = count[0], time.monotonic()
+        with pytest.raises(BusyError):
+            store.put(("n",), "b", {"v": 1})
+        waited = time.monotonic() - t0
+        during = (count[0] - c0) / waited
+    finally:
+        stop.append(1)
+        t.join()
+        locker.execute("ROLLBACK")
+        locker.close()
+        db.close()
+    assert waited >= 0.9
+    assert during >= 0.5 * base, (during, base)
+
+
 # ---- 4: fork while another thread is inside a call
 
 FORK_CHILD = r"""
