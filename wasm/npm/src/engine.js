@@ -399,18 +399,7 @@ export class Database {
       );
     }
     const api = await loadEngine(options);
-    const req = {
-      mode: options.mode,
-      every: options.every,
-      cacheBytes: options.cacheBytes,
-      readOnly: options.readOnly,
-      busyTimeoutMs: options.busyTimeoutMs,
-      storeDefaultTtlMs: options.storeDefaultTtlMs,
-      storeRefreshOnRead: options.storeRefreshOnRead,
-      storeSweepIntervalMs: options.storeSweepIntervalMs,
-      readConns: options.readConns,
-      autoRetain: options.autoRetain,
-    };
+    const req = openRequest(options);
     if (options.autoRetain !== undefined && typeof options.autoRetain !== "boolean") {
       throw new AgentStateError(`agentstate: autoRetain must be a boolean, got ${typeof options.autoRetain}`, "INVALID_ARGUMENT");
     }
@@ -761,16 +750,7 @@ async function openPG(url, options) {
   }
   const api = await loadPGEngine(options);
   const req = {
-    mode: options.mode,
-    every: options.every,
-    cacheBytes: options.cacheBytes,
-    readOnly: options.readOnly,
-    busyTimeoutMs: options.busyTimeoutMs,
-    storeDefaultTtlMs: options.storeDefaultTtlMs,
-    storeRefreshOnRead: options.storeRefreshOnRead,
-    storeSweepIntervalMs: options.storeSweepIntervalMs,
-    readConns: options.readConns,
-    autoRetain: options.autoRetain,
+    ...openRequest(options),
     // Each call's deadline, the open's too (0: none): past it the host
     // gives the session up (a cancel request to the server) and the call
     // fails typed; the next call dials a new session.
@@ -790,4 +770,20 @@ function redactURL(url) {
   } catch {
     return `${url.split("://")[0]}://(unparsable URL)`;
   }
+}
+
+/** The engine's open options that a file and a URL share. */
+function openRequest(options) {
+  return {
+    mode: options.mode,
+    every: options.every,
+    cacheBytes: options.cacheBytes,
+    readOnly: options.readOnly,
+    busyTimeoutMs: options.busyTimeoutMs,
+    storeDefaultTtlMs: options.storeDefaultTtlMs,
+    storeRefreshOnRead: options.storeRefreshOnRead,
+    storeSweepIntervalMs: options.storeSweepIntervalMs,
+    readConns: options.readConns,
+    autoRetain: options.autoRetain,
+  };
 }
