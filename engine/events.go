@@ -15,15 +15,23 @@ import (
 	"github.com/agentstate/agentstate/engine/records"
 )
 
-// Events is the per-thread event stream of a DB (contract §4, DeerFlow's
-// RunEventStore): messages, traces, middleware records, outputs, errors.
-// Get one with DB.Events; it only holds the handle. A thread's seq numbers
-// increase strictly and never repeat, across processes sharing the file.
+// Events is a DB's per-thread event stream (contract §4, DeerFlow's
+// RunEventStore). Get one with DB.Events; it only holds the handle. A
+// thread's seqs increase strictly and never repeat, across processes.
 type Events struct {
 	db *DB
 	// traceLimit, when not 0, replaces Options.TraceContentLimit for the
 	// puts of this value (WithTraceContentLimit).
 	traceLimit int
+	// user, when not "", is the only writer whose events reads, counts
+	// and deletes see (ForUser).
+	user string
+}
+
+// ForUser: reads, counts and deletes see only userID's events ("": all).
+func (e Events) ForUser(userID string) Events {
+	e.user = userID
+	return e
 }
 
 // WithTraceContentLimit: its own bound on trace contents (docs/records.md).
@@ -79,9 +87,8 @@ func (e Events) PutBatch(ctx context.Context, evs []records.Event) ([]records.Ev
 	return out, nil
 }
 
-// PutIfAbsent stores ev unless its thread already holds an event of the same
-// run and event type; then it returns that event and false. The check and
-// the insert share one write transaction, so two callers never both insert.
+// PutIfAbsent stores ev unless its thread holds one of its run and type (it
+// returns that one and false), atomically: two callers never both insert.
 func (e Events) PutIfAbsent(ctx context.Context, ev records.Event) (records.Event, bool, error) {
 	rows, err := e.prepare([]records.Event{ev})
 	if err != nil {
@@ -174,6 +181,9 @@ func checkEvent(ev records.Event) error {
 	if err := checkShort("event type", ev.EventType, maxEventTypeChars); err != nil {
 		return err
 	}
+	if err := checkText("user id", ev.UserID, maxIDBytes); err != nil {
+		return err
+	}
 	return checkShort("event category", ev.Category, maxCategoryChars)
 }
 
@@ -264,7 +274,7 @@ func (e Events) insert(c *conn, rows []eventRow) error {
 		}
 		r.ev.Seq, r.ev.CreatedAt = seq, fromUS(at)
 		if err := c.exec(sqlEventInsert, thread, seq, r.ev.RunID, r.ev.EventType, r.ev.Category,
-			r.content, r.metadata, r.taskID, at); err != nil {
+			r.content, r.metadata, r.taskID, at, nullText(r.ev.UserID)); err != nil {
 			return err
 		}
 	}
@@ -279,6 +289,7 @@ func scanEvent(st row) (records.Event, error) {
 		EventType: st.Text(3),
 		Category:  st.Text(4),
 		CreatedAt: fromUS(st.Int64(7)),
+		UserID:    st.Text(8),
 	}
 	if b := st.Blob(5); b != nil {
 		if err := codec.Unmarshal(b, &ev.Content); err != nil {
@@ -300,14 +311,14 @@ func (e Events) ListMessages(ctx context.Context, threadID string, q records.Mes
 	if err != nil {
 		return nil, err
 	}
-	sql, args, desc := sqlMessagesLatest, []any{threadID, limit}, true
+	sql, args, desc := sqlMessagesLatest, []any{threadID, e.user, e.user, limit}, true
 	switch {
 	case q.BeforeSeq != nil && q.AfterSeq != nil:
 		return nil, fmt.Errorf("%w: messages: give BeforeSeq or AfterSeq, not both", ErrInvalidArgument)
 	case q.BeforeSeq != nil:
-		sql, args = sqlMessagesBefore, []any{threadID, *q.BeforeSeq, limit}
+		sql, args = sqlMessagesBefore, []any{threadID, e.user, e.user, *q.BeforeSeq, limit}
 	case q.AfterSeq != nil:
-		sql, args, desc = sqlMessagesAfter, []any{threadID, *q.AfterSeq, limit}, false
+		sql, args, desc = sqlMessagesAfter, []any{threadID, e.user, e.user, *q.AfterSeq, limit}, false
 	}
 	out, err := e.list(ctx, sql, args, limit)
 	if desc {
@@ -328,14 +339,14 @@ func (e Events) ListRunMessages(ctx context.Context, threadID, runID string, q r
 	if err != nil {
 		return nil, err
 	}
-	sql, args, desc := sqlRunMessagesLatest, []any{threadID, runID, limit}, true
+	sql, args, desc := sqlRunMessagesLatest, []any{threadID, runID, e.user, e.user, limit}, true
 	switch {
 	case q.BeforeSeq != nil && q.AfterSeq != nil:
 		return nil, fmt.Errorf("%w: messages: give BeforeSeq or AfterSeq, not both", ErrInvalidArgument)
 	case q.BeforeSeq != nil:
-		sql, args = sqlRunMessagesBefore, []any{threadID, runID, *q.BeforeSeq, limit}
+		sql, args = sqlRunMessagesBefore, []any{threadID, runID, e.user, e.user, *q.BeforeSeq, limit}
 	case q.AfterSeq != nil:
-		sql, args, desc = sqlRunMessagesAfter, []any{threadID, runID, *q.AfterSeq, limit}, false
+		sql, args, desc = sqlRunMessagesAfter, []any{threadID, runID, e.user, e.user, *q.AfterSeq, limit}, false
 	}
 	out, err := e.list(ctx, sql, args, limit)
 	if desc {
@@ -370,7 +381,7 @@ func (e Events) LastVisibleAISeq(ctx context.Context, threadID string, runIDs []
 			below := int64(math.MaxInt64)
 			for {
 				n, found := 0, false
-				err := c.query(sqlRunAIReplies, []any{threadID, run, below, page}, func(st row) error {
+				err := c.query(sqlRunAIReplies, []any{threadID, run, e.user, e.user, below, page}, func(st row) error {
 					n++
 					if found {
 						return nil
@@ -434,7 +445,7 @@ func (e Events) ListRunEvents(ctx context.Context, threadID, runID string, q rec
 		}
 		task = q.TaskID
 	}
-	return e.list(ctx, sqlRunEvents, []any{threadID, runID, q.AfterSeq, types, task, limit}, limit)
+	return e.list(ctx, sqlRunEvents, []any{threadID, runID, q.AfterSeq, types, task, limit, e.user}, limit)
 }
 
 func (e Events) list(ctx context.Context, sql string, args []any, limit int) ([]records.Event, error) {
@@ -459,14 +470,14 @@ func (e Events) CountMessages(ctx context.Context, threadID string) (int64, erro
 	}
 	var n int64
 	err := e.db.read(ctx, func(c *conn) (err error) {
-		n, err = c.queryInt64(sqlMessagesCount, threadID)
+		n, err = c.queryInt64(sqlMessagesCount, threadID, e.user, e.user)
 		return err
 	})
 	return n, err
 }
 
 // DeleteThread deletes every event of a thread and returns how many. The
-// thread's seq counter goes with them: events put later start again at 1.
+// thread's seq counter goes with them (not with ForUser): seqs restart at 1.
 func (e Events) DeleteThread(ctx context.Context, threadID string) (int64, error) {
 	if err := checkID("thread id", threadID); err != nil {
 		return 0, err
@@ -476,8 +487,10 @@ func (e Events) DeleteThread(ctx context.Context, threadID string) (int64, error
 		if err := c.lock(threadID); err != nil {
 			return err
 		}
-		changed, err := c.execN(sqlEventsDeleteThread, threadID)
-		if err != nil {
+		changed, err := c.execN(sqlEventsDeleteThread, threadID, e.user, e.user)
+		if err != nil || e.user != "" {
+			// Other users' events stay, and so does the counter.
+			n = changed
 			return err
 		}
 		n = changed
@@ -486,8 +499,7 @@ func (e Events) DeleteThread(ctx context.Context, threadID string) (int64, error
 	return n, err
 }
 
-// DeleteRun deletes the events of one run of a thread and returns how many.
-// The thread's seq keeps counting from where it was.
+// DeleteRun deletes one run's events, returns how many; seqs keep counting.
 func (e Events) DeleteRun(ctx context.Context, threadID, runID string) (int64, error) {
 	if err := checkID("thread id", threadID); err != nil {
 		return 0, err
@@ -500,7 +512,7 @@ func (e Events) DeleteRun(ctx context.Context, threadID, runID string) (int64, e
 		if err := c.lock(threadID); err != nil {
 			return err
 		}
-		changed, err := c.execN(sqlEventsDeleteRun, threadID, runID)
+		changed, err := c.execN(sqlEventsDeleteRun, threadID, runID, e.user, e.user)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/engine/records"
 	"github.com/google/go-cmp/cmp"
 )
@@ -376,4 +378,106 @@ func asInt64(v any) int64 {
 		return int64(n)
 	}
 	panic(fmt.Sprintf("%T is not an integer", v))
+}
+
+// TestEventOwners: two users' events on one thread. Each user's reads,
+// counts and deletes see only its own (an event written without a user
+// belongs to no one); without a filter they see all. Export and import
+// keep the owner.
+func TestEventOwners(t *testing.T) {
+	db, _ := openRec(t, nil)
+	e := db.Events()
+	for i, u := range []string{"alice", "bob", "alice", "", "bob", "alice"} {
+		ev := msg("t", "r", i)
+		ev.UserID = u
+		if got, err := e.Put(rctx, ev); err != nil || got.UserID != u {
+			t.Fatalf("put %d: %+v %v", i, got, err)
+		}
+	}
+	e.Put(rctx, records.Event{ThreadID: "t", RunID: "r", EventType: "x", Category: records.CategoryTrace, UserID: "bob"})
+	check := func(db *DB, user string, want []int64) {
+		t.Helper()
+		ev := db.Events().ForUser(user)
+		all, err := ev.ListMessages(rctx, "t", records.MessageQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, seqs(all)); diff != "" {
+			t.Fatalf("%q: messages (-want +got):\n%s", user, diff)
+		}
+		for _, m := range all {
+			if user != "" && m.UserID != user {
+				t.Fatalf("%q sees an event of %q", user, m.UserID)
+			}
+		}
+		after := int64(0)
+		for name, page := range map[string]func() ([]records.Event, error){
+			"before": func() ([]records.Event, error) {
+				return ev.ListMessages(rctx, "t", records.MessageQuery{BeforeSeq: new(int64(100))})
+			},
+			"after": func() ([]records.Event, error) {
+				return ev.ListMessages(rctx, "t", records.MessageQuery{AfterSeq: &after})
+			},
+			"run": func() ([]records.Event, error) { return ev.ListRunMessages(rctx, "t", "r", records.MessageQuery{}) },
+			"run before": func() ([]records.Event, error) {
+				return ev.ListRunMessages(rctx, "t", "r", records.MessageQuery{BeforeSeq: new(int64(100))})
+			},
+			"run after": func() ([]records.Event, error) {
+				return ev.ListRunMessages(rctx, "t", "r", records.MessageQuery{AfterSeq: &after})
+			},
+			"run events": func() ([]records.Event, error) {
+				return ev.ListRunEvents(rctx, "t", "r", records.RunEventQuery{Types: []string{"llm.ai.response"}})
+			},
+		} {
+			got, err := page()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, seqs(got)); diff != "" {
+				t.Fatalf("%q: %s (-want +got):\n%s", user, name, diff)
+			}
+		}
+		if n, err := ev.CountMessages(rctx, "t"); err != nil || n != int64(len(want)) {
+			t.Fatalf("%q: count %d %v, want %d", user, n, err, len(want))
+		}
+		last, err := ev.LastVisibleAISeq(rctx, "t", []string{"r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := want[len(want)-1]; last["r"] != w {
+			t.Fatalf("%q: last visible %v, want %d", user, last, w)
+		}
+	}
+	check(db, "alice", []int64{1, 3, 6})
+	check(db, "bob", []int64{2, 5})
+	check(db, "", []int64{1, 2, 3, 4, 5, 6})
+	if got, _ := e.ForUser("carol").ListMessages(rctx, "t", records.MessageQuery{}); len(got) != 0 {
+		t.Fatalf("a stranger sees %d events", len(got))
+	}
+	if all, _ := e.ForUser("bob").ListRunEvents(rctx, "t", "r", records.RunEventQuery{}); len(all) != 3 {
+		t.Fatalf("bob's run events: %d, want 3", len(all))
+	}
+
+	// Export and import keep the owners.
+	other, _ := openRec(t, nil)
+	if _, err := other.Import(rctx, bytes.NewReader(exportBytes(t, db)), admin.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check(other, "alice", []int64{1, 3, 6})
+	check(other, "bob", []int64{2, 5})
+	if rep, err := other.Verify(rctx, admin.VerifyOptions{}); err != nil || !rep.OK {
+		t.Fatalf("verify after import: %+v %v", rep, err)
+	}
+
+	// A user's deletes leave the others' events, and the seqs go on.
+	if n, err := e.ForUser("bob").DeleteRun(rctx, "t", "r"); err != nil || n != 3 {
+		t.Fatalf("bob deletes his run: %d %v", n, err)
+	}
+	if n, err := e.ForUser("alice").DeleteThread(rctx, "t"); err != nil || n != 3 {
+		t.Fatalf("alice deletes her thread: %d %v", n, err)
+	}
+	check(db, "", []int64{4})
+	if got, _ := e.Put(rctx, msg("t", "r", "next")); got.Seq != 8 {
+		t.Fatalf("seq after a user's deletes: %d, want 8", got.Seq)
+	}
 }

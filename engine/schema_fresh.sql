@@ -133,7 +133,7 @@ CREATE TABLE "events" (
     task_id    TEXT,
     created_at INTEGER NOT NULL,
     metadata   BLOB,
-    content    BLOB,
+    content    BLOB, user_id TEXT,
     PRIMARY KEY (thread_id, seq)
 );
 

@@ -30,6 +30,10 @@ type Event struct {
 	Metadata  map[string]any `json:"metadata"`
 	Seq       int64          `json:"seq"`
 	CreatedAt time.Time      `json:"created_at"`
+	// UserID is the user the event was written for (DeerFlow stamps the
+	// request's user); "" is stored as NULL: no owner. Events.ForUser reads
+	// only one user's events.
+	UserID string `json:"user_id"`
 }
 
 // MessageQuery pages through a thread's messages, returned in ascending seq
