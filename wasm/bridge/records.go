@@ -405,11 +405,12 @@ func opEventsListRunMessages(ctx context.Context, h *handle, req []byte, _ in) (
 		Limit     int    `json:"limit"`
 		BeforeSeq *int64 `json:"before_seq"`
 		AfterSeq  *int64 `json:"after_seq"`
+		UserID    string `json:"user_id"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	evs, err := h.db.Events().ListRunMessages(ctx, r.ThreadID, r.RunID, records.MessageQuery{Limit: r.Limit, BeforeSeq: r.BeforeSeq, AfterSeq: r.AfterSeq})
+	evs, err := h.db.Events().ForUser(r.UserID).ListRunMessages(ctx, r.ThreadID, r.RunID, records.MessageQuery{Limit: r.Limit, BeforeSeq: r.BeforeSeq, AfterSeq: r.AfterSeq})
 	return map[string]any{"events": nonNilEvents(evs)}, nil, err
 }
 
@@ -417,11 +418,12 @@ func opEventsLastVisibleAISeq(ctx context.Context, h *handle, req []byte, _ in) 
 	var r struct {
 		ThreadID string   `json:"thread_id"`
 		RunIDs   []string `json:"run_ids"`
+		UserID   string   `json:"user_id"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	m, err := h.db.Events().LastVisibleAISeq(ctx, r.ThreadID, r.RunIDs)
+	m, err := h.db.Events().ForUser(r.UserID).LastVisibleAISeq(ctx, r.ThreadID, r.RunIDs)
 	return map[string]any{"seqs": m}, nil, err
 }
 
@@ -431,11 +433,12 @@ func opEventsListMessages(ctx context.Context, h *handle, req []byte, _ in) (any
 		Limit     int    `json:"limit"`
 		BeforeSeq *int64 `json:"before_seq"`
 		AfterSeq  *int64 `json:"after_seq"`
+		UserID    string `json:"user_id"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	evs, err := h.db.Events().ListMessages(ctx, r.ThreadID, records.MessageQuery{Limit: r.Limit, BeforeSeq: r.BeforeSeq, AfterSeq: r.AfterSeq})
+	evs, err := h.db.Events().ForUser(r.UserID).ListMessages(ctx, r.ThreadID, records.MessageQuery{Limit: r.Limit, BeforeSeq: r.BeforeSeq, AfterSeq: r.AfterSeq})
 	return map[string]any{"events": nonNilEvents(evs)}, nil, err
 }
 
@@ -447,11 +450,12 @@ func opEventsListRunEvents(ctx context.Context, h *handle, req []byte, _ in) (an
 		TaskID   string   `json:"task_id"`
 		AfterSeq int64    `json:"after_seq"`
 		Limit    int      `json:"limit"`
+		UserID   string   `json:"user_id"`
 	}
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	evs, err := h.db.Events().ListRunEvents(ctx, r.ThreadID, r.RunID, records.RunEventQuery{Types: r.Types, TaskID: r.TaskID, AfterSeq: r.AfterSeq, Limit: r.Limit})
+	evs, err := h.db.Events().ForUser(r.UserID).ListRunEvents(ctx, r.ThreadID, r.RunID, records.RunEventQuery{Types: r.Types, TaskID: r.TaskID, AfterSeq: r.AfterSeq, Limit: r.Limit})
 	return map[string]any{"events": nonNilEvents(evs)}, nil, err
 }
 
@@ -465,6 +469,8 @@ func nonNilEvents(evs []records.Event) []records.Event {
 type wThreadRef struct {
 	ThreadID string `json:"thread_id"`
 	RunID    string `json:"run_id"`
+	// UserID, when set, scopes an events call to that user's events.
+	UserID string `json:"user_id"`
 }
 
 func opEventsCount(ctx context.Context, h *handle, req []byte, _ in) (any, *Out, error) {
@@ -472,7 +478,7 @@ func opEventsCount(ctx context.Context, h *handle, req []byte, _ in) (any, *Out,
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	n, err := h.db.Events().CountMessages(ctx, r.ThreadID)
+	n, err := h.db.Events().ForUser(r.UserID).CountMessages(ctx, r.ThreadID)
 	return map[string]int64{"count": n}, nil, err
 }
 
@@ -481,7 +487,7 @@ func opEventsDeleteThread(ctx context.Context, h *handle, req []byte, _ in) (any
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	n, err := h.db.Events().DeleteThread(ctx, r.ThreadID)
+	n, err := h.db.Events().ForUser(r.UserID).DeleteThread(ctx, r.ThreadID)
 	return map[string]int64{"deleted": n}, nil, err
 }
 
@@ -490,7 +496,7 @@ func opEventsDeleteRun(ctx context.Context, h *handle, req []byte, _ in) (any, *
 	if err := decodeJSON(req, &r); err != nil {
 		return nil, nil, err
 	}
-	n, err := h.db.Events().DeleteRun(ctx, r.ThreadID, r.RunID)
+	n, err := h.db.Events().ForUser(r.UserID).DeleteRun(ctx, r.ThreadID, r.RunID)
 	return map[string]int64{"deleted": n}, nil, err
 }
 
