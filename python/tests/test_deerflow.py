@@ -53,6 +53,7 @@ def test_event_records_have_deerflows_shape_and_gap_free_seq(db):
             "content": "hi",
             "metadata": {},
             "seq": 1,
+            "user_id": None,
             "created_at": r["created_at"],
         }
         assert r["created_at"].endswith("+00:00")
@@ -67,7 +68,7 @@ def test_event_records_have_deerflows_shape_and_gap_free_seq(db):
         # several writers at once: still unique and gap-free
         got = await asyncio.gather(*(s.put(thread_id="t", run_id="r2", event_type="e", category="trace") for _ in range(10)))
         assert sorted(e["seq"] for e in got) == list(range(8, 18))
-        assert await s.count_messages("t") == 6
+        assert await s.count_messages("t", user_id=None) == 6
         return at
 
     run(go())
@@ -105,25 +106,25 @@ def test_message_cursors_task_filter_and_last_visible_reply(db):
                 evs.append({"thread_id": "t", "run_id": run_id, "event_type": "tool", "category": "trace", "metadata": {"task_id": f"k{i % 4}"}})
         await s.put_batch(evs)
         seqs = lambda rs: [r["seq"] for r in rs]  # noqa: E731
-        assert seqs(await s.list_messages("t", limit=2)) == [9, 11]
-        assert seqs(await s.list_messages("t", before_seq=5, limit=5)) == [1, 3]
-        assert seqs(await s.list_messages("t", after_seq=7, limit=1)) == [9]
-        assert seqs(await s.list_messages_by_run("t", "r2")) == [7, 9, 11]
-        assert seqs(await s.list_messages_by_run("t", "r2", before_seq=11, limit=1)) == [9]
-        assert seqs(await s.list_messages_by_run("t", "r1", after_seq=1)) == [3, 5]
+        assert seqs(await s.list_messages("t", limit=2, user_id=None)) == [9, 11]
+        assert seqs(await s.list_messages("t", before_seq=5, limit=5, user_id=None)) == [1, 3]
+        assert seqs(await s.list_messages("t", after_seq=7, limit=1, user_id=None)) == [9]
+        assert seqs(await s.list_messages_by_run("t", "r2", user_id=None)) == [7, 9, 11]
+        assert seqs(await s.list_messages_by_run("t", "r2", before_seq=11, limit=1, user_id=None)) == [9]
+        assert seqs(await s.list_messages_by_run("t", "r1", after_seq=1, user_id=None)) == [3, 5]
         # task_id applies before the limit: the run's first event is not k0's
-        assert seqs(await s.list_events("t", "r1", task_id="k0", limit=1)) == [4]
-        assert seqs(await s.list_events("t", "r2", event_types=["tool"], after_seq=8)) == [10, 12]
-        assert await s.list_events("t", "r1", limit=0) == []
+        assert seqs(await s.list_events("t", "r1", task_id="k0", limit=1, user_id=None)) == [4]
+        assert seqs(await s.list_events("t", "r2", event_types=["tool"], after_seq=8, user_id=None)) == [10, 12]
+        assert await s.list_events("t", "r1", limit=0, user_id=None) == []
         await s.put(
             thread_id="t", run_id="r2", event_type="llm.ai.response", category="message", metadata={"caller": "middleware:title"}
         )
-        assert await s.get_last_visible_ai_seq_by_run("t", {"r1", "r2", "r9"}) == {"r1": 5, "r2": 11}
+        assert await s.get_last_visible_ai_seq_by_run("t", {"r1", "r2", "r9"}, user_id=None) == {"r1": 5, "r2": 11}
         many = {f"x{i}" for i in range(2500)} | {"r1"}  # more than one engine call's worth
-        assert await s.get_last_visible_ai_seq_by_run("t", many) == {"r1": 5}
-        assert await s.delete_by_run("t", "r1") == 6
-        assert await s.delete_by_thread("t") == 7
-        assert await s.delete_by_thread("t") == 0
+        assert await s.get_last_visible_ai_seq_by_run("t", many, user_id=None) == {"r1": 5}
+        assert await s.delete_by_run("t", "r1", user_id=None) == 6
+        assert await s.delete_by_thread("t", user_id=None) == 7
+        assert await s.delete_by_thread("t", user_id=None) == 0
 
     run(go())
 
@@ -144,8 +145,53 @@ def test_bad_events_are_refused_whole(db):
             )
         with pytest.raises(InvalidArgumentError, match="created_at"):
             await s.put(thread_id="t", run_id="r", event_type="ok", category="message", created_at="yesterday")
-        assert await s.count_messages("t") == 1
+        assert await s.count_messages("t", user_id=None) == 1
 
+    run(go())
+
+
+def test_events_carry_their_writers_user_and_reads_filter_by_it(db):
+    # DeerFlow's SQL event store: writes are stamped with the request's user,
+    # reads take AUTO (that user), a user id, or None (every event).
+    s = df.AgentStateRunEventStore(db=db)
+
+    async def as_user(user, coro_fn):
+        token = df.current_user_id.set(user)
+        try:
+            return await coro_fn()
+        finally:
+            df.current_user_id.reset(token)
+
+    async def go():
+        msg = dict(thread_id="t", run_id="r", event_type="llm.ai.response", category="message")
+        a = await as_user("alice", lambda: s.put(**msg, content="a1"))
+        assert a["user_id"] == "alice"
+        await as_user("bob", lambda: s.put_batch([{**msg, "content": "b1"}, {**msg, "content": "b2", "user_id": "carol"}]))
+        await as_user("alice", lambda: s.put_if_absent(thread_id="t", run_id="r", event_type="run.end", category="outputs"))
+        await s.put(**msg, content="nobody")  # no request: no owner
+        seqs = lambda rs: [r["seq"] for r in rs]  # noqa: E731
+        assert seqs(await s.list_messages("t", user_id="alice")) == [1]
+        assert seqs(await as_user("bob", lambda: s.list_messages("t"))) == [2]
+        assert [e["user_id"] for e in await s.list_messages("t", user_id=None)] == ["alice", "bob", "carol", None]
+        # a foreign user's reads see nothing of the thread
+        assert await s.list_messages("t", user_id="mallory") == []
+        assert await s.list_messages_by_run("t", "r", user_id="mallory") == []
+        assert await s.list_events("t", "r", user_id="mallory") == []
+        assert await s.count_messages("t", user_id="mallory") == 0
+        assert await s.get_last_visible_ai_seq_by_run("t", {"r"}, user_id="mallory") == {}
+        assert await s.delete_by_thread("t", user_id="mallory") == 0
+        assert seqs(await s.list_events("t", "r", user_id="alice")) == [1, 4]
+        assert await s.count_messages("t", user_id="carol") == 1
+        assert await s.get_last_visible_ai_seq_by_run("t", {"r"}, user_id="bob") == {"r": 2}
+        with pytest.raises(RuntimeError, match="AUTO"):
+            await s.list_messages("t")
+        # a user's deletes leave the others' events
+        assert await s.delete_by_run("t", "r", user_id="alice") == 2
+        assert await s.delete_by_thread("t", user_id="bob") == 1
+        assert seqs(await s.list_events("t", "r", user_id=None)) == [3, 5]
+
+    if df._DFAutoSentinel is not None:
+        pytest.skip("DeerFlow is importable here: AUTO is its sentinel, read from its own request context")
     run(go())
 
 
@@ -419,13 +465,13 @@ def test_deleting_a_runs_events_leaves_the_other_runs_whole(db):
         for i, p in enumerate(plan):
             run_id, category = p.split(":")
             await s.put(thread_id="t1", run_id=run_id, event_type=f"e{i}", category=category, content=str(i))
-        assert await s.delete_by_run("t1", "a") == 7
-        assert await s.list_events("t1", "a") == []
-        assert await s.list_messages_by_run("t1", "a") == []
-        msgs_b = await s.list_messages_by_run("t1", "b")
+        assert await s.delete_by_run("t1", "a", user_id=None) == 7
+        assert await s.list_events("t1", "a", user_id=None) == []
+        assert await s.list_messages_by_run("t1", "a", user_id=None) == []
+        msgs_b = await s.list_messages_by_run("t1", "b", user_id=None)
         assert [m["event_type"] for m in msgs_b] == ["e2", "e5", "e8", "e10"]
-        assert all(m["run_id"] == "b" for m in await s.list_messages("t1"))
-        await s.delete_by_thread("t1")
-        assert await s.list_events("t1", "b") == [] and await s.list_messages_by_run("t1", "b") == []
+        assert all(m["run_id"] == "b" for m in await s.list_messages("t1", user_id=None))
+        await s.delete_by_thread("t1", user_id=None)
+        assert await s.list_events("t1", "b", user_id=None) == [] and await s.list_messages_by_run("t1", "b", user_id=None) == []
 
     run(go())

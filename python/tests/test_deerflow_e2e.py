@@ -28,6 +28,8 @@ import textwrap
 import time
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from langgraph.checkpoint.agentstate import AgentStateSaver, Database
 from langgraph.checkpoint.agentstate import deerflow as df
 
@@ -85,6 +87,7 @@ CHILD = textwrap.dedent(
     exec(sys.argv[3], ns)
 
     async def main():
+        df.current_user_id.set("alice")  # the worker runs alice's request: its events are hers
         db = Database(path)
         saver = AgentStateSaver(db=db)
         runs = df.AgentStateRunStore(db=db)
@@ -107,6 +110,16 @@ CHILD = textwrap.dedent(
     asyncio.run(main())
     """
 )
+
+
+@pytest.fixture(autouse=True)
+def _alice():
+    """Every call here is made for alice's request (the Gateway's user
+    context): writes are stamped with her, reads see her events (asyncio.run
+    and worker threads copy the context)."""
+    token = df.current_user_id.set("alice")
+    yield
+    df.current_user_id.reset(token)
 
 
 def _stores(db):

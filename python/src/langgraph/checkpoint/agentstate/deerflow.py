@@ -59,6 +59,11 @@ except Exception:  # noqa: BLE001 - absent, or failing to import: run without it
     _DFAutoSentinel = None
     _df_resolve_user_id = None
 
+try:  # pragma: no cover - exercised where DeerFlow is installed
+    from deerflow.runtime.user_context import get_current_user as _df_get_current_user  # type: ignore[import-not-found]
+except Exception:  # noqa: BLE001
+    _df_get_current_user = None
+
 
 def _df_class(module: str, name: str) -> Any:
     try:
@@ -105,6 +110,17 @@ def _resolve(user_id: Any, method: str) -> str | None:
     if user_id is None:
         return None
     return str(user_id)
+
+
+def _writer() -> str | None:
+    """The user a write is stamped with, as DeerFlow's event store stamps
+    it: the request's user, or None (no owner) outside a request (a
+    background worker's writes)."""
+    if _df_get_current_user is not None:
+        user = _df_get_current_user()
+        if user is not None:
+            return str(user.id)
+    return current_user_id.get()
 
 
 _BASES: tuple[type, ...] = (InvalidArgumentError,)
@@ -178,7 +194,7 @@ class _OnDatabase:
 
 # --- RunEventStore ---------------------------------------------------------
 
-_EVENT_KEYS = ("thread_id", "run_id", "event_type", "category", "content", "metadata", "created_at")
+_EVENT_KEYS = ("thread_id", "run_id", "event_type", "category", "content", "metadata", "created_at", "user_id")
 
 
 def _event_in(ev: dict[str, Any]) -> dict[str, Any]:
@@ -207,6 +223,8 @@ def _event_in(ev: dict[str, Any]) -> dict[str, Any]:
     at = _rfc3339("created_at", ev.get("created_at"))
     if at is not None:
         out["created_at"] = at
+    if ev.get("user_id") is not None:
+        out["user_id"] = str(ev["user_id"])
     return out
 
 
@@ -219,6 +237,7 @@ def _event_out(e: dict[str, Any], given_at: Any = None) -> dict[str, Any]:
         "content": e["content"] if e["content"] is not None else "",
         "metadata": e["metadata"] or {},
         "seq": e["seq"],
+        "user_id": e.get("user_id") or None,
         # the caller's own text comes back as given (DeerFlow's stores do)
         "created_at": given_at if isinstance(given_at, str) and given_at else _iso(e["created_at"]),
     }
@@ -237,9 +256,11 @@ class AgentStateRunEventStore(_OnDatabase):
     contents are cut to the Database's trace limit in UTF-8 bytes, with
     ``content_truncated`` and ``original_byte_length`` in the metadata.
 
-    ``user_id`` on the listing methods is accepted and not applied: events
-    belong to threads, and thread access is the ThreadMetaStore's
-    ``check_access`` (as with DeerFlow's memory and JSONL stores)."""
+    Owners, as DeerFlow's SQL store keeps them: a write is stamped with the
+    request's user (None outside a request; ``put_batch`` keeps an event's
+    own ``user_id``), and every read, count and delete takes ``user_id``:
+    AUTO (the request's user; RuntimeError without one), a user id (only
+    that user's events), or None (every event)."""
 
     def __init__(self, db: Database | None = None, *, max_trace_content: int | None = None, **_ignored: Any) -> None:
         """``max_trace_content``: DeerFlow's ``run_events.max_trace_content``,
@@ -270,6 +291,7 @@ class AgentStateRunEventStore(_OnDatabase):
         ev = dict(
             thread_id=thread_id, run_id=run_id, event_type=event_type, category=category, content=content, metadata=metadata, created_at=created_at
         )
+        ev["user_id"] = _writer()
         return await _to_thread(self._put_sync, ev)
 
     def _put_batch_sync(self, events: list[dict]) -> list[dict]:
@@ -291,7 +313,8 @@ class AgentStateRunEventStore(_OnDatabase):
     async def put_batch(self, events: list[dict]) -> list[dict]:
         if not events:
             return []
-        return await _to_thread(self._put_batch_sync, list(events))
+        user = _writer()
+        return await _to_thread(self._put_batch_sync, [{"user_id": user, **e} for e in events])
 
     def _put_if_absent_sync(self, ev: dict[str, Any]) -> tuple[dict, bool]:
         e, created = self._events.put_if_absent(_event_in(ev), trace_limit=self._trace_limit)
@@ -311,14 +334,16 @@ class AgentStateRunEventStore(_OnDatabase):
         ev = dict(
             thread_id=thread_id, run_id=run_id, event_type=event_type, category=category, content=content, metadata=metadata, created_at=created_at
         )
+        ev["user_id"] = _writer()
         return await _to_thread(self._put_if_absent_sync, ev)
 
     # reads
 
-    def _messages_sync(self, thread_id: str, limit: int, before_seq: int | None, after_seq: int | None) -> list[dict]:
+    def _messages_sync(self, thread_id: str, limit: int, before_seq: int | None, after_seq: int | None, user: str | None) -> list[dict]:
         if limit <= 0:
             return []
-        return [_event_out(e) for e in self._events.list_messages(thread_id, limit=limit, before_seq=before_seq, after_seq=after_seq)]
+        page = self._events.list_messages(thread_id, limit=limit, before_seq=before_seq, after_seq=after_seq, user_id=user)
+        return [_event_out(e) for e in page]
 
     async def list_messages(
         self,
@@ -329,14 +354,15 @@ class AgentStateRunEventStore(_OnDatabase):
         after_seq: int | None = None,
         user_id: Any = AUTO,
     ) -> list[dict]:
-        return await _to_thread(self._messages_sync, thread_id, _limit(limit), before_seq, after_seq)
+        user = _resolve(user_id, "AgentStateRunEventStore.list_messages")
+        return await _to_thread(self._messages_sync, thread_id, _limit(limit), before_seq, after_seq, user)
 
-    def _events_sync(self, thread_id: str, run_id: str, types: Any, task_id: Any, limit: int, after_seq: Any) -> list[dict]:
+    def _events_sync(self, thread_id: str, run_id: str, types: Any, task_id: Any, limit: int, after_seq: Any, user: str | None) -> list[dict]:
         out: list[dict] = []
         cursor = after_seq or 0
         while len(out) < limit:
             page = self._events.list_run_events(
-                thread_id, run_id, types=types, task_id=task_id, after_seq=cursor, limit=min(1000, limit - len(out))
+                thread_id, run_id, types=types, task_id=task_id, after_seq=cursor, limit=min(1000, limit - len(out)), user_id=user
             )
             out.extend(_event_out(e) for e in page)
             if len(page) < min(1000, limit - len(out) + len(page)):
@@ -353,15 +379,17 @@ class AgentStateRunEventStore(_OnDatabase):
         task_id: str | None = None,
         limit: int = 500,
         after_seq: int | None = None,
+        user_id: Any = AUTO,
     ) -> list[dict]:
+        user = _resolve(user_id, "AgentStateRunEventStore.list_events")
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidArgumentError(f"agentstate: limit must be an int, got {limit!r}")
         if limit <= 0 or (event_types is not None and len(event_types) == 0):
             return []
         types = list(event_types) if event_types is not None else None
-        return await _to_thread(self._events_sync, thread_id, run_id, types, task_id, limit, after_seq)
+        return await _to_thread(self._events_sync, thread_id, run_id, types, task_id, limit, after_seq, user)
 
-    def _run_messages_sync(self, thread_id: str, run_id: str, limit: int, before_seq: Any, after_seq: Any) -> list[dict]:
+    def _run_messages_sync(self, thread_id: str, run_id: str, limit: int, before_seq: Any, after_seq: Any, user: str | None) -> list[dict]:
         if limit <= 0:
             return []
         if before_seq is not None and after_seq is not None:
@@ -369,16 +397,15 @@ class AgentStateRunEventStore(_OnDatabase):
             out: list[dict] = []
             cursor = after_seq
             while len(out) < limit:
-                page = self._events.list_run_messages(thread_id, run_id, after_seq=cursor, limit=min(1000, limit - len(out)))
+                page = self._events.list_run_messages(thread_id, run_id, after_seq=cursor, limit=min(1000, limit - len(out)), user_id=user)
                 keep = [e for e in page if e["seq"] < before_seq]
                 out.extend(_event_out(e) for e in keep)
                 if len(keep) < len(page) or not page or len(page) < min(1000, limit):
                     break
                 cursor = page[-1]["seq"]
             return out
-        return [
-            _event_out(e) for e in self._events.list_run_messages(thread_id, run_id, limit=limit, before_seq=before_seq, after_seq=after_seq)
-        ]
+        page = self._events.list_run_messages(thread_id, run_id, limit=limit, before_seq=before_seq, after_seq=after_seq, user_id=user)
+        return [_event_out(e) for e in page]
 
     async def list_messages_by_run(
         self,
@@ -388,29 +415,35 @@ class AgentStateRunEventStore(_OnDatabase):
         limit: int = 50,
         before_seq: int | None = None,
         after_seq: int | None = None,
+        user_id: Any = AUTO,
     ) -> list[dict]:
-        return await _to_thread(self._run_messages_sync, thread_id, run_id, _limit(limit), before_seq, after_seq)
+        user = _resolve(user_id, "AgentStateRunEventStore.list_messages_by_run")
+        return await _to_thread(self._run_messages_sync, thread_id, run_id, _limit(limit), before_seq, after_seq, user)
 
     async def get_last_visible_ai_seq_by_run(self, thread_id: str, run_ids: set[str], *, user_id: Any = AUTO) -> dict[str, int]:
         ids = sorted(run_ids)
         if not ids:
             return {}
-        return await _to_thread(self._last_visible_sync, thread_id, ids)
+        user = _resolve(user_id, "AgentStateRunEventStore.get_last_visible_ai_seq_by_run")
+        return await _to_thread(self._last_visible_sync, thread_id, ids, user)
 
-    def _last_visible_sync(self, thread_id: str, ids: list[str]) -> dict[str, int]:
+    def _last_visible_sync(self, thread_id: str, ids: list[str], user: str | None) -> dict[str, int]:
         out: dict[str, int] = {}
         for i in range(0, len(ids), 1000):  # the engine's bound per call
-            out.update(self._events.last_visible_ai_seq(thread_id, ids[i : i + 1000]))
+            out.update(self._events.last_visible_ai_seq(thread_id, ids[i : i + 1000], user_id=user))
         return out
 
-    async def count_messages(self, thread_id: str) -> int:
-        return await _to_thread(self._events.count_messages, thread_id)
+    async def count_messages(self, thread_id: str, *, user_id: Any = AUTO) -> int:
+        user = _resolve(user_id, "AgentStateRunEventStore.count_messages")
+        return await _to_thread(self._events.count_messages, thread_id, user_id=user)
 
-    async def delete_by_thread(self, thread_id: str) -> int:
-        return await _to_thread(self._events.delete_thread, thread_id)
+    async def delete_by_thread(self, thread_id: str, *, user_id: Any = AUTO) -> int:
+        user = _resolve(user_id, "AgentStateRunEventStore.delete_by_thread")
+        return await _to_thread(self._events.delete_thread, thread_id, user_id=user)
 
-    async def delete_by_run(self, thread_id: str, run_id: str) -> int:
-        return await _to_thread(self._events.delete_run, thread_id, run_id)
+    async def delete_by_run(self, thread_id: str, run_id: str, *, user_id: Any = AUTO) -> int:
+        user = _resolve(user_id, "AgentStateRunEventStore.delete_by_run")
+        return await _to_thread(self._events.delete_run, thread_id, run_id, user_id=user)
 
 
 # --- ThreadMetaStore -------------------------------------------------------

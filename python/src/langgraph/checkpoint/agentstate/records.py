@@ -73,6 +73,16 @@ def _owner(v: Any) -> dict[str, Any]:
     return {"owner": _id("owner (a user id, or ANY_OWNER)", v)}
 
 
+def _opt_user(v: Any) -> str | None:
+    """An events call's ``user_id`` filter: None (or "") reads every
+    writer's events."""
+    if v is None or v == "":
+        return None
+    if not isinstance(v, str):
+        raise InvalidArgumentError(f"agentstate: user_id must be a string or None, got {v!r}")
+    return v
+
+
 def _strip(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -249,10 +259,18 @@ class Events(_Surface):
         return r["event"], r["created"]
 
     def list_messages(
-        self, thread_id: str, *, limit: int | None = None, before_seq: int | None = None, after_seq: int | None = None
+        self,
+        thread_id: str,
+        *,
+        limit: int | None = None,
+        before_seq: int | None = None,
+        after_seq: int | None = None,
+        user_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """The thread's events of category ``"message"``, oldest first;
-        ``limit``, ``before_seq`` and ``after_seq`` page through them."""
+        ``limit``, ``before_seq`` and ``after_seq`` page through them.
+        ``user_id`` (on every read, count and delete of events): only the
+        events written with that ``user_id``; None: every event."""
         return self._call(
             "events.listMessages",
             _strip(
@@ -261,6 +279,7 @@ class Events(_Surface):
                     "limit": _opt_int("limit", limit),
                     "before_seq": _opt_int("before_seq", before_seq),
                     "after_seq": _opt_int("after_seq", after_seq),
+                    "user_id": _opt_user(user_id),
                 }
             ),
         )["events"]
@@ -274,6 +293,7 @@ class Events(_Surface):
         task_id: str | None = None,
         after_seq: int | None = None,
         limit: int | None = None,
+        user_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """One run's events in seq order, optionally of some types or of one
         task (``metadata["task_id"]``, applied before the limit)."""
@@ -289,12 +309,20 @@ class Events(_Surface):
                     "task_id": task_id,
                     "after_seq": _opt_int("after_seq", after_seq),
                     "limit": _opt_int("limit", limit),
+                    "user_id": _opt_user(user_id),
                 }
             ),
         )["events"]
 
     def list_run_messages(
-        self, thread_id: str, run_id: str, *, limit: int | None = None, before_seq: int | None = None, after_seq: int | None = None
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        limit: int | None = None,
+        before_seq: int | None = None,
+        after_seq: int | None = None,
+        user_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """One run's events of category ``"message"``, oldest first, paged as
         :meth:`list_messages` pages the thread's."""
@@ -307,11 +335,12 @@ class Events(_Surface):
                     "limit": _opt_int("limit", limit),
                     "before_seq": _opt_int("before_seq", before_seq),
                     "after_seq": _opt_int("after_seq", after_seq),
+                    "user_id": _opt_user(user_id),
                 }
             ),
         )["events"]
 
-    def last_visible_ai_seq(self, thread_id: str, run_ids: Any) -> dict[str, int]:
+    def last_visible_ai_seq(self, thread_id: str, run_ids: Any, *, user_id: str | None = None) -> dict[str, int]:
         """For each run of ``run_ids`` that has one, the seq of its last AI
         reply a user sees (a message of type ``llm.ai.response`` or
         ``ai_message`` whose metadata ``caller`` does not begin with
@@ -319,20 +348,23 @@ class Events(_Surface):
         if isinstance(run_ids, str):
             raise InvalidArgumentError("agentstate: run_ids must be a collection of run ids, not a string")
         ids = [_id("run id", r) for r in run_ids]
-        return self._call("events.lastVisibleAISeq", {"thread_id": _id("thread_id", thread_id), "run_ids": ids})["seqs"]
+        req = {"thread_id": _id("thread_id", thread_id), "run_ids": ids, "user_id": _opt_user(user_id)}
+        return self._call("events.lastVisibleAISeq", _strip(req))["seqs"]
 
-    def count_messages(self, thread_id: str) -> int:
-        return self._call("events.countMessages", {"thread_id": _id("thread_id", thread_id)})["count"]
+    def count_messages(self, thread_id: str, *, user_id: str | None = None) -> int:
+        req = {"thread_id": _id("thread_id", thread_id), "user_id": _opt_user(user_id)}
+        return self._call("events.countMessages", _strip(req))["count"]
 
-    def delete_thread(self, thread_id: str) -> int:
-        """Deletes the thread's events; returns how many."""
-        return self._call("events.deleteThread", {"thread_id": _id("thread_id", thread_id)})["deleted"]
+    def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> int:
+        """Deletes the thread's events (with ``user_id``: that user's only;
+        the others' stay and seqs go on); returns how many."""
+        req = {"thread_id": _id("thread_id", thread_id), "user_id": _opt_user(user_id)}
+        return self._call("events.deleteThread", _strip(req))["deleted"]
 
-    def delete_run(self, thread_id: str, run_id: str) -> int:
+    def delete_run(self, thread_id: str, run_id: str, *, user_id: str | None = None) -> int:
         """Deletes one run's events; returns how many."""
-        return self._call("events.deleteRun", {"thread_id": _id("thread_id", thread_id), "run_id": _id("run_id", run_id)})[
-            "deleted"
-        ]
+        req = {"thread_id": _id("thread_id", thread_id), "run_id": _id("run_id", run_id), "user_id": _opt_user(user_id)}
+        return self._call("events.deleteRun", _strip(req))["deleted"]
 
     aput = _async_twin(put)
     aput_if_absent = _async_twin(put_if_absent)
