@@ -124,25 +124,6 @@ CREATE TABLE "writes" (
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 );
 
-CREATE TABLE "events" (
-    thread_id  TEXT NOT NULL,
-    seq        INTEGER NOT NULL,
-    run_id     TEXT NOT NULL DEFAULT '',
-    event_type TEXT NOT NULL,
-    category   TEXT NOT NULL,
-    task_id    TEXT,
-    created_at INTEGER NOT NULL,
-    metadata   BLOB,
-    content    BLOB, user_id TEXT,
-    PRIMARY KEY (thread_id, seq)
-);
-
-CREATE INDEX events_messages ON events(thread_id, seq) WHERE category = 'message';
-
-CREATE INDEX events_by_run ON events(thread_id, run_id, seq);
-
-CREATE INDEX events_by_run_type ON events(thread_id, run_id, event_type);
-
 CREATE TABLE "blobs" (
     thread_id     TEXT NOT NULL,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
@@ -178,3 +159,23 @@ CREATE TRIGGER store_items_replace_vectors AFTER UPDATE OF value ON store_items
 BEGIN
     DELETE FROM store_vectors WHERE namespace = old.namespace AND key = old.key;
 END;
+
+CREATE TABLE "events" (
+    thread_id  TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    run_id     TEXT NOT NULL DEFAULT '',
+    event_type TEXT NOT NULL,
+    category   TEXT NOT NULL,
+    task_id    TEXT,
+    user_id    TEXT,
+    created_at INTEGER NOT NULL,
+    metadata   BLOB,
+    content    BLOB,
+    PRIMARY KEY (thread_id, seq)
+);
+
+CREATE INDEX events_messages ON events(thread_id, seq) WHERE category = 'message';
+
+CREATE INDEX events_by_run ON events(thread_id, run_id, seq);
+
+CREATE INDEX events_by_run_type ON events(thread_id, run_id, event_type);
