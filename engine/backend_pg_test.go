@@ -592,3 +592,30 @@ func TestPGTerminatedSessionIsConnectionLost(t *testing.T) {
 		t.Fatalf("the next write: %v", err)
 	}
 }
+
+// TestReadKeepsItsAnswerWhenItsSessionEnds: the server ends a read's
+// session after its last statement answered (pg_terminate_backend, a
+// restart); the read returns what it read, not ErrConnectionLost, and the
+// next call dials anew.
+func TestReadKeepsItsAnswerWhenItsSessionEnds(t *testing.T) {
+	pgOnly(t)
+	db := openTest(t, testPath(t, "ended.db"), nil)
+	var got int64
+	err := db.read(rctx, func(c *conn) error {
+		var pid int64
+		if _, err := c.queryRow(`SELECT pg_backend_pid()`, nil, func(r row) error { pid = r.Int64(0); return nil }); err != nil {
+			return err
+		}
+		if n := pgAdminExec(t, `SELECT pg_terminate_backend($1::int, 10000)`, pid); n != 1 {
+			t.Fatalf("terminated %d sessions", n)
+		}
+		got = pid
+		return nil
+	})
+	if err != nil || got == 0 {
+		t.Fatalf("a read whose session ended after it answered: %v (read %d)", err, got)
+	}
+	if _, err := db.Info(rctx); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+}

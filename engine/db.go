@@ -378,7 +378,10 @@ func (db *DB) read(ctx context.Context, fn func(c *conn) error) error {
 		return db.endedByClose(wrapErr(ctx, err))
 	}
 	err = fn(c)
-	if cerr := c.d.Commit(); cerr != nil && err == nil {
+	// A read whose session ended after its last statement answered keeps
+	// its answer: every row fn used came from one snapshot, which ending
+	// the transaction cannot change (the next statement dials anew).
+	if cerr := c.d.Commit(); cerr != nil && err == nil && !errors.Is(cerr, driver.ErrConnLost) {
 		err = cerr
 	}
 	if err != nil {

@@ -226,3 +226,52 @@ func TestLostLockThenStopped(t *testing.T) {
 			}
 		}}.run(t, path)
 }
+
+// TestHoldIsTakenAgainWhileWaitingToWrite: the owner's lease loop waits
+// for another handle's write lock (as it may for up to BusyTimeout) when
+// its liveness lock is lost. The lock must be taken again within a few
+// renewal intervals all the same: the owner is alive, only waiting.
+func TestHoldIsTakenAgainWhileWaitingToWrite(t *testing.T) {
+	if noLiveness {
+		t.Skip("liveness locks disabled in this process")
+	}
+	const lease = time.Second
+	path := filepath.Join(t.TempDir(), "waiting.db")
+	u := testPath(t, path)
+	o := DefaultOptions()
+	o.RunLease = lease
+	a := openTest(t, u, &o)
+	if a.recs.hold == nil {
+		t.Skipf("no liveness lock on this platform (%s)", testBackend)
+	}
+	mustCreate(t, a, records.NewRun{RunID: "r1", ThreadID: "t1", Status: records.RunRunning})
+	other := DefaultOptions()
+	other.ReconcileOnOpen = false
+	b := openTest(t, u, &other)
+	owner := a.Runs().Owner()
+
+	// b holds the write lock long enough for a's lease loop to be waiting
+	// for it when the lock is lost, and well past the check below.
+	held := make(chan struct{})
+	release := make(chan struct{})
+	go b.write(rctx, func(*conn) error {
+		close(held)
+		<-release
+		return nil
+	})
+	<-held
+	defer close(release)
+	time.Sleep(lease) // a's loop is now waiting to renew its lease
+	dropLivenessLock(t, a, path)
+	deadline := time.Now().Add(3 * lease)
+	for {
+		p, err := b.recs.live.Probe(rctx, owner)
+		if err == nil && p == driver.PresenceAlive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner's liveness lock was not taken again within %v while its lease loop waited to write (probe: %v, %v)", 3*lease, p, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

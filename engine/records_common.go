@@ -123,9 +123,10 @@ func (db *DB) records() *recordsState { return &db.recs }
 
 // checkHold makes sure this handle still holds its liveness lock, taking
 // it again if it was lost (the server ended its session, someone deleted
-// its lock file), and reports whether it holds it. Every lease renewal
-// runs it first, so a live owner is without its lock for at most one
-// renewal interval (RunLease/3), always within a lease it renews.
+// its lock file), and reports whether it holds it. holdLoop runs it every
+// renewal interval (RunLease/3) whatever the lease loop waits for, so a
+// live owner is without its lock for at most one renewal interval, always
+// within a lease it renews; Reconcile runs it before it trusts any lock.
 func (db *DB) checkHold(ctx context.Context) bool {
 	if db.recs.hold == nil {
 		return false
@@ -159,11 +160,37 @@ func (db *DB) startRecords(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go db.recordsLoop(loopCtx, done)
+	holdDone := make(chan struct{})
+	go db.holdLoop(loopCtx, holdDone)
 	db.onClose(func() {
 		cancel()
 		<-done
+		<-holdDone
 	})
 	return nil
+}
+
+// holdLoop checks this handle's liveness hold every third of RunLease on
+// a goroutine of its own: the lease loop's writes can wait for another
+// process's lock for up to BusyTimeout, and a lock lost meanwhile (its
+// file deleted, its session ended) must be taken again within a renewal
+// interval all the same, so that the owner stays visibly alive while it
+// waits to write.
+func (db *DB) holdLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	if db.recs.hold == nil {
+		return
+	}
+	t := time.NewTicker(db.opts.RunLease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			db.checkHold(ctx)
+		}
+	}
 }
 
 // recordsLoop renews the leases of this handle's active runs (and turns
@@ -186,7 +213,6 @@ func (db *DB) recordsLoop(ctx context.Context, done chan<- struct{}) {
 			return
 		case <-lease.C:
 			runs := db.Runs()
-			db.checkHold(ctx)
 			runs.RenewLeases(ctx)
 			runs.Reconcile(ctx)
 		case <-sweep:
