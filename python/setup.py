@@ -19,6 +19,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -66,11 +67,26 @@ class BuildWithEngine(build_py):
 
 
 def precompile(wasm):
-    """The module compiled into the user's cache (see the docstring); a
-    build goes on without it (the run time compiles what it lacks)."""
-    path = HERE / "src" / Path(*PKG) / "_cache.py"
+    """The module compiled into the user's cache (see the docstring), with
+    the wasmtime the package will run with: the one of the environment
+    being installed into if it has one in range (pip keeps it), else the
+    build's own (a fresh environment gets the same newest release). A
+    build goes on without it: the run time compiles what it lacks."""
+    cache_py = HERE / "src" / Path(*PKG) / "_cache.py"
+    # -I: the target environment's own packages, not pip's build environment (PYTHONPATH).
     try:
-        spec = importlib.util.spec_from_file_location("_agentstate_cache", path)
+        probe = subprocess.run(
+            [sys.executable, "-I", "-c", "import importlib.metadata as m; print(m.version('wasmtime'))"],
+            capture_output=True, text=True, timeout=120,
+        )
+        major = probe.stdout.strip().split(".")[0]
+        if probe.returncode == 0 and major.isdigit() and 30 <= int(major) < 52:  # pyproject.toml's range
+            subprocess.run([sys.executable, "-I", str(cache_py), str(wasm)], timeout=1800)
+            return
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"langgraph-checkpoint-agentstate: the installed wasmtime could not compile the engine ({e})", flush=True)
+    try:
+        spec = importlib.util.spec_from_file_location("_agentstate_cache", cache_py)
         cache = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(cache)  # needs only wasmtime, not the package's other imports
     except Exception as e:  # noqa: BLE001 - no wasmtime (--no-build-isolation without it)

@@ -305,3 +305,10 @@ def _prune(d: str, keep: str) -> None:
             os.remove(p)
         except OSError:
             pass
+
+
+if __name__ == "__main__":  # setup.py, in the environment being installed into: python -I _cache.py MODULE
+    import sys
+
+    with open(sys.argv[1], "rb") as f:
+        precompile(f.read(), say=lambda line: print(line, flush=True))
