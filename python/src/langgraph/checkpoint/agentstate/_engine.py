@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import logging
 import os
 import struct
 import threading
@@ -56,9 +55,6 @@ def _module_bytes() -> bytes:
             "install it with `pip install ./python` from a clone (which builds it with Go), "
             "or set AGENTSTATE_WASM to a built module"
         ) from None
-
-
-_log = logging.getLogger("langgraph.checkpoint.agentstate")
 
 
 def _compile(engine: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
