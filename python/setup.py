@@ -9,7 +9,7 @@ AGENTSTATE_WASM=FILE uses a module built beforehand instead.
 Then it compiles the module to this machine's code with wasmtime (a build
 requirement, pyproject.toml) and writes the entry the package's run time
 looks for into the user's cache (_cache.precompile): the first run maps it
-in about 0.1 s instead of compiling for 10-30 s. A wheel built here and
+in about 0.1 s instead of compiling for 17-37 s (measured at load 9-14 on 2 cores). A wheel built here and
 installed elsewhere, or another wasmtime at run time, finds no entry and
 compiles once, saying so.
 """

@@ -1,5 +1,5 @@
 """The compiled engine's cache: compiling the 9 MB module takes about 8 s
-of CPU (10-30 s of waiting on a busy 2-core machine), mapping a compiled
+of CPU (17-37 s of waiting measured on a busy 2-core machine), mapping a compiled
 copy about 0.1 s.
 
 The compiled form is kept in a cache directory (``AGENTSTATE_CACHE_DIR``,
@@ -167,7 +167,7 @@ def compile_cached(engine: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
 
 # What the first-compile line says it costs: measured with the 9.4 MB
 # module of 2026-12-07 (docs/python.md, "Start-up").
-_HOW_LONG = "about 8 s of CPU; 10-30 s on a busy 2-core machine"
+_HOW_LONG = "about 8 s of CPU; up to 40 s on a busy 2-core machine"
 
 
 def precompile(wasm: bytes, say: Callable[[str], None] = print) -> str | None:
