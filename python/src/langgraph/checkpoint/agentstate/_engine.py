@@ -6,27 +6,19 @@ a table of open databases, as in the npm package). The instance runs one
 call at a time: calls from several threads take turns on a lock.
 
 Compiling the module takes seconds, so the compiled form is kept in a
-cache directory (``AGENTSTATE_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or
-``~/.cache``, under ``langgraph-checkpoint-agentstate``), keyed by the
-module's hash, wasmtime's version and the machine; a process finds it
-there and maps it in milliseconds, after checking its digest (see _compile:
-only a directory this user owns and no one else can write is trusted).
-``AGENTSTATE_CACHE_DIR=off`` disables it.
+cache directory that ``pip install`` fills (``_cache``: keyed by the
+module's hash, wasmtime's version and the machine, each entry's digest
+checked before it is mapped, only a directory this user owns and no one
+else can write trusted); ``AGENTSTATE_CACHE_DIR=off`` disables it.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
-import logging
 import os
-import platform
-import stat
 import struct
-import tempfile
 import threading
-import time
 import types
 import _signal
 from importlib import resources
@@ -34,7 +26,7 @@ from typing import Any
 
 import wasmtime
 
-from . import _fastcall
+from . import _cache, _fastcall
 from ._pg_host import PGHost
 from ._sqlite_host import SQLiteHost
 from .errors import AgentStateError, error_for
@@ -65,176 +57,9 @@ def _module_bytes() -> bytes:
         ) from None
 
 
-def _cache_dir() -> str | None:
-    d = os.environ.get("AGENTSTATE_CACHE_DIR")
-    if d == "off":
-        return None
-    if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "langgraph-checkpoint-agentstate")
-    return d
-
-
-_log = logging.getLogger("langgraph.checkpoint.agentstate")
-_DIGEST_CHARS = 32  # of the entry's SHA-256, in its name
-
-
 def _compile(engine: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
-    """The compiled module: from the cache when a sound entry is there,
-    else compiled (25-40 s) and written to the cache.
-
-    The cache runs native code from its directory in every agentstate
-    process, so it trusts that directory only when this user owns it and
-    no one else can write it (a directory that fails this is not used:
-    the engine is compiled in memory, every process). An entry is named
-    after the SHA-256 of its bytes, checked before the entry is mapped: a
-    damaged entry (a page of zeros, one flipped byte, a truncated file) is
-    removed and compiled again, never run. Entries are written to a
-    temporary file, synced, renamed into place and the directory synced."""
-    d = _cache_dir()
-    if d is None:
-        return wasmtime.Module(engine, wasm)
-    why = _untrusted(d)
-    if why is not None:
-        _log.warning(
-            "agentstate: not using the engine cache %s: %s; compiling the engine in memory (~30 s, in every process)", d, why
-        )
-        return wasmtime.Module(engine, wasm)
-    key = hashlib.sha256(wasm).hexdigest()[:24]
-    try:
-        from importlib.metadata import version
-
-        wv = version("wasmtime")
-    except Exception:  # noqa: BLE001 - no metadata: the module's own check refuses a foreign build
-        wv = "unknown"
-    prefix = f"engine-{key}-wasmtime{wv}-{platform.machine()}-{platform.system()}-"
-    try:
-        names = sorted(n for n in os.listdir(d) if n.startswith(prefix) and n.endswith(".cwasm"))
-    except OSError:
-        names = []
-    for name in names:
-        path = os.path.join(d, name)
-        module = _load_checked(engine, path, name[len(prefix) : -len(".cwasm")])
-        if module is not None:
-            return module
-        _log.warning("agentstate: the engine cache entry %s is damaged: removed, compiling again", path)
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-    _log.warning("agentstate: compiling the engine for this machine (once, ~30 s); cached in %s", d)
-    module = wasmtime.Module(engine, wasm)
-    try:
-        data = module.serialize()
-        path = os.path.join(d, prefix + hashlib.sha256(data).hexdigest()[:_DIGEST_CHARS] + ".cwasm")
-        _write_synced(d, path, data)
-        _prune_cache(d, keep=path)
-    except OSError:
-        pass  # a full or read-only disk: run without the cache
-    return module
-
-
-def _untrusted(d: str) -> str | None:
-    """Why the cache directory d (created if missing, for this user only)
-    is not to be trusted, or None."""
-    try:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        st = os.stat(d)
-    except OSError as e:
-        return f"cannot create or read it ({e.strerror})"
-    if not stat.S_ISDIR(st.st_mode):
-        return "it is not a directory"
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return f"it is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
-    if st.st_mode & 0o022:
-        return f"others can write it (mode {stat.S_IMODE(st.st_mode):o}; chmod go-w to use it)"
-    return None
-
-
-def _load_checked(engine: wasmtime.Engine, path: str, digest: str) -> wasmtime.Module | None:
-    """The entry at path if its bytes have the digest its name gives, else
-    None. It is mapped from the descriptor that was checked, not opened
-    again by name (a file renamed over it meanwhile is not run)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read()
-        if len(data) != st.st_size or hashlib.sha256(data).hexdigest()[:_DIGEST_CHARS] != digest:
-            return None
-        try:
-            if os.path.isdir("/proc/self/fd"):
-                del data
-                return wasmtime.Module.deserialize_file(engine, f"/proc/self/fd/{fd}")
-            return wasmtime.Module.deserialize(engine, data)
-        except Exception:  # noqa: BLE001 - sound bytes of a foreign build (another wasmtime): compile again
-            return None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _write_synced(d: str, path: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".engine-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)  # atomic: a concurrent process sees all or nothing
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dfd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
-
-
-_CACHE_ENTRIES = 4
-_STALE_TMP_SECONDS = 3600
-
-
-def _prune_cache(d: str, keep: str) -> None:
-    """Keeps the newest few compiled modules (other builds, other wasmtime
-    versions, other environments sharing the directory), removes the rest
-    and the temporary files of writers that died an hour ago or more."""
-    entries = []
-    now = time.time()
-    for name in os.listdir(d):
-        p = os.path.join(d, name)
-        if name.startswith("engine-") and name.endswith(".cwasm") and p != keep:
-            try:
-                entries.append((os.path.getmtime(p), p))
-            except OSError:
-                pass
-        elif name.startswith(".engine-") and name.endswith(".tmp"):
-            try:
-                if now - os.path.getmtime(p) > _STALE_TMP_SECONDS:
-                    os.remove(p)
-            except OSError:
-                pass
-    entries.sort(reverse=True)
-    for _, p in entries[_CACHE_ENTRIES - 1 :]:
-        try:
-            os.remove(p)
-        except OSError:
-            pass
+    """The compiled module, from the cache when it holds it (_cache)."""
+    return _cache.compile_cached(engine, wasm)
 
 
 # ---- signals during calls
@@ -358,13 +183,10 @@ class Engine:
     """The module instance and its calls."""
 
     def __init__(self) -> None:
-        cfg = wasmtime.Config()
-        # The module's memory never moves (a 32-bit memory fits the 4 GiB
-        # reservation), so its base address is read once.
-        cfg.memory_reservation = 4 << 30
-        cfg.memory_may_move = False
-        if _forks:
-            cfg.parallel_compilation = False  # a forked child has no compile threads (see _before_fork)
+        # The configuration the build step compiled the cache's entry with
+        # (_cache.engine_config); a forked child has no compile threads
+        # (see _before_fork), so it compiles on one.
+        cfg = _cache.engine_config(parallel=not _forks)
         if os.environ.get("AGENTSTATE_PERFMAP"):
             cfg.profiler = "perfmap"  # /tmp/perf-PID.map for `perf record` (docs/python.md)
         self._wasm_engine = wasmtime.Engine(cfg)
