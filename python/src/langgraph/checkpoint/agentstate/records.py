@@ -138,7 +138,8 @@ class Runs(_Surface):
     def set_status(self, run_id: str, status: str, error: str = "") -> None:
         """Moves a run to ``status``: pending to running, either to a
         terminal status; ConflictError once it has ended (a terminal status
-        is final), InvalidArgumentError for an unknown status."""
+        is final, but an interrupted run may end as an error: DeerFlow's
+        rollback path), InvalidArgumentError for an unknown status."""
         self._call("runs.setStatus", {"run_id": _id("run_id", run_id), "status": _id("status", status), "error": error or ""})
 
     def complete(self, run_id: str, status: str, *, error: str = "", totals: dict[str, Any] | None = None) -> None:
