@@ -58,8 +58,9 @@ export class Runs {
   }
 
   /** Creates a run (`run.thread_id` required). Returns { run, new,
-   * interrupted }: a run id or idempotency_key used before returns that
-   * run, unchanged, with new false; with a multitask_strategy of
+   * interrupted }: a run id or idempotency_key used before (a key on any
+   * thread: keys are unique in the database) returns that run, unchanged,
+   * with new false; with a multitask_strategy of
    * "interrupt" or "rollback" an active run is marked interrupted (its id
    * in `interrupted`); with "reject" (the default) it makes this CONFLICT. */
   async create(run) {
@@ -78,7 +79,8 @@ export class Runs {
     return (await this.#db.call("runs.list", { thread_id: id("threadId", threadId) })).runs;
   }
 
-  /** Moves a run to `status` (CONFLICT once it has ended). */
+  /** Moves a run to `status` (CONFLICT once it has ended, but an
+   * interrupted run may end as "error": DeerFlow's rollback path). */
   async setStatus(runId, status, error = "") {
     await this.#db.call("runs.setStatus", { run_id: id("runId", runId), status: id("status", status), error });
   }
