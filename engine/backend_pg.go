@@ -266,8 +266,9 @@ func (b *pgBackend) migrateStep(db *DB, w *conn) (done bool, err error) {
 var pgWant = func() map[string]schemaObject {
 	createTable := regexp.MustCompile(`(?is)CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\n\);`)
 	addColumn := regexp.MustCompile(`(?i)ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)`)
-	createIndex := regexp.MustCompile(`(?i)CREATE (?:UNIQUE )?INDEX IF NOT EXISTS (\w+)`)
-	dropIndex := regexp.MustCompile(`(?i)DROP INDEX IF EXISTS (\w+)`)
+	// In the order a migration runs them: one may drop an index and
+	// create it anew (migration 10).
+	index := regexp.MustCompile(`(?i)(CREATE (?:UNIQUE )?INDEX IF NOT EXISTS|DROP INDEX IF EXISTS) (\w+)`)
 	createFunc := regexp.MustCompile(`(?i)CREATE OR REPLACE FUNCTION (\w+)`)
 	cols := map[string][]string{}
 	objs := map[string]schemaObject{}
@@ -283,11 +284,12 @@ var pgWant = func() map[string]schemaObject {
 		for _, sm := range addColumn.FindAllStringSubmatch(m.sql, -1) {
 			cols[sm[1]] = append(cols[sm[1]], sm[2])
 		}
-		for _, sm := range createIndex.FindAllStringSubmatch(m.sql, -1) {
-			objs[sm[1]] = schemaObject{typ: "index"}
-		}
-		for _, sm := range dropIndex.FindAllStringSubmatch(m.sql, -1) {
-			delete(objs, sm[1])
+		for _, sm := range index.FindAllStringSubmatch(m.sql, -1) {
+			if strings.HasPrefix(strings.ToUpper(sm[1]), "DROP") {
+				delete(objs, sm[2])
+			} else {
+				objs[sm[2]] = schemaObject{typ: "index"}
+			}
 		}
 		for _, sm := range createFunc.FindAllStringSubmatch(m.sql, -1) {
 			objs[sm[1]] = schemaObject{typ: "function"}

@@ -30,11 +30,55 @@ type importRules struct {
 	// imported so far: one found in the file is a duplicate of the dump.
 	storeImported map[[2]string]bool
 	ranImported   map[string]bool
+	// keys are the idempotency keys imported so far; sharedKeys: the dump
+	// is older than schema version 10, when keys were unique per thread.
+	keys       map[string]bool
+	sharedKeys bool
 }
 
 func newImportRules(db *DB, h exportHeader, user string) *importRules {
 	return &importRules{db: db, user: user, mode: h.Mode, every: h.SnapshotEvery,
-		threads: map[string]bool{}, events: map[string]bool{}, storeImported: map[[2]string]bool{}, ranImported: map[string]bool{}}
+		threads: map[string]bool{}, events: map[string]bool{}, storeImported: map[[2]string]bool{}, ranImported: map[string]bool{},
+		keys: map[string]bool{}, sharedKeys: h.SchemaVersion < keysUniqueSince}
+}
+
+// keysUniqueSince is the schema version (migration 10) since which a run's
+// idempotency key is unique in the database.
+const keysUniqueSince = 10
+
+// runKey checks a run's idempotency key against the file's and the dump's:
+// a dump made since version 10 may not bring a key the file has (or name
+// one twice); an older dump's run loses a key taken already, as migration
+// 10 does to a file's runs after the first.
+func (g *importRules) runKey(c *conn, t *exportTable, args []any, run string) error {
+	key := colOf(t, args, "idempotency_key")
+	if key == "" {
+		return nil
+	}
+	var other string
+	taken := g.keys[key]
+	if !taken {
+		found, err := c.queryRow(sqlRunByKey, []any{key}, func(r row) error { other = r.Text(0); return nil })
+		if err != nil {
+			return err
+		}
+		taken = found
+	}
+	switch {
+	case !taken:
+		g.keys[key] = true
+	case g.sharedKeys:
+		for i, col := range t.cols {
+			if col.name == "idempotency_key" {
+				args[i] = nil
+			}
+		}
+	case other == "":
+		return fmt.Errorf("%w: idempotency key %s appears twice in the dump (run %q)", ErrBadExport, quoteCut(key), run)
+	default:
+		return fmt.Errorf("%w: run %q has idempotency key %s, which run %q in %s has already; keys are unique in a database", ErrConflict, run, quoteCut(key), other, g.db.path)
+	}
+	return nil
 }
 
 func colOf(t *exportTable, args []any, name string) string {
@@ -102,6 +146,7 @@ func (g *importRules) row(c *conn, t *exportTable, args []any, thread string) er
 			return fmt.Errorf("%w: run %q (of thread %q in the dump) exists in %s already, in thread %q; an import never overwrites a run", ErrConflict, run, thread, g.db.path, other)
 		}
 		g.ranImported[run] = true
+		return g.runKey(c, t, args, run)
 	case "thread_modes":
 		mode, every := channels.Mode(colOf(t, args, "mode")), int(colIntOf(t, args, "every"))
 		if mode != channels.ModeFull && (mode != g.mode || every != g.every) {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentstate/agentstate/channels"
 	"github.com/agentstate/agentstate/engine/admin"
 	"github.com/agentstate/agentstate/engine/records"
+	"github.com/google/go-cmp/cmp"
 )
 
 // The import property: any dump either imports into a file that verifies
@@ -463,6 +464,81 @@ func TestImportExistingKeysNamed(t *testing.T) {
 		_, err := dst.Import(rctx, strings.NewReader(bad), admin.ImportOptions{})
 		if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "appears twice in the dump") {
 			t.Fatalf("import: %v, want ErrBadExport saying the item appears twice", err)
+		}
+	})
+}
+
+// Idempotency keys are unique in a database (schema version 10): an import
+// may not bring a key the file has, nor one twice; a dump made before, when
+// threads could share a key, keeps it on the first run, as migration 10 does.
+func TestImportIdempotencyKeys(t *testing.T) {
+	src := openTest(t, filepath.Join(t.TempDir(), "src.db"), nil)
+	for _, r := range []records.NewRun{{RunID: "r1", ThreadID: "a", IdempotencyKey: "k1"}, {RunID: "r2", ThreadID: "b", IdempotencyKey: "k2"}} {
+		if _, err := src.Runs().Create(rctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := src.Export(rctx, &buf, admin.ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dump := buf.String()
+	shared := strings.Replace(dump, `"k2"`, `"k1"`, 1)
+	if shared == dump {
+		t.Fatal("the dump does not name key k2")
+	}
+	old := strings.Replace(shared, fmt.Sprintf(`"schema_version":%d`, SchemaVersion), `"schema_version":9`, 1)
+	if old == shared {
+		t.Fatal("the dump's header does not name its schema version")
+	}
+	seeded := func(t *testing.T) *DB {
+		dst := openTest(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+		if _, err := dst.Runs().Create(rctx, records.NewRun{RunID: "x", ThreadID: "m", IdempotencyKey: "k1"}); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	keys := func(t *testing.T, db *DB) map[string]string {
+		out := map[string]string{}
+		for _, id := range []string{"r1", "r2", "x"} {
+			if run, err := db.Runs().Get(rctx, id); err == nil {
+				out[id] = run.IdempotencyKey
+			}
+		}
+		return out
+	}
+	t.Run("a key the file has", func(t *testing.T) {
+		dst := seeded(t)
+		before := exportBytes(t, dst)
+		_, err := dst.Import(rctx, strings.NewReader(dump), admin.ImportOptions{})
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `idempotency key "k1"`) || !strings.Contains(err.Error(), `run "x"`) {
+			t.Fatalf("import: %v, want ErrConflict naming the key and the file's run", err)
+		}
+		if !bytes.Equal(exportBytes(t, dst), before) {
+			t.Fatal("the refused import changed the file")
+		}
+	})
+	t.Run("a key twice in a version 10 dump", func(t *testing.T) {
+		dst := openTest(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+		_, err := dst.Import(rctx, strings.NewReader(shared), admin.ImportOptions{})
+		if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "appears twice in the dump") {
+			t.Fatalf("import: %v, want ErrBadExport", err)
+		}
+	})
+	t.Run("an older dump keeps a key on its first run", func(t *testing.T) {
+		dst := openTest(t, filepath.Join(t.TempDir(), "dst.db"), nil)
+		if _, err := dst.Import(rctx, strings.NewReader(old), admin.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]string{"r1": "k1", "r2": ""}, keys(t, dst)); diff != "" {
+			t.Fatalf("keys (-want +got):\n%s", diff)
+		}
+		dst = seeded(t)
+		if _, err := dst.Import(rctx, strings.NewReader(old), admin.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]string{"r1": "", "r2": "", "x": "k1"}, keys(t, dst)); diff != "" {
+			t.Fatalf("keys beside the file's (-want +got):\n%s", diff)
 		}
 	})
 }

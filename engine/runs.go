@@ -22,6 +22,9 @@ type Runs struct{ db *DB }
 // Runs returns the run-record surface of db.
 func (db *DB) Runs() Runs { return Runs{db} }
 
+// idempotencyLock prefixes an idempotency key to name its lock.
+const idempotencyLock = "idempotency key "
+
 // maxSummaryChars caps first_human_message and last_ai_message, in characters.
 const maxSummaryChars = 2000
 
@@ -72,7 +75,8 @@ func checkStatus(status records.RunStatus) error {
 
 // allowed reports whether a run may move from one status to another:
 // forward from pending to running, from either to any terminal status, and
-// to itself. A terminal status is final.
+// to itself. A terminal status is final, but for DeerFlow's rollback path:
+// an interrupted run (the cancel acknowledged) may end as an error.
 func allowed(from, to records.RunStatus) bool {
 	switch {
 	case from == to:
@@ -81,6 +85,8 @@ func allowed(from, to records.RunStatus) bool {
 		return to != records.RunPending
 	case from == records.RunRunning:
 		return to != records.RunPending
+	case from == records.RunInterrupted:
+		return to == records.RunError
 	}
 	return false
 }
@@ -90,8 +96,8 @@ func allowed(from, to records.RunStatus) bool {
 // on read-only handles, which cannot create runs.
 func (r Runs) Owner() string { return r.db.records().ownerID }
 
-// Create inserts a run, or returns the one of the same run id (or idempotency
-// key on the thread). A thread's active run fails StrategyReject with an
+// Create inserts a run, or returns the one of the same run id or idempotency
+// key (keys span threads). A thread's active run fails StrategyReject with an
 // *ActiveRunError; StrategyInterrupt and StrategyRollback interrupt it in the
 // same transaction (records.NewRun says when they cannot).
 func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, error) {
@@ -149,7 +155,12 @@ func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, e
 			return nil
 		}
 		if key != nil {
-			found, err := c.queryRow(sqlRunByKey, []any{nr.ThreadID, key}, func(st row) error {
+			// Keys span threads: a create with the same key on another
+			// thread waits for this one.
+			if err := c.lock(idempotencyLock + nr.IdempotencyKey); err != nil {
+				return err
+			}
+			found, err := c.queryRow(sqlRunByKey, []any{key}, func(st row) error {
 				out.Run, err = scanRun(st)
 				return err
 			})

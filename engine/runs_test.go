@@ -130,13 +130,65 @@ func TestRunIdempotencyKey(t *testing.T) {
 	if err != nil || c.New || c.Run.RunID != a.Run.RunID {
 		t.Fatalf("after success: %+v %v", c, err)
 	}
-	// The key is scoped to the thread.
+	// The key is unique in the database (DeerFlow's RunStore): on another
+	// thread it returns the first run, whose thread tells the caller so,
+	// and stores nothing on the other thread.
 	d, err := r.Create(rctx, records.NewRun{ThreadID: "t2", IdempotencyKey: "req-1"})
-	if err != nil || !d.New {
+	if err != nil || d.New || d.Run.RunID != a.Run.RunID || d.Run.ThreadID != "t" {
 		t.Fatalf("other thread: %+v %v", d, err)
 	}
 	if ids := listRunIDs(t, db, "t"); len(ids) != 1 {
 		t.Fatalf("thread t has %d runs, want 1", len(ids))
+	}
+	if ids := listRunIDs(t, db, "t2"); len(ids) != 0 {
+		t.Fatalf("thread t2 has runs %v, want none", ids)
+	}
+	// A put cannot give a second run the key either.
+	before := dumpRecords(t, db)
+	if _, err := r.Apply(rctx, records.RunOp{Op: records.OpPut, RunID: "p1", Run: records.NewRun{ThreadID: "t3", IdempotencyKey: "req-1"}}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("put with a used key: %v", err)
+	}
+	if diff := cmp.Diff(before, dumpRecords(t, db)); diff != "" {
+		t.Fatalf("a refused put changed the file:\n%s", diff)
+	}
+}
+
+// Creates with one key on different threads, from two handles at once: one
+// run is created, every other create gets it back.
+func TestRunIdempotencyKeyRace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "race.db")
+	dbs := []*DB{openTest(t, path, nil), openTest(t, path, nil)}
+	for round := range 3 {
+		key := fmt.Sprintf("key-%d", round)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		got := make([]records.Created, 6)
+		errs := make([]error, 6)
+		for g := range 6 {
+			wg.Go(func() {
+				<-start
+				got[g], errs[g] = dbs[g%2].Runs().Create(rctx, records.NewRun{ThreadID: fmt.Sprintf("r%d-t%d", round, g), IdempotencyKey: key})
+			})
+		}
+		close(start)
+		wg.Wait()
+		var first string
+		for g := range got {
+			if errs[g] != nil {
+				t.Fatalf("round %d goroutine %d: %v", round, g, errs[g])
+			}
+			if got[g].New {
+				if first != "" {
+					t.Fatalf("round %d: two runs created with key %s", round, key)
+				}
+				first = got[g].Run.RunID
+			}
+		}
+		for g := range got {
+			if got[g].Run.RunID != first {
+				t.Fatalf("round %d goroutine %d got run %s, want %s", round, g, got[g].Run.RunID, first)
+			}
+		}
 	}
 }
 
@@ -213,12 +265,14 @@ func TestRunTransitions(t *testing.T) {
 	r := db.Runs()
 	statuses := []records.RunStatus{records.RunPending, records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted}
 	allowedMoves := map[records.RunStatus][]records.RunStatus{
-		records.RunPending:     {records.RunPending, records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted},
-		records.RunRunning:     {records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted},
-		records.RunSuccess:     {records.RunSuccess},
-		records.RunError:       {records.RunError},
-		records.RunTimeout:     {records.RunTimeout},
-		records.RunInterrupted: {records.RunInterrupted},
+		records.RunPending: {records.RunPending, records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted},
+		records.RunRunning: {records.RunRunning, records.RunSuccess, records.RunError, records.RunTimeout, records.RunInterrupted},
+		records.RunSuccess: {records.RunSuccess},
+		records.RunError:   {records.RunError},
+		records.RunTimeout: {records.RunTimeout},
+		// DeerFlow's rollback path: the cancel acknowledged, then the
+		// task's finalize records the error.
+		records.RunInterrupted: {records.RunInterrupted, records.RunError},
 	}
 	i := 0
 	for _, from := range statuses {
@@ -311,6 +365,17 @@ func TestRunComplete(t *testing.T) {
 	}
 	if got, _ := r.Get(rctx, "r2"); got.TotalTokens != 7 {
 		t.Fatalf("totals after interrupted completion: %+v", got.RunTotals)
+	}
+	// An interrupted run may still end as an error (DeerFlow's rollback
+	// path), but not as a success: that is a different outcome.
+	if err := r.Complete(rctx, "r2", records.RunSuccess, "", records.RunTotals{TotalTokens: 9}); !errors.As(err, &te) || te.From != records.RunInterrupted {
+		t.Fatalf("success over interrupted: %v", err)
+	}
+	if err := r.Complete(rctx, "r2", records.RunError, "rolled back", records.RunTotals{TotalTokens: 8}); err != nil {
+		t.Fatalf("error over interrupted: %v", err)
+	}
+	if got, _ := r.Get(rctx, "r2"); got.Status != records.RunError || got.Error != "rolled back" || got.TotalTokens != 8 {
+		t.Fatalf("after error over interrupted: %s %q %+v", got.Status, got.Error, got.RunTotals)
 	}
 	for _, bad := range []struct {
 		name   string
@@ -584,5 +649,43 @@ func TestRunLeaseLoop(t *testing.T) {
 			t.Fatalf("live run reconciled: %d %v", n, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Migration 10 makes keys unique in the database: of runs on several
+// threads that an older version let share a key, the first keeps it.
+func TestRunMigrationKeepsFirstKey(t *testing.T) {
+	db, _ := openRec(t, nil)
+	for i, id := range []string{"r1", "r2", "r3"} {
+		mustCreate(t, db, records.NewRun{RunID: id, ThreadID: fmt.Sprintf("t%d", i), IdempotencyKey: "k-" + id})
+	}
+	m := migrations()[9]
+	if testBackend != "sqlite" {
+		m = pgMigrations[9]
+	}
+	err := db.write(rctx, func(c *conn) error {
+		// The file as version 9 left it: keys unique per thread, one shared.
+		for _, q := range []string{
+			`DROP INDEX runs_by_idempotency_key`,
+			`CREATE UNIQUE INDEX runs_by_idempotency_key ON runs(thread_id, idempotency_key) WHERE idempotency_key IS NOT NULL`,
+			`UPDATE runs SET idempotency_key = 'shared' WHERE run_id IN ('r1', 'r2')`,
+		} {
+			if err := c.exec(q); err != nil {
+				return err
+			}
+		}
+		return applyMigration(c, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"r1": "shared", "r2": "", "r3": "k-r3"} {
+		if got := getRun(t, db, id).IdempotencyKey; got != want {
+			t.Errorf("%s: key %q, want %q", id, got, want)
+		}
+	}
+	c, err := db.Runs().Create(rctx, records.NewRun{ThreadID: "t9", IdempotencyKey: "shared"})
+	if err != nil || c.New || c.Run.RunID != "r1" {
+		t.Fatalf("create with the shared key: %+v %v", c, err)
 	}
 }

@@ -108,6 +108,13 @@ func (r Runs) Apply(ctx context.Context, op records.RunOp) (records.RunOpResult,
 			return records.RunOpResult{}, fmt.Errorf("%w: finalize needs a terminal status, not %s", ErrInvalidArgument, op.Status)
 		}
 		return r.change(ctx, op.RunID, false, sqlRunFinalize, op.Status, nullText(op.Error), nullText(op.StopReason), r.db.nowUS(), op.RunID)
+	case records.OpStatus:
+		if err := checkStatus(op.Status); err != nil {
+			return records.RunOpResult{}, err
+		}
+		now := r.db.nowUS()
+		return r.change(ctx, op.RunID, false, sqlRunOpStatus, op.Status, nullText(op.Error), nullText(op.StopReason), now,
+			op.RunID, r.Owner(), now+r.db.opts.RunLease.Microseconds())
 	case records.OpTakeover:
 		if op.GraceSeconds < 0 || op.GraceSeconds > 1<<40 {
 			return records.RunOpResult{}, fmt.Errorf("%w: grace of %d seconds", ErrInvalidArgument, op.GraceSeconds)
@@ -115,7 +122,7 @@ func (r Runs) Apply(ctx context.Context, op records.RunOp) (records.RunOpResult,
 		now := r.db.nowUS()
 		return r.change(ctx, op.RunID, false, sqlRunTakeover, op.Error, nullText(op.StopReason), now, op.RunID, now-op.GraceSeconds*microsPerSecond)
 	}
-	return records.RunOpResult{}, fmt.Errorf("%w: run op %s (want put, renew, cancel, finalize or takeover)", ErrInvalidArgument, quoteCut(op.Op))
+	return records.RunOpResult{}, fmt.Errorf("%w: run op %s (want put, renew, cancel, finalize, takeover or status)", ErrInvalidArgument, quoteCut(op.Op))
 }
 
 // change runs one conditional update of a run and reports whether it

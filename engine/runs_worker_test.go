@@ -211,3 +211,56 @@ func sortedCopy(s []string) []string {
 	}
 	return out
 }
+
+// OpStatus is DeerFlow's update_status: the status with its error and stop
+// reason in one write, Done false (nothing written) where the lifecycle
+// refuses the move or the run has already ended so.
+func TestRunOpStatus(t *testing.T) {
+	db, _ := openRec(t, nil)
+	status := func(id string, to records.RunStatus, errText, reason string) bool {
+		t.Helper()
+		res, err := db.Runs().Apply(rctx, records.RunOp{Op: records.OpStatus, RunID: id, Status: to, Error: errText, StopReason: reason})
+		if err != nil {
+			t.Fatalf("status %s -> %s: %v", id, to, err)
+		}
+		return res.Done
+	}
+	mustCreate(t, db, records.NewRun{RunID: "r1", ThreadID: "t1"})
+	if !status("r1", records.RunRunning, "", "") {
+		t.Fatal("pending -> running refused")
+	}
+	// The rollback path: the cancel acknowledged with its reason, then the
+	// error; "" keeps what is stored.
+	if !status("r1", records.RunInterrupted, "cancelled", "user_cancel") {
+		t.Fatal("running -> interrupted refused")
+	}
+	if !status("r1", records.RunError, "rolled back", "") {
+		t.Fatal("interrupted -> error refused")
+	}
+	run := getRun(t, db, "r1")
+	if run.Status != records.RunError || run.Error != "rolled back" || run.StopReason != "user_cancel" {
+		t.Fatalf("after the rollback path: %s %q %q", run.Status, run.Error, run.StopReason)
+	}
+	// An ended run stays as it is, its own status included; so does an
+	// interrupted one asked to succeed, and a running one to be pending again.
+	mustCreate(t, db, records.NewRun{RunID: "r2", ThreadID: "t2", Status: records.RunRunning})
+	if status("r2", records.RunPending, "", "") {
+		t.Fatal("running -> pending allowed")
+	}
+	status("r2", records.RunInterrupted, "", "")
+	before := dumpRecords(t, db)
+	for _, c := range []struct {
+		id string
+		to records.RunStatus
+	}{{"r1", records.RunError}, {"r1", records.RunSuccess}, {"r2", records.RunSuccess}, {"r2", records.RunRunning}, {"missing", records.RunError}} {
+		if status(c.id, c.to, "late", "late") {
+			t.Errorf("%s -> %s allowed", c.id, c.to)
+		}
+	}
+	if diff := cmp.Diff(before, dumpRecords(t, db)); diff != "" {
+		t.Fatalf("a refused status wrote:\n%s", diff)
+	}
+	if _, err := db.Runs().Apply(rctx, records.RunOp{Op: records.OpStatus, RunID: "r2", Status: "done"}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("unknown status: %v", err)
+	}
+}

@@ -36,7 +36,7 @@ var migrations = sync.OnceValue(mustLoadMigrations)
 
 // SchemaVersion is the schema version this build writes and reads: the
 // number of files in migrations/ (TestSchemaVersionCountsMigrations).
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 func mustLoadMigrations() []migration {
 	entries, err := fs.ReadDir(migrationFS, "migrations")

@@ -75,8 +75,6 @@ CREATE TABLE runs (
 
 CREATE UNIQUE INDEX runs_one_active ON runs(thread_id) WHERE status IN ('pending', 'running');
 
-CREATE UNIQUE INDEX runs_by_idempotency_key ON runs(thread_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
-
 CREATE INDEX runs_by_thread ON runs(thread_id, created_at);
 
 CREATE INDEX runs_active_by_owner ON runs(owner_id, lease_until) WHERE status IN ('pending', 'running');
@@ -179,3 +177,5 @@ CREATE INDEX events_messages ON events(thread_id, seq) WHERE category = 'message
 CREATE INDEX events_by_run ON events(thread_id, run_id, seq);
 
 CREATE INDEX events_by_run_type ON events(thread_id, run_id, event_type);
+
+CREATE UNIQUE INDEX runs_by_idempotency_key ON runs(idempotency_key) WHERE idempotency_key IS NOT NULL;

@@ -14,7 +14,7 @@ const runCols = `run_id, thread_id, assistant_id, user_id, status, model_name, m
 
 const (
 	sqlRunGet    = `SELECT ` + runCols + ` FROM runs WHERE run_id=?`
-	sqlRunByKey  = `SELECT ` + runCols + ` FROM runs WHERE thread_id=? AND idempotency_key=?`
+	sqlRunByKey  = `SELECT ` + runCols + ` FROM runs WHERE idempotency_key=?`
 	sqlRunActive = `SELECT run_id, status, operation_kind, worker_id, worker_lease FROM runs WHERE thread_id=? AND status IN ('pending', 'running')`
 	sqlRunStatus = `SELECT status FROM runs WHERE run_id=?`
 	// An interrupted row passes to the interrupting worker (?4; NULL keeps its own).
@@ -48,6 +48,15 @@ const (
 	sqlRunTakeover = `UPDATE runs SET status='error', error=?1, stop_reason=coalesce(?2, stop_reason),
 		updated_at=?3, lease_until=NULL
 		WHERE run_id=?4 AND status IN ('pending', 'running') AND (worker_lease IS NULL OR worker_lease < ?5)`
+	// OpStatus: ?1 status, ?2 error and ?3 stop reason (NULL keeps them),
+	// ?4 now, ?5 run, ?6 this handle (its lease renewed to ?7); the moves
+	// allowed() allows, but not to a terminal status the run has already,
+	// except interrupted again.
+	sqlRunOpStatus = `UPDATE runs SET status=?1, error=coalesce(?2, error), stop_reason=coalesce(?3, stop_reason),
+		updated_at=?4,
+		lease_until=CASE WHEN ?1 NOT IN ('pending', 'running') THEN NULL WHEN owner_id=?6 THEN ?7 ELSE lease_until END
+		WHERE run_id=?5 AND (status = 'pending' OR (status = 'running' AND ?1 != 'pending')
+		OR (status = 'interrupted' AND ?1 IN ('interrupted', 'error')))`
 	// A status change by the owning handle renews its lease; a terminal
 	// status ends it.
 	sqlRunSetStatus = `UPDATE runs SET status=?1, error=?2, updated_at=?3,

@@ -105,6 +105,12 @@ const (
 	// OpTakeover ends an active run as an error when its worker lease
 	// expired more than GraceSeconds ago, or was never taken.
 	OpTakeover RunOpKind = "takeover"
+	// OpStatus moves a run to Status with Error and StopReason (DeerFlow's
+	// update_status), where the run's lifecycle allows it (Runs.SetStatus)
+	// and the run has not already ended as Status: an active run to any
+	// status but back to pending from running, an interrupted one to error
+	// or to interrupted again (its error and stop reason updated).
+	OpStatus RunOpKind = "status"
 )
 
 // RunOp is one worker-level change of a run (Runs.Apply).
@@ -118,8 +124,8 @@ type RunOp struct {
 	Lease  *time.Time `json:"lease"`
 	// Action: OpCancel's "interrupt" or "rollback".
 	Action string `json:"action"`
-	// Status, Error, StopReason: what OpPut, OpFinalize and OpTakeover
-	// record ("" keeps the stored error and stop reason).
+	// Status, Error, StopReason: what OpPut, OpFinalize, OpTakeover and
+	// OpStatus record ("" keeps the stored error and stop reason).
 	Status     RunStatus `json:"status"`
 	Error      string    `json:"error"`
 	StopReason string    `json:"stop_reason"`
@@ -167,8 +173,9 @@ type NewRun struct {
 	MultitaskStrategy Strategy       `json:"multitask_strategy"`
 	Metadata          map[string]any `json:"metadata"`
 	Kwargs            map[string]any `json:"kwargs"`
-	// IdempotencyKey, when set, makes a second create with the same key on
-	// the same thread return the first run instead of creating another.
+	// IdempotencyKey, when set, makes a second create with the same key
+	// return the first run instead of creating another: keys are unique in
+	// the database, so the run returned may be another thread's.
 	IdempotencyKey string `json:"idempotency_key"`
 	// CreatedAt, when set, is the run's creation time (a run recorded
 	// elsewhere first, as DeerFlow's RunManager does); zero means now.
@@ -220,7 +227,7 @@ type ActiveQuery struct {
 type Created struct {
 	Run Run
 	// New is false when the run existed already (same run id, or same
-	// idempotency key on the thread) and Run is that run, unchanged.
+	// idempotency key on any thread) and Run is that run, unchanged.
 	New bool
 	// Interrupted names the run that this create marked interrupted
 	// (strategies interrupt and rollback), if any.

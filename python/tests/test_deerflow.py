@@ -455,6 +455,55 @@ def test_admission_leases_takeover_and_first_cancel_wins(db):
     run(go())
 
 
+def test_idempotency_keys_are_unique_across_threads(db):
+    # DeerFlow's RunStore: a key names one request in the whole database;
+    # a second admission with it, on another thread too, raises
+    # RunIdempotencyConflict carrying the first run and writes nothing.
+    s = df.AgentStateRunStore(db=db)
+
+    async def go():
+        first, _ = await s.create_thread_operation_atomic("k1", thread_id="t1", owner_worker_id="w1", lease_expires_at=None, user_id="u", idempotency_key="mcp:1")
+        with pytest.raises(ConflictError) as e:
+            await s.create_thread_operation_atomic("k2", thread_id="t2", owner_worker_id="w2", lease_expires_at=None, user_id="u", idempotency_key="mcp:1")
+        assert type(e.value).__name__ == "RunIdempotencyConflict"
+        assert (e.value.existing["run_id"], e.value.existing["thread_id"]) == ("k1", "t1")
+        assert await s.get("k2", user_id=None) is None and await s.list_by_thread("t2", user_id=None) == []
+        assert first["idempotency_key"] == "mcp:1"
+
+    run(go())
+
+
+def test_update_status_records_stop_reason_and_the_rollback_path(db):
+    # DeerFlow's update_status: error and stop_reason in the same write
+    # (None keeps them); the rollback path moves interrupted on to error;
+    # an ended run, or one asked to end as it already has, reports False.
+    s = df.AgentStateRunStore(db=db)
+
+    async def go():
+        await s.put("r1", thread_id="t", user_id=None, status="running")
+        await s.update_run_progress("r1", total_tokens=7)
+        assert await s.update_status("r1", "interrupted", stop_reason="user_cancel") is True
+        row = await s.get("r1", user_id=None)
+        assert (row["status"], row["stop_reason"], row["total_tokens"]) == ("interrupted", "user_cancel", 7)
+        assert await s.update_status("r1", "error", error="rolled back") is True
+        row = await s.get("r1", user_id=None)
+        assert (row["status"], row["error"], row["stop_reason"]) == ("error", "rolled back", "user_cancel")
+        assert await s.update_status("r1", "error", error="late", stop_reason="late") is False
+        assert await s.update_status("r1", "success") is False
+        row = await s.get("r1", user_id=None)
+        assert (row["status"], row["error"], row["stop_reason"]) == ("error", "rolled back", "user_cancel")
+        # a completion may record the rollback's error over interrupted, not a success
+        await s.put("r2", thread_id="t", user_id=None, status="running")
+        assert await s.update_status("r2", "interrupted") is True
+        assert await s.update_run_completion("r2", status="success", total_tokens=1) is False
+        assert await s.update_run_completion("r2", status="error", total_tokens=3, error="rolled back") is True
+        assert (await s.get("r2", user_id=None))["status"] == "error"
+        with pytest.raises(InvalidArgumentError):
+            await s.update_status("r2", "done")
+
+    run(go())
+
+
 def test_deleting_a_runs_events_leaves_the_other_runs_whole(db):
     # The user-visible half of DeerFlow's by-run index tests (whose other
     # half reads MemoryRunEventStore's private projections).

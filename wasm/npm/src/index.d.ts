@@ -264,8 +264,15 @@ export interface Event {
   category?: string;
   content?: unknown;
   metadata?: Record<string, unknown> | null;
+  /** The user the event was written for; reads with `userId` see only theirs. */
+  user_id?: string;
   seq?: number;
   created_at?: string;
+}
+
+/** An events read, count or delete scoped to one user's events (Go's Events.ForUser); omitted, null or "": every writer's. */
+export interface UserFilter {
+  userId?: string | null;
 }
 
 /** A thread record (Go's records.Thread). */
@@ -298,7 +305,7 @@ export interface Runs {
   progress(runId: string, progress: Partial<RunTotals>): Promise<void>;
   listActive(options?: { pendingOnly?: boolean; before?: string; limit?: number }): Promise<Run[]>;
   apply(op: {
-    op: "put" | "renew" | "cancel" | "finalize" | "takeover";
+    op: "put" | "renew" | "cancel" | "finalize" | "takeover" | "status";
     runId: string;
     run?: Record<string, unknown>;
     worker?: string;
@@ -315,14 +322,14 @@ export interface Runs {
 export interface Events {
   put(event: Event): Promise<Event>;
   put(events: Event[]): Promise<Event[]>;
-  listMessages(threadId: string, options?: { limit?: number; beforeSeq?: number; afterSeq?: number }): Promise<Event[]>;
-  listRunEvents(threadId: string, runId: string, options?: { types?: string[]; taskId?: string; afterSeq?: number; limit?: number }): Promise<Event[]>;
+  listMessages(threadId: string, options?: { limit?: number; beforeSeq?: number; afterSeq?: number } & UserFilter): Promise<Event[]>;
+  listRunEvents(threadId: string, runId: string, options?: { types?: string[]; taskId?: string; afterSeq?: number; limit?: number } & UserFilter): Promise<Event[]>;
   putIfAbsent(event: Event): Promise<{ event: Event; created: boolean }>;
-  listRunMessages(threadId: string, runId: string, options?: { limit?: number; beforeSeq?: number; afterSeq?: number }): Promise<Event[]>;
-  lastVisibleAISeq(threadId: string, runIds: Iterable<string>): Promise<Record<string, number>>;
-  countMessages(threadId: string): Promise<number>;
-  deleteThread(threadId: string): Promise<number>;
-  deleteRun(threadId: string, runId: string): Promise<number>;
+  listRunMessages(threadId: string, runId: string, options?: { limit?: number; beforeSeq?: number; afterSeq?: number } & UserFilter): Promise<Event[]>;
+  lastVisibleAISeq(threadId: string, runIds: Iterable<string>, options?: UserFilter): Promise<Record<string, number>>;
+  countMessages(threadId: string, options?: UserFilter): Promise<number>;
+  deleteThread(threadId: string, options?: UserFilter): Promise<number>;
+  deleteRun(threadId: string, runId: string, options?: UserFilter): Promise<number>;
 }
 
 /** Thread records, scoped to an owner: another owner's thread is NOT_FOUND. */

@@ -32,6 +32,17 @@ function options(what, v) {
   return v;
 }
 
+/** An events call's user filter (the bridge's user_id, Go's Events.ForUser):
+ * only the events written for that user; undefined, null or "" reads every
+ * writer's events. */
+function user(v) {
+  if (v === undefined || v === null || v === "") return undefined;
+  if (typeof v !== "string") {
+    throw new AgentStateError(`agentstate: userId must be a string, null or undefined, not ${Array.isArray(v) ? "an array" : `a ${typeof v}`}`, "INVALID_ARGUMENT");
+  }
+  return v;
+}
+
 /** A thread call's owner: a user id, or ANY_OWNER. */
 function owner(v) {
   if (v === ANY_OWNER) return { any_owner: true };
@@ -47,8 +58,9 @@ export class Runs {
   }
 
   /** Creates a run (`run.thread_id` required). Returns { run, new,
-   * interrupted }: a run id or idempotency_key used before returns that
-   * run, unchanged, with new false; with a multitask_strategy of
+   * interrupted }: a run id or idempotency_key used before (a key on any
+   * thread: keys are unique in the database) returns that run, unchanged,
+   * with new false; with a multitask_strategy of
    * "interrupt" or "rollback" an active run is marked interrupted (its id
    * in `interrupted`); with "reject" (the default) it makes this CONFLICT. */
   async create(run) {
@@ -67,7 +79,8 @@ export class Runs {
     return (await this.#db.call("runs.list", { thread_id: id("threadId", threadId) })).runs;
   }
 
-  /** Moves a run to `status` (CONFLICT once it has ended). */
+  /** Moves a run to `status` (CONFLICT once it has ended, but an
+   * interrupted run may end as "error": DeerFlow's rollback path). */
   async setStatus(runId, status, error = "") {
     await this.#db.call("runs.setStatus", { run_id: id("runId", runId), status: id("status", status), error });
   }
@@ -103,8 +116,10 @@ export class Runs {
    * (docs/records.md): op is "put" (run: the record written whole, with
    * status, error, stopReason), "renew" (worker, lease: an RFC 3339 time),
    * "cancel" (action "interrupt" or "rollback": the first one wins),
-   * "finalize" (status, unless a cancellation came first) or "takeover"
-   * (graceSeconds, error: ends an active run whose worker lease expired).
+   * "finalize" (status, unless a cancellation came first), "takeover"
+   * (graceSeconds, error: ends an active run whose worker lease expired) or
+   * "status" (status, error, stopReason: DeerFlow's update_status; done is
+   * false where the run's lifecycle refuses the move).
    * Resolves to { done, cancelAction }. */
   async apply({ op, runId, run, worker, lease, action, status, error, stopReason, graceSeconds } = {}) {
     const res = await this.#db.call("runs.apply", {
@@ -128,7 +143,10 @@ export class Runs {
   }
 }
 
-/** The event stream: seq is allocated inside the write, gap-free per thread. */
+/** The event stream: seq is allocated inside the write, gap-free per thread.
+ * An event records the user it was written for (its user_id); every read,
+ * count and delete takes `userId`, which scopes it to that user's events (a
+ * filter, not a permission: docs/deerflow.md). */
 export class Events {
   #db;
   constructor(db) {
@@ -151,7 +169,7 @@ export class Events {
   }
 
   /** One run's events of category "message", oldest first, paged as listMessages. */
-  async listRunMessages(threadId, runId, { limit, beforeSeq, afterSeq } = {}) {
+  async listRunMessages(threadId, runId, { limit, beforeSeq, afterSeq, userId } = {}) {
     return (
       await this.#db.call("events.listRunMessages", {
         thread_id: id("threadId", threadId),
@@ -159,25 +177,33 @@ export class Events {
         limit,
         before_seq: beforeSeq,
         after_seq: afterSeq,
+        user_id: user(userId),
       })
     ).events;
   }
 
   /** Per run, the seq of its last AI reply a user sees (not a middleware's). */
-  async lastVisibleAISeq(threadId, runIds) {
+  async lastVisibleAISeq(threadId, runIds, { userId } = {}) {
     const ids = [...runIds].map((r, i) => id(`runIds[${i}]`, r));
-    return (await this.#db.call("events.lastVisibleAISeq", { thread_id: id("threadId", threadId), run_ids: ids })).seqs;
+    return (await this.#db.call("events.lastVisibleAISeq", { thread_id: id("threadId", threadId), run_ids: ids, user_id: user(userId) })).seqs;
   }
 
   /** The thread's events of category "message", oldest first; `limit`,
    * `beforeSeq` and `afterSeq` page through them. */
-  async listMessages(threadId, { limit, beforeSeq, afterSeq } = {}) {
-    return (await this.#db.call("events.listMessages", { thread_id: id("threadId", threadId), limit, before_seq: beforeSeq, after_seq: afterSeq }))
-      .events;
+  async listMessages(threadId, { limit, beforeSeq, afterSeq, userId } = {}) {
+    return (
+      await this.#db.call("events.listMessages", {
+        thread_id: id("threadId", threadId),
+        limit,
+        before_seq: beforeSeq,
+        after_seq: afterSeq,
+        user_id: user(userId),
+      })
+    ).events;
   }
 
   /** One run's events in seq order, optionally of some types or one task. */
-  async listRunEvents(threadId, runId, { types, taskId, afterSeq, limit } = {}) {
+  async listRunEvents(threadId, runId, { types, taskId, afterSeq, limit, userId } = {}) {
     return (
       await this.#db.call("events.listRunEvents", {
         thread_id: id("threadId", threadId),
@@ -186,22 +212,23 @@ export class Events {
         task_id: taskId,
         after_seq: afterSeq,
         limit,
+        user_id: user(userId),
       })
     ).events;
   }
 
-  async countMessages(threadId) {
-    return (await this.#db.call("events.countMessages", { thread_id: id("threadId", threadId) })).count;
+  async countMessages(threadId, { userId } = {}) {
+    return (await this.#db.call("events.countMessages", { thread_id: id("threadId", threadId), user_id: user(userId) })).count;
   }
 
-  /** Deletes the thread's events; returns how many. */
-  async deleteThread(threadId) {
-    return (await this.#db.call("events.deleteThread", { thread_id: id("threadId", threadId) })).deleted;
+  /** Deletes the thread's events (with userId, that user's only); returns how many. */
+  async deleteThread(threadId, { userId } = {}) {
+    return (await this.#db.call("events.deleteThread", { thread_id: id("threadId", threadId), user_id: user(userId) })).deleted;
   }
 
-  /** Deletes one run's events; returns how many. */
-  async deleteRun(threadId, runId) {
-    return (await this.#db.call("events.deleteRun", { thread_id: id("threadId", threadId), run_id: id("runId", runId) })).deleted;
+  /** Deletes one run's events (with userId, that user's only); returns how many. */
+  async deleteRun(threadId, runId, { userId } = {}) {
+    return (await this.#db.call("events.deleteRun", { thread_id: id("threadId", threadId), run_id: id("runId", runId), user_id: user(userId) })).deleted;
   }
 }
 

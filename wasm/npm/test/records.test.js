@@ -86,6 +86,41 @@ describe("record handles", () => {
     await expect(db.runs.apply({ op: "nonsense", runId })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 
+  it("events: userId scopes every read, count and delete to one user's events", async () => {
+    await db.events.put([
+      { thread_id: "tu", run_id: "r1", event_type: "human", category: "message", content: "ann's", user_id: "ann" },
+      { thread_id: "tu", run_id: "r1", event_type: "llm.ai.response", category: "message", content: "bob's", user_id: "bob" },
+      { thread_id: "tu", run_id: "r1", event_type: "tool", category: "trace", content: "t", user_id: "bob" },
+    ]);
+    expect((await db.events.listMessages("tu", { userId: "ann" })).map((e) => e.content)).toEqual(["ann's"]);
+    expect((await db.events.listMessages("tu", { userId: "ann" }))[0].user_id).toBe("ann");
+    expect((await db.events.listMessages("tu")).map((e) => e.content)).toEqual(["ann's", "bob's"]);
+    expect((await db.events.listMessages("tu", { userId: null })).length).toBe(2);
+    expect((await db.events.listRunMessages("tu", "r1", { userId: "bob" })).map((e) => e.content)).toEqual(["bob's"]);
+    expect((await db.events.listRunEvents("tu", "r1", { userId: "bob" })).map((e) => e.event_type)).toEqual(["llm.ai.response", "tool"]);
+    expect(await db.events.lastVisibleAISeq("tu", ["r1"], { userId: "ann" })).toEqual({});
+    expect(await db.events.lastVisibleAISeq("tu", ["r1"], { userId: "bob" })).toEqual({ r1: 2 });
+    expect(await db.events.countMessages("tu", { userId: "carol" })).toBe(0);
+    expect(await db.events.countMessages("tu", { userId: "bob" })).toBe(1);
+    await expect(db.events.countMessages("tu", { userId: 7 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    expect(await db.events.deleteRun("tu", "r1", { userId: "bob" })).toBe(2);
+    expect(await db.events.deleteThread("tu", { userId: "carol" })).toBe(0);
+    expect((await db.events.listMessages("tu")).map((e) => e.content)).toEqual(["ann's"]);
+    expect(await db.events.deleteThread("tu", { userId: "ann" })).toBe(1);
+  });
+
+  it("runs: idempotency keys span threads; status records the stop reason, interrupted may end as an error", async () => {
+    const a = await db.runs.create({ thread_id: "k1", idempotency_key: "req" });
+    const b = await db.runs.create({ thread_id: "k2", idempotency_key: "req" });
+    expect(b).toMatchObject({ new: false, run: { run_id: a.run.run_id, thread_id: "k1" } });
+    expect(await db.runs.list("k2")).toEqual([]);
+    const runId = a.run.run_id;
+    expect(await db.runs.apply({ op: "status", runId, status: "interrupted", stopReason: "user_cancel" })).toMatchObject({ done: true });
+    expect(await db.runs.apply({ op: "status", runId, status: "error", error: "rolled back" })).toMatchObject({ done: true });
+    expect(await db.runs.apply({ op: "status", runId, status: "success" })).toMatchObject({ done: false });
+    expect(await db.runs.get(runId)).toMatchObject({ status: "error", error: "rolled back", stop_reason: "user_cancel" });
+  });
+
   it("refuses ids that are not non-empty strings before calling the engine", async () => {
     for (const bad of [undefined, null, "", 7, { user: "alice" }, ["x"]]) {
       await expect(db.runs.get(bad)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });

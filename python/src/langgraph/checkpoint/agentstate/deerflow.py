@@ -679,8 +679,6 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-_TERMINAL = ("success", "error", "timeout", "interrupted")
-
 
 def _model_name(v: Any) -> str | None:
     """DeerFlow's normalisation: text, stripped, at most 128 characters."""
@@ -766,9 +764,13 @@ class AgentStateRunStore(_OnDatabase):
     refused, and a completion that never replaces a different terminal
     status. Each of those is one engine call, atomic in the database.
 
-    Not mapped (docs/deerflow.md): idempotency keys are unique per thread,
-    not per database; ``list_successful_regenerate_sources`` and
-    ``list_edit_regenerate_runs`` read every run of the thread."""
+    Idempotency keys are unique in the database, as DeerFlow's are: a key
+    used before, on any thread, raises ``RunIdempotencyConflict`` carrying
+    that run. Not mapped (docs/deerflow.md): ``update_status`` refuses the
+    moves DeerFlow allows that would reopen an ended run (running back to
+    pending, interrupted to anything but error);
+    ``list_successful_regenerate_sources`` and ``list_edit_regenerate_runs``
+    read every run of the thread."""
 
     def __init__(self, db: Database | None = None, **_ignored: Any) -> None:
         super().__init__(db)
@@ -879,20 +881,14 @@ class AgentStateRunStore(_OnDatabase):
                 out.append(r)
         return out
 
-    def _status_sync(self, run_id: str, status: str, error: Any) -> bool:
-        try:
-            if status in _TERMINAL:
-                self._runs.complete(run_id, status, error=error or "")
-            else:
-                self._runs.set_status(run_id, status, error or "")
-        except (NotFoundError, ConflictError):
-            return False
-        return True
-
     async def update_status(self, run_id: str, status: str, *, error: str | None = None, stop_reason: str | None = None) -> bool | None:
-        """False when no run moved: missing, or already ended (a terminal
-        status is final)."""
-        return await _to_thread(self._status_sync, run_id, status, error)
+        """Moves the run to ``status`` with ``error`` and ``stop_reason``
+        (None keeps the stored ones; totals are left alone) in one write.
+        False when no run moved: missing, or already ended, but for
+        DeerFlow's rollback path (interrupted, then error). An unknown
+        status is an InvalidArgumentError."""
+        res = await self._apply({"op": "status", "run_id": run_id, "status": str(status), "error": error, "stop_reason": stop_reason})
+        return res["done"]
 
     def _start_sync(self, run_id: str) -> bool:
         try:
@@ -1131,7 +1127,7 @@ class AgentStateRunStore(_OnDatabase):
         ``reject`` refuses an active one (DeerFlow's ConflictError);
         ``interrupt`` / ``rollback`` interrupt it unless another worker's
         lease on it is valid or it is a live reservation, and return it as
-        claimed. An idempotency key used before on the thread raises
+        claimed. An idempotency key used before, on any thread, raises
         ``RunIdempotencyConflict`` carrying that run."""
         user = _resolve(user_id if user_id is not None else AUTO, "AgentStateRunStore.create_thread_operation_atomic")
         run = {

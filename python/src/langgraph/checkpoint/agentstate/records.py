@@ -118,8 +118,8 @@ class Runs(_Surface):
     def create(self, run: dict[str, Any]) -> dict[str, Any]:
         """Creates a run (``run["thread_id"]`` required; ``run_id`` omitted:
         a new id). Returns ``{"run", "new", "interrupted"}``: a run id or
-        ``idempotency_key`` used before returns that run, unchanged, with
-        ``new`` False; with ``multitask_strategy`` ``"interrupt"`` or
+        ``idempotency_key`` used before (a key on any thread: keys are unique
+        in the database) returns that run, unchanged, with ``new`` False; with ``multitask_strategy`` ``"interrupt"`` or
         ``"rollback"`` an active run of the thread is marked interrupted (its
         id in ``interrupted``); with ``"reject"`` (the default) an active run
         makes this a ConflictError."""
@@ -138,7 +138,8 @@ class Runs(_Surface):
     def set_status(self, run_id: str, status: str, error: str = "") -> None:
         """Moves a run to ``status``: pending to running, either to a
         terminal status; ConflictError once it has ended (a terminal status
-        is final), InvalidArgumentError for an unknown status."""
+        is final, but an interrupted run may end as an error: DeerFlow's
+        rollback path), InvalidArgumentError for an unknown status."""
         self._call("runs.setStatus", {"run_id": _id("run_id", run_id), "status": _id("status", status), "error": error or ""})
 
     def complete(self, run_id: str, status: str, *, error: str = "", totals: dict[str, Any] | None = None) -> None:
@@ -206,7 +207,10 @@ class Runs(_Surface):
         cancellation of an active run; ``"finalize"`` (``status``) ends an
         active run unless a cancellation was requested; ``"takeover"``
         (``grace_seconds``, ``error``) ends an active run as an error once its
-        worker lease expired more than the grace ago, or was never taken.
+        worker lease expired more than the grace ago, or was never taken;
+        ``"status"`` (``status``, ``error``, ``stop_reason``) moves a run as
+        ``set_status`` does, but not to a terminal status it already has,
+        and records its stop reason (DeerFlow's ``update_status``).
         Returns ``{"done", "cancel_action"}``: whether the run changed, and
         its cancellation action when it has one."""
         o = _obj("op", op)
