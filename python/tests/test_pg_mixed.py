@@ -80,6 +80,7 @@ _PY_WRITER = textwrap.dedent(
     end = time.monotonic() + seconds
     out = threading.Lock()
     failed = []
+    refused = []
 
     def loop(thread):
         parent = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
@@ -96,7 +97,7 @@ _PY_WRITER = textwrap.dedent(
                     with out:
                         print("?", thread, cp["id"], flush=True)
                 except (ConflictError, BusyError):
-                    pass
+                    refused.append(1)
                 else:
                     parent = c
                     with out:
@@ -111,6 +112,7 @@ _PY_WRITER = textwrap.dedent(
     for t in ts:
         t.join()
     s.close()
+    print(f"writer {me}: {len(refused)} refused", file=sys.stderr)
     if failed:
         sys.exit("; ".join(failed))
     """
@@ -136,11 +138,12 @@ def test_three_python_one_node_one_go_writer_lose_nothing_acknowledged(tmp_path)
         procs = {k: subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k, c in cmds.items()}
         acked: dict[str, set[str]] = {}
         unsure: set[str] = set()
-        per_writer: dict[str, int] = {}
+        per_writer: dict[str, list[int]] = {}
+        notes: list[str] = []
         for name, p in procs.items():
             out, err = p.communicate(timeout=SECONDS + 300)
             assert p.returncode == 0, f"{name}: {err[-3000:]}"
-            n = 0
+            n = [0, 0]  # own thread, shared thread
             for line in out.splitlines():
                 if name == "node":  # {"thread", "id", "i"}
                     j = json.loads(line)
@@ -153,12 +156,13 @@ def test_three_python_one_node_one_go_writer_lose_nothing_acknowledged(tmp_path)
                 thread, cp_id = fields
                 assert cp_id not in acked.get(thread, set()), f"{name}: {cp_id} acknowledged twice"
                 acked.setdefault(thread, set()).add(cp_id)
-                n += 1
+                n[thread == "shared"] += 1
             per_writer[name] = n
+            notes.append(" ".join(l for l in err.splitlines() if "refused" in l))
         elapsed = time.monotonic() - t0
         assert set(acked) == {"shared", "own-node", "own-go", "own-py0", "own-py1", "own-py2"}, sorted(acked)
         for name, n in per_writer.items():
-            assert n >= 4, f"{name} had only {n} checkpoints acknowledged: {per_writer}"
+            assert min(n) >= 2, f"{name} had only {n} checkpoints (own thread, shared) acknowledged: {per_writer}"
 
         # Read back through Python: every acknowledged checkpoint once, with
         # its one write, whoever wrote it; nothing else but an unknown outcome.
@@ -184,7 +188,7 @@ def test_three_python_one_node_one_go_writer_lose_nothing_acknowledged(tmp_path)
         assert r.returncode == 0, r.stdout + r.stderr
         print(
             f"mixed writers, {SECONDS:.0f} s: {total} acknowledged checkpoints ({len(acked['shared'])} on the shared thread), "
-            f"per writer {per_writer}, {len(unsure)} of unknown outcome; all read back once with their writes; verify: {r.stdout.strip()[:200]} "
+            f"per writer (own, shared) {per_writer} ({'; '.join(notes)}), {len(unsure)} of unknown outcome; all read back once with their writes; verify: {r.stdout.strip()[:200]} "
             f"({elapsed:.1f} s)"
         )
     finally:
