@@ -151,6 +151,11 @@ pgTest("a server stopped mid-call: the call and every call after it fail typed w
     saver = await AgentStateSaver.open({ url: server.url, timeoutMs });
     let c = await put(saver, cfg("t"), 0);
     c = await put(saver, c, 1);
+    // The hosts commit with synchronous_commit=off (Synchronous normal,
+    // docs/postgresql.md): a crash of the server may lose the commits of its
+    // last fraction of a second, which the WAL writer flushes within
+    // 3 x wal_writer_delay (600 ms). Those above are older than that.
+    await new Promise((r) => setTimeout(r, 1000));
     const locker = new pg.Client({ connectionString: server.url });
     locker.on("error", () => {}); // the server it talks to stops
     await locker.connect();
