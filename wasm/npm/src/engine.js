@@ -235,6 +235,7 @@ async function startEngine(options = {}, pg = false) {
       state.pending.clear();
       for (const db of state.dbs) db._engineStopped();
       state.dbs.clear();
+      state.pgHost?.abandon();
     },
   };
   go.exit = (code) => {
@@ -272,6 +273,7 @@ async function startEngine(options = {}, pg = false) {
   const pgHost = pg ? await (await import("./pg/host.js")).makePGHost(instance.exports.mem) : undefined;
   globalThis.__agentstate_sqlite_host = makeHost(sqlite, instance.exports.mem);
   if (pgHost) globalThis.__agentstate_pg_host = pgHost;
+  state.pgHost = pgHost;
   let run;
   try {
     run = go.run(instance); // synchronous until the program first waits

@@ -109,5 +109,14 @@ export async function makePGHost(mem) {
       pending.delete(id);
       port1.postMessage({ op: "close", id });
     },
+    // The engine stopped (a Go panic, an exit): it will close none of its
+    // sessions, whose transactions, row locks and advisory locks (the
+    // thread's, the owner's) would otherwise stay on the server until the
+    // process ends. Ending the worker closes every socket: the server
+    // rolls back.
+    abandon() {
+      pending.clear();
+      worker.terminate();
+    },
   };
 }

@@ -319,15 +319,18 @@ class Engine:
         except wasmtime.ExitTrap as e:
             self.dead = f"exit {e.code}"
             self.host.abandon()
+            self.pg_host.abandon()
             raise error_for("INTERNAL", f"agentstate: the engine exited ({e.code})") from None
         except BaseException as e:
             # A trap unwound the engine's stack (a bug, or an exception a
             # host function let through): its state is unknown, so this
             # instance takes no more calls; the next handle opened starts
-            # a new one. Its SQLite connections are closed now, any write
-            # transaction rolled back: the call that held it never ends.
+            # a new one. Its SQLite connections and PostgreSQL sessions
+            # are closed now, any write transaction rolled back (and its
+            # locks released): the call that held it never ends.
             self.dead = (str(e).splitlines() or ["trap"])[0]
             self.host.abandon()
+            self.pg_host.abandon()
             if isinstance(e, wasmtime.Trap):
                 raise error_for("INTERNAL", f"agentstate: the engine stopped: {e}") from None
             raise

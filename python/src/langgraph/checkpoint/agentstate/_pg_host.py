@@ -238,6 +238,20 @@ class PGHost:
         if s is not None:
             s.conn.finish()
 
+    def abandon(self) -> None:
+        """Closes every session of an instance that stopped in the middle
+        of a call (a trap: _engine marks it dead). The engine will never
+        end its call nor close its handles: a session left open would keep
+        its transaction, its row locks and the advisory lock of its thread
+        (every other writer of that thread, in any process, waits on it)
+        until the process ends. Closing it makes the server roll back."""
+        sessions, self.sessions = self.sessions, {}
+        for s in sessions.values():
+            try:
+                s.conn.finish()
+            except Exception:  # noqa: BLE001, S110 - closing what it can
+                pass
+
     def take(self, sid, buf, cap) -> int:
         s = self.sessions.get(sid)
         if s is None or s.pending is None or len(s.pending) > cap:
