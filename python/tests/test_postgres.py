@@ -121,9 +121,32 @@ def test_server_options_are_refused_for_a_file_or_out_of_range(tmp_path):
     for bad in ({"pool_size": 0}, {"pool_size": 65}, {"pool_size": "4"}, {"timeout_ms": -1}, {"timeout_ms": 1.5}):
         with pytest.raises(InvalidOptionError):
             Database("postgresql://agent:secret@127.0.0.1:1/agents", **bad)
+    for bad in ("FULL", "off", 1, True):
+        with pytest.raises(InvalidOptionError):
+            Database(str(tmp_path / "a.db"), synchronous=bad)
+    assert os.listdir(tmp_path) == []
 
 
 # ---- on a server
+
+
+@pytest.mark.parametrize("synchronous, expected", [(None, "off"), ("normal", "off"), ("full", "on")])
+def test_synchronous_sets_every_session_s_synchronous_commit(pg_url, schema, monkeypatch, synchronous, expected):
+    # What the engine asks each session for, as the host dials it: "full"
+    # is the durability of a commit that survives the server's crash.
+    asked = []
+    real = _pg_host.conninfo
+
+    def spy(url, params):
+        asked.append(dict(params).get("synchronous_commit"))
+        return real(url, params)
+
+    monkeypatch.setattr(_pg_host, "conninfo", spy)
+    opts = {} if synchronous is None else {"synchronous": synchronous}
+    with AgentStateSaver(pg_url, schema=schema, **opts) as saver:
+        _put(saver, "t-sync", 0)
+        assert saver.get_tuple(_cfg("t-sync")) is not None
+    assert asked and set(asked) == {expected}, asked
 
 
 def test_saver_store_and_records_share_one_database(pg_url, schema):

@@ -124,6 +124,7 @@ type openRequest struct {
 	ReadOnly   bool    `json:"readOnly"`
 	Shared     bool    `json:"shared"` // engine.Options.SharedFile
 	BusyMs     *int64  `json:"busyTimeoutMs"`
+	Sync       string  `json:"synchronous"` // engine.Options.Synchronous ("": its default)
 	StoreTTL   float64 `json:"storeDefaultTtlMs"`
 	RefreshTTL *bool   `json:"storeRefreshOnRead"`
 	SweepMs    float64 `json:"storeSweepIntervalMs"`
@@ -164,6 +165,9 @@ func (b *Bridge) Open(reqJSON []byte, bufs [][]byte) (any, *Out, error) {
 	}
 	if req.BusyMs != nil {
 		o.BusyTimeout = time.Duration(*req.BusyMs) * time.Millisecond
+	}
+	if req.Sync != "" {
+		o.Synchronous = req.Sync // Open refuses any other than normal and full
 	}
 	o.ReadOnly = req.ReadOnly
 	o.SharedFile = req.Shared

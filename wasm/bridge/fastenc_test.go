@@ -96,7 +96,7 @@ func TestReadOpenReadsWhatEncodingJSONReads(t *testing.T) {
 	for _, text := range []string{
 		``, `null`, `{}`,
 		`{"path":"/tmp/a b.db","vfs":"node","disk":true,"name":"a b.db","mode":"delta","every":10,"cacheBytes":1048576,"readConns":2,` +
-			`"readOnly":true,"busyTimeoutMs":5000,"storeDefaultTtlMs":60000.0,"storeRefreshOnRead":false,"storeSweepIntervalMs":1.5e5,"autoRetain":false}`,
+			`"readOnly":true,"busyTimeoutMs":5000,"storeDefaultTtlMs":60000.0,"storeRefreshOnRead":false,"storeSweepIntervalMs":1.5e5,"autoRetain":false,"synchronous":"full"}`, `{"synchronous":1}`,
 		`{"image":0}`, `{"image":null,"cacheBytes":null,"busyTimeoutMs":null,"storeRefreshOnRead":null,"autoRetain":null}`,
 		`{"cacheBytes":0,"busyTimeoutMs":0,"storeRefreshOnRead":true,"autoRetain":true,"unknown":[1,{"x":2}]}`,
 		`{"path":1}`, `{"every":1.5}`, `{"every":"1"}`, `{"image":-1}`, `{"image":1e2}`, `{"cacheBytes":"1"}`, `{"busyTimeoutMs":1.5}`,

@@ -646,6 +646,7 @@ func readOpen(m map[string]any) (r openRequest, err error) {
 	boolean(&r.ReadOnly, "readOnly")
 	boolean(&r.Shared, "shared")
 	optInt64(&r.BusyMs, "busyTimeoutMs")
+	str(&r.Sync, "synchronous")
 	number(&r.StoreTTL, "storeDefaultTtlMs")
 	optBool(&r.RefreshTTL, "storeRefreshOnRead")
 	number(&r.SweepMs, "storeSweepIntervalMs")

@@ -368,6 +368,8 @@ export class Database {
    *   `storeDefaultTtlMs`, `storeRefreshOnRead`, `storeSweepIntervalMs`;
    *   `autoRetain` (default true: delta threads keep a geometric series of
    *   snapshots, so storage stays linear; false keeps every snapshot);
+   *   `synchronous`: "normal" (default) or "full", what a returned commit
+   *   survives (docs/contract.md; on PostgreSQL synchronous_commit off/on);
    * - `wasmURL` / `wasmBytes` / `trace`: how to load the engine (first
    *   open; see loadEngine).
    */
@@ -787,5 +789,6 @@ function openRequest(options) {
     storeSweepIntervalMs: options.storeSweepIntervalMs,
     readConns: options.readConns,
     autoRetain: options.autoRetain,
+    synchronous: options.synchronous,
   };
 }

@@ -143,6 +143,13 @@ export interface OpenOptions {
    * delta thread then grows as N^2/K).
    */
   autoRetain?: boolean;
+  /**
+   * What a returned commit survives: "normal" (default: the process's end;
+   * on power loss, or a PostgreSQL server's crash, the last commits may go,
+   * never part of one) or "full" (power loss too; PostgreSQL
+   * synchronous_commit=on).
+   */
+  synchronous?: "normal" | "full";
   readOnly?: boolean;
   /** How long a call waits for another connection's lock (milliseconds; default 30 s). */
   busyTimeoutMs?: number;

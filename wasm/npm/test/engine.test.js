@@ -348,6 +348,15 @@ describe("autoRetain", () => {
     await expect(Database.open({ autoRetain: "no" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 
+  it("synchronous opens normal or full and refuses anything else with a code", async () => {
+    for (const synchronous of ["normal", "full"]) {
+      const db = await Database.open({ synchronous });
+      await db.close();
+    }
+    await expect(Database.open({ synchronous: "FULL" })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+    await expect(Database.open({ synchronous: 1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
   it("a second open of a shared file must not ask for another setting", async () => {
     const dir = tmpdir();
     try {

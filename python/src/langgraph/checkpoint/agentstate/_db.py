@@ -46,6 +46,11 @@ class Database:
             as puts store large whole values, docs/contract.md §2.5);
             default on, so a delta thread's storage stays linear; False
             keeps every snapshot (N^2/K).
+        synchronous: what a returned commit survives: ``"normal"`` (the
+            default: the process's end; on power loss, or a PostgreSQL
+            server's crash with ``synchronous_commit=off``, its last commits
+            may go, never part of one) or ``"full"`` (power loss too; on
+            PostgreSQL ``synchronous_commit=on``). docs/contract.md.
         shared: live in an SQLite file that other tools' tables share (the
             one ``deerflow.db`` of DeerFlow's ``database.backend: sqlite``,
             beside its SQLAlchemy and alembic tables): agentstate's tables
@@ -91,6 +96,7 @@ class Database:
         store_refresh_on_read: bool | None = None,
         store_sweep_interval_minutes: float | None = None,
         auto_retain: bool | None = None,
+        synchronous: str | None = None,
         shared: bool = False,
         sqlite: str | None = None,
         schema: str | None = None,
@@ -143,6 +149,10 @@ class Database:
             req["storeSweepIntervalMs"] = float(store_sweep_interval_minutes) * 60_000
         if auto_retain is not None:
             req["autoRetain"] = bool(auto_retain)
+        if synchronous is not None:
+            if synchronous not in ("normal", "full"):
+                raise InvalidOptionError(f"agentstate: synchronous must be 'normal' or 'full', got {synchronous!r}")
+            req["synchronous"] = synchronous
         if shared:
             req["shared"] = True
         req["host"] = "python"  # the engine's advice in this package's terms
