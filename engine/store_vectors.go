@@ -71,13 +71,20 @@ func encodeVectors(key string, vs map[string][]float32) ([]storeVec, int, error)
 		if err := checkText("vector field path", path, maxVectorPathLen); err != nil {
 			return nil, 0, err
 		}
-		if err := checkVector("vector of field "+quoteCut(path), v); err != nil {
-			return nil, 0, err
+		if len(v) == 0 || len(v) > maxVectorDims {
+			return nil, 0, checkVector("vector of field "+quoteCut(path), v)
 		}
-		b := make([]byte, 4*len(v))
-		for i, f := range v {
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+		// The check reads the exponent bits (all ones: NaN or infinite);
+		// the blob is the vector's own memory (every target of the engine
+		// is little-endian, as asFloats says), bound before Batch returns.
+		bad := false
+		for _, f := range v {
+			bad = bad || math.Float32bits(f)&0x7f800000 == 0x7f800000
 		}
+		if bad {
+			return nil, 0, checkVector("vector of field "+quoteCut(path), v)
+		}
+		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
 		out = append(out, storeVec{path, b})
 		size += len(b) + len(path)
 	}
@@ -639,4 +646,54 @@ func (s Store) scanCached(c *conn, items map[int64]struct{}, fn func(item int64,
 		fn(item, vc.data[vc.offs[i]:vc.offs[i+1]])
 	}
 	return nil
+}
+
+// sqlStoreVectorsVerify: every vector row beside the item its namespace
+// and key name (NULL when there is none), by item then path.
+const sqlStoreVectorsVerify = `SELECT v.namespace, v.key, v.path, v.item, i.rowid, v.vec FROM store_vectors v
+	LEFT JOIN store_items i ON i.namespace = v.namespace AND i.key = v.key ORDER BY v.namespace, v.key, v.path`
+
+// vectors checks store_vectors against store_items: a row must belong to
+// an item and name that item's rowid (a search ranks by it), hold whole
+// float32 values, 1..maxVectorDims of them, all finite, and an item's
+// vectors must all have the same dimensions (one index embedded them).
+// Which items should have vectors the file does not say (index=False, or
+// an index configured later): that is not checked.
+func (v *verifier) vectors() error {
+	if v.o.ThreadID != "" {
+		return nil
+	}
+	var lastNS, lastKey string
+	lastDims := -1
+	return v.c.query(sqlStoreVectorsVerify, nil, func(st row) error {
+		ns, key, path := st.Text(0), st.Text(1), st.Text(2)
+		bad := func(format string, args ...any) {
+			v.addf("vector", "", "", "", "vector %q of item %q in namespace %q: "+format, append([]any{path, key, ns}, args...)...)
+		}
+		switch {
+		case st.Null(4):
+			bad("its item does not exist")
+		case st.Null(3):
+			bad("is not linked to its item (a search skips it)")
+		case st.Int64(3) != st.Int64(4):
+			bad("names item row %d, its item is row %d (a search would rank the wrong item)", st.Int64(3), st.Int64(4))
+		}
+		b := st.Blob(5)
+		if len(b)%4 != 0 || len(b) == 0 || len(b) > 4*maxVectorDims {
+			bad("%d bytes are not 1..%d float32 values", len(b), maxVectorDims)
+			return nil
+		}
+		for i := 0; i < len(b); i += 4 {
+			if binary.LittleEndian.Uint32(b[i:])&0x7f800000 == 0x7f800000 {
+				bad("value %d is not finite", i/4)
+				break
+			}
+		}
+		dims := len(b) / 4
+		if ns == lastNS && key == lastKey && lastDims >= 0 && dims != lastDims {
+			bad("has %d dimensions, the item's other vectors %d", dims, lastDims)
+		}
+		lastNS, lastKey, lastDims = ns, key, dims
+		return nil
+	})
 }

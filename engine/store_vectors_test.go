@@ -336,3 +336,87 @@ func TestStoreVectorCopyFollowsOtherWriters(t *testing.T) {
 		t.Fatalf("search in a write batch: %v %v", res, err)
 	}
 }
+
+// BenchmarkStoreVectorPut: puts with a 384-dimension vector against the
+// same puts without one, on two files, alternated so that the machine's
+// load falls on both alike (issue 41's goal: with / without <= 1.1, the
+// embedding aside). ratio: with / without.
+func BenchmarkStoreVectorPut(b *testing.B) {
+	const dims = 384
+	r := rand.New(rand.NewPCG(5, 6))
+	v := make([]float32, dims)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	for _, batch := range []int{1, 100} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			with, _ := openRec(b, nil)
+			without, _ := openRec(b, nil)
+			ns := []string{"mem", "u1"}
+			ops := func(n int, vecs bool) []records.StoreOp {
+				out := make([]records.StoreOp, batch)
+				for j := range out {
+					op := records.PutOp{Namespace: ns, Key: fmt.Sprintf("k%07d", n*batch+j), Value: map[string]any{"text": "item", "n": n}, TTL: records.NoExpiry}
+					if vecs {
+						op.Vectors = map[string][]float32{"text": v}
+					}
+					out[j] = op
+				}
+				return out
+			}
+			var tWith, tWithout time.Duration
+			n := 0
+			for b.Loop() {
+				for k, s := range []Store{without.Store(), with.Store()} {
+					batchOps := ops(n, k == 1)
+					t0 := time.Now()
+					if _, err := s.Batch(rctx, batchOps...); err != nil {
+						b.Fatal(err)
+					}
+					if k == 1 {
+						tWith += time.Since(t0)
+					} else {
+						tWithout += time.Since(t0)
+					}
+				}
+				n++
+			}
+			b.ReportMetric(float64(tWith)/float64(tWithout), "ratio")
+			b.ReportMetric(float64(tWith.Microseconds())/float64(n*batch), "with-us/put")
+			b.ReportMetric(float64(tWithout.Microseconds())/float64(n*batch), "without-us/put")
+		})
+	}
+}
+
+// TestVerifyChecksStoreVectors: verify reads store_vectors against the
+// items: a clean file passes, and each kind of damage (an orphan row, a row
+// naming another item, a blob of a broken length, a non-finite value, an
+// item's vectors of two sizes) is a "vector" problem.
+func TestVerifyChecksStoreVectors(t *testing.T) {
+	fixture := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "vec.db")
+		db := openTest(t, path, nil)
+		ns := []string{"mem", "u1"}
+		vput(t, db.Store(), ns, "a", map[string]any{"t": "x"}, map[string][]float32{"t": {1, 0, 0}, "u": {0, 1, 0}})
+		vput(t, db.Store(), ns, "b", map[string]any{"t": "y"}, map[string][]float32{"t": {0, 0, 1}})
+		db.Close()
+		return path
+	}
+	if rep := verifyPath(t, fixture(t)); !rep.OK {
+		t.Fatalf("clean file: %v", rep.Problems)
+	}
+	for _, c := range []struct{ name, sql, want string }{
+		{"orphan", `INSERT INTO store_vectors(item, namespace, key, path, vec) VALUES (NULL, 'mem.u1', 'gone', 't', x'0000803f')`, "its item does not exist"},
+		{"wrong item", `UPDATE store_vectors SET item = (SELECT rowid FROM store_items WHERE key = 'a') WHERE key = 'b'`, "a search would rank the wrong item"},
+		{"unlinked", `UPDATE store_vectors SET item = NULL WHERE key = 'b'`, "not linked to its item"},
+		{"short blob", `UPDATE store_vectors SET vec = x'0000803f00' WHERE key = 'b'`, "5 bytes are not"},
+		{"not finite", `UPDATE store_vectors SET vec = x'0000803f0000c07f0000803f' WHERE key = 'b'`, "value 1 is not finite"},
+		{"two sizes", `UPDATE store_vectors SET vec = x'0000803f0000803f' WHERE key = 'a' AND path = 'u'`, "has 2 dimensions, the item's other vectors 3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := fixture(t)
+			tamper(t, path, c.sql)
+			wantProblem(t, verifyPath(t, path), "vector", c.want)
+		})
+	}
+}
