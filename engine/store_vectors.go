@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -186,18 +187,31 @@ func newVecScorer(q []float32, d vecDistance) vecScorer {
 	return vecScorer{q: q, qnorm: math.Sqrt(n), dist: d}
 }
 
-// score returns v's score, and false when v cannot be compared with the
-// query (another number of dimensions).
-func (s *vecScorer) score(v []float32) (float64, bool) {
+// vecNorm is v's Euclidean norm.
+func vecNorm(v []float32) float64 {
+	var n0, n1, n2, n3 float32
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		n0, n1, n2, n3 = n0+v[i]*v[i], n1+v[i+1]*v[i+1], n2+v[i+2]*v[i+2], n3+v[i+3]*v[i+3]
+	}
+	for ; i < len(v); i++ {
+		n0 += v[i] * v[i]
+	}
+	return math.Sqrt(float64(n0 + n1 + n2 + n3))
+}
+
+// score returns v's score (norm is v's norm, which cosine needs), and
+// false when v cannot be compared with the query (another number of
+// dimensions).
+func (s *vecScorer) score(v []float32, norm float64) (float64, bool) {
 	q := s.q
 	if len(v) != len(q) {
 		return 0, false
 	}
 	v = v[:len(q)]
-	var d0, d1, d2, d3, n0, n1, n2, n3 float32
+	var d0, d1, d2, d3 float32
 	i := 0
-	switch s.dist {
-	case distL2:
+	if s.dist == distL2 {
 		for ; i+4 <= len(q); i += 4 {
 			e0, e1, e2, e3 := v[i]-q[i], v[i+1]-q[i+1], v[i+2]-q[i+2], v[i+3]-q[i+3]
 			d0, d1, d2, d3 = d0+e0*e0, d1+e1*e1, d2+e2*e2, d3+e3*e3
@@ -207,28 +221,22 @@ func (s *vecScorer) score(v []float32) (float64, bool) {
 			d0 += e * e
 		}
 		return -math.Sqrt(float64(d0 + d1 + d2 + d3)), true
-	case distInner:
-		for ; i+4 <= len(q); i += 4 {
-			d0, d1, d2, d3 = d0+v[i]*q[i], d1+v[i+1]*q[i+1], d2+v[i+2]*q[i+2], d3+v[i+3]*q[i+3]
-		}
-		for ; i < len(q); i++ {
-			d0 += v[i] * q[i]
-		}
-		return float64(d0 + d1 + d2 + d3), true
 	}
 	for ; i+4 <= len(q); i += 4 {
 		d0, d1, d2, d3 = d0+v[i]*q[i], d1+v[i+1]*q[i+1], d2+v[i+2]*q[i+2], d3+v[i+3]*q[i+3]
-		n0, n1, n2, n3 = n0+v[i]*v[i], n1+v[i+1]*v[i+1], n2+v[i+2]*v[i+2], n3+v[i+3]*v[i+3]
 	}
 	for ; i < len(q); i++ {
 		d0 += v[i] * q[i]
-		n0 += v[i] * v[i]
 	}
-	norm := math.Sqrt(float64(n0+n1+n2+n3)) * s.qnorm
-	if norm == 0 {
+	dot := float64(d0 + d1 + d2 + d3)
+	if s.dist == distInner {
+		return dot, true
+	}
+	n := norm * s.qnorm
+	if n == 0 {
 		return 0, true // a zero vector is like nothing
 	}
-	return float64(d0+d1+d2+d3) / norm, true
+	return dot / n, true
 }
 
 // topK keeps the k best items seen, an item counted once at its best score.
@@ -335,12 +343,13 @@ type vecCache struct {
 	maxID int64
 	ids   []int64 // ascending
 	items []int64
-	offs  []int // row i is data[offs[i]:offs[i+1]]
+	norms []float64 // each row's Euclidean norm, for cosine
+	offs  []int     // row i is data[offs[i]:offs[i+1]]
 	data  []float32
 }
 
 func (vc *vecCache) reset() {
-	vc.maxID, vc.ids, vc.items, vc.offs, vc.data = 0, nil, nil, []int{0}, nil
+	vc.maxID, vc.ids, vc.items, vc.norms, vc.offs, vc.data = 0, nil, nil, nil, []int{0}, nil
 }
 
 // refresh brings the copy to what c's transaction sees.
@@ -368,6 +377,7 @@ func (vc *vecCache) refresh(c *conn) error {
 				}
 				vc.ids = append(vc.ids, st.Int64(0))
 				vc.items = append(vc.items, st.Int64(1)) // NULL (an import before its link): 0, no item
+				vc.norms = append(vc.norms, vecNorm(v))
 				vc.data = append(vc.data, v...)
 				vc.offs = append(vc.offs, len(vc.data))
 				return nil
@@ -395,52 +405,103 @@ func (vc *vecCache) refresh(c *conn) error {
 	}
 }
 
-func (vc *vecCache) keep(live map[int64]struct{}) {
+func (vc *vecCache) keep(live rowSet) {
 	n, d := 0, 0
 	for i, id := range vc.ids {
-		if _, ok := live[id]; !ok {
+		if !live.has(id) {
 			continue
 		}
 		row := vc.data[vc.offs[i]:vc.offs[i+1]]
 		d += copy(vc.data[d:], row)
-		vc.ids[n], vc.items[n] = id, vc.items[i]
+		vc.ids[n], vc.items[n], vc.norms[n] = id, vc.items[i], vc.norms[i]
 		n++
 		vc.offs[n] = d
 	}
-	vc.ids, vc.items, vc.offs, vc.data = vc.ids[:n], vc.items[:n], vc.offs[:n+1], vc.data[:d]
+	vc.ids, vc.items, vc.norms, vc.offs, vc.data = vc.ids[:n], vc.items[:n], vc.norms[:n], vc.offs[:n+1], vc.data[:d]
+}
+
+// rowSet is a set of row ids: a bitmap while the ids are dense enough
+// (rowids and AUTOINCREMENT ids are), which a scan tests with no hashing;
+// a map when they are not.
+type rowSet struct {
+	bits []uint64
+	m    map[int64]struct{}
+	n    int
+}
+
+func newRowSet(ids []int64) rowSet {
+	var hi int64
+	for _, id := range ids {
+		hi = max(hi, id)
+	}
+	for _, id := range ids {
+		if id < 0 {
+			hi = -1 // not a rowid: the map
+			break
+		}
+	}
+	if hi >= 0 && hi/64 <= int64(len(ids))+1<<16 {
+		bits := make([]uint64, hi/64+1)
+		for _, id := range ids {
+			bits[id/64] |= 1 << (id % 64)
+		}
+		return rowSet{bits: bits, n: len(ids)}
+	}
+	m := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		m[id] = struct{}{}
+	}
+	return rowSet{m: m, n: len(m)}
+}
+
+func (r *rowSet) has(id int64) bool {
+	if r.m != nil {
+		_, ok := r.m[id]
+		return ok
+	}
+	return id >= 0 && id/64 < int64(len(r.bits)) && r.bits[id/64]&(1<<(id%64)) != 0
 }
 
 // idSet runs a query of ids: on SQLite the group_concat form (one row of
 // text), on a server one row per id.
-func idSet(c *conn, list, rows string, args []any) (map[int64]struct{}, error) {
+func idSet(c *conn, list, rows string, args []any) (rowSet, error) {
+	var ids []int64
 	if c.tr != nil {
-		set := map[int64]struct{}{}
 		err := c.query(rows, args, func(st row) error {
-			set[st.Int64(0)] = struct{}{}
+			ids = append(ids, st.Int64(0))
 			return nil
 		})
-		return set, err
+		return newRowSet(ids), err
 	}
-	var text string
+	var text []byte
 	if _, err := c.queryRow(list, args, func(st row) error {
 		if !st.Null(0) {
-			text = st.Text(0)
+			text = append(text, st.Text(0)...)
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return rowSet{}, err
 	}
-	set := make(map[int64]struct{}, strings.Count(text, ",")+1)
+	ids = make([]int64, 0, bytes.Count(text, []byte{','})+1)
 	for len(text) > 0 {
-		field, rest, _ := strings.Cut(text, ",")
-		id, err := strconv.ParseInt(field, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: an id list holds %q", ErrCorrupt, quoteCut(field))
+		// The digits of a rowid, parsed here: strconv costs a string each.
+		var id int64
+		i := 0
+		for ; i < len(text) && text[i] >= '0' && text[i] <= '9' && i < 18; i++ {
+			id = id*10 + int64(text[i]-'0')
 		}
-		set[id] = struct{}{}
-		text = rest
+		if i == 0 || (i < len(text) && text[i] != ',') {
+			field, _, _ := strings.Cut(string(text), ",")
+			n, err := strconv.ParseInt(field, 10, 64)
+			if err != nil {
+				return rowSet{}, fmt.Errorf("%w: an id list holds %q", ErrCorrupt, quoteCut(field))
+			}
+			id, i = n, len(field)
+		}
+		ids = append(ids, id)
+		text = text[min(i+1, len(text)):]
 	}
-	return set, nil
+	return newRowSet(ids), nil
 }
 
 // searchVectors is a search with a query vector (see records.SearchOp).
@@ -466,9 +527,9 @@ func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([
 	}
 	scorer := newVecScorer(p.query, p.dist)
 	top := newTopK(want)
-	if len(items) > 0 {
-		err = s.scanVectors(c, p, items, func(item int64, v []float32) {
-			if sc, ok := scorer.score(v); ok {
+	if items.n > 0 {
+		err = s.scanVectors(c, p, items, func(item int64, v []float32, norm float64) {
+			if sc, ok := scorer.score(v, norm); ok {
 				top.add(item, sc)
 			}
 		})
@@ -495,13 +556,13 @@ const filterTries = 8
 
 func (s Store) searchVectorsThenFilter(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, bool, error) {
 	items, err := s.vecItems(c, p, now, nil)
-	if err != nil || len(items) == 0 {
+	if err != nil || items.n == 0 {
 		return nil, err == nil, err
 	}
 	scorer := newVecScorer(p.query, p.dist)
-	ranked := make([]scored, 0, len(items))
-	err = s.scanVectors(c, p, items, func(item int64, v []float32) {
-		if sc, ok := scorer.score(v); ok {
+	ranked := make([]scored, 0, items.n)
+	err = s.scanVectors(c, p, items, func(item int64, v []float32, norm float64) {
+		if sc, ok := scorer.score(v, norm); ok {
 			ranked = append(ranked, scored{sc, item})
 		}
 	})
@@ -598,7 +659,7 @@ func readScored(c *conn, b scored, filter *recFilter) (records.Item, bool, error
 }
 
 // vecItems returns the live items under the search's prefix (and filter).
-func (s Store) vecItems(c *conn, p *storePlanned, now int64, filter *recFilter) (map[int64]struct{}, error) {
+func (s Store) vecItems(c *conn, p *storePlanned, now int64, filter *recFilter) (rowSet, error) {
 	args := []any{now, "", "", "", nil}
 	where := storeWhereAll
 	if p.ns != "" {
@@ -617,13 +678,14 @@ func (s Store) vecItems(c *conn, p *storePlanned, now int64, filter *recFilter) 
 }
 
 // scanVectors calls fn with every vector of the given items.
-func (s Store) scanVectors(c *conn, p *storePlanned, items map[int64]struct{}, fn func(item int64, v []float32)) error {
+func (s Store) scanVectors(c *conn, p *storePlanned, items rowSet, fn func(item int64, v []float32, norm float64)) error {
 	if p.inWrite {
 		// A write transaction may yet roll back: read its rows, not the copy.
 		var scratch []float32
 		return c.query(sqlStoreVectorsAfter, []any{0}, func(st row) error {
-			if _, ok := items[st.Int64(1)]; ok {
-				fn(st.Int64(1), asFloats(st.Blob(2), &scratch))
+			if items.has(st.Int64(1)) {
+				v := asFloats(st.Blob(2), &scratch)
+				fn(st.Int64(1), v, vecNorm(v))
 			}
 			return nil
 		})
@@ -631,7 +693,7 @@ func (s Store) scanVectors(c *conn, p *storePlanned, items map[int64]struct{}, f
 	return s.scanCached(c, items, fn)
 }
 
-func (s Store) scanCached(c *conn, items map[int64]struct{}, fn func(item int64, v []float32)) error {
+func (s Store) scanCached(c *conn, items rowSet, fn func(item int64, v []float32, norm float64)) error {
 	vc := &s.db.vecs
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
@@ -640,10 +702,10 @@ func (s Store) scanCached(c *conn, items map[int64]struct{}, fn func(item int64,
 		return err
 	}
 	for i, item := range vc.items {
-		if _, ok := items[item]; !ok {
+		if !items.has(item) {
 			continue
 		}
-		fn(item, vc.data[vc.offs[i]:vc.offs[i+1]])
+		fn(item, vc.data[vc.offs[i]:vc.offs[i+1]], vc.norms[i])
 	}
 	return nil
 }
