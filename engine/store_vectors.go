@@ -151,6 +151,91 @@ func putVectors(c *conn, ns, key string, vs []storeVec) error {
 	return nil
 }
 
+// vecWriter holds a write batch's vector rows on SQLite and inserts them
+// in a few multi-row statements: on the hosts' SQLite a statement is a call
+// out of WebAssembly (docs/profiles/store-put.md). Rows wait only while the
+// batch goes on putting other items: any other op, or a put of a waiting
+// item, writes them first, so every op sees what the ops before it did.
+type vecWriter struct {
+	rows  []vecRow
+	bytes int
+}
+
+type vecRow struct {
+	ns, key string
+	v       storeVec
+}
+
+const (
+	vecRowsMax  = 64      // rows of one statement (4 arguments each)
+	vecBytesMax = 1 << 20 // bytes of vectors waiting
+)
+
+// waiting reports whether the item at (ns, key) has rows waiting.
+func (w *vecWriter) waiting(ns, key string) bool {
+	for i := range w.rows {
+		if w.rows[i].key == key && w.rows[i].ns == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// add queues the vectors of the item the put just wrote.
+func (w *vecWriter) add(c *conn, ns, key string, vs []storeVec) error {
+	for _, v := range vs {
+		w.rows = append(w.rows, vecRow{ns, key, v})
+		w.bytes += len(v.vec)
+	}
+	if len(w.rows) >= vecRowsMax || w.bytes >= vecBytesMax {
+		return w.flush(c)
+	}
+	return nil
+}
+
+// flush inserts the waiting rows, in statements of a power of two rows
+// (a few statement texts for the connection's cache).
+func (w *vecWriter) flush(c *conn) error {
+	rows := w.rows
+	for len(rows) > 0 {
+		n := 1
+		for n*2 <= min(len(rows), vecRowsMax) {
+			n *= 2
+		}
+		args := make([]any, 0, 4*n)
+		for _, r := range rows[:n] {
+			args = append(args, r.ns, r.key, r.v.path, r.v.vec)
+		}
+		if err := c.exec(sqlStoreVectorsPutN(n), args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	w.rows, w.bytes = w.rows[:0], 0
+	return nil
+}
+
+var vecPutN sync.Map // rows -> statement text
+
+// sqlStoreVectorsPutN inserts n vector rows (namespace, key, path, vec),
+// each naming its item's rowid.
+func sqlStoreVectorsPutN(n int) string {
+	if q, ok := vecPutN.Load(n); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO store_vectors(item, namespace, key, path, vec) SELECT i.rowid, v.column1, v.column2, v.column3, v.column4 FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?)")
+	}
+	b.WriteString(`) v CROSS JOIN store_items i ON i.namespace = v.column1 AND i.key = v.column2`)
+	vecPutN.Store(n, b.String())
+	return b.String()
+}
+
 // asFloats views a float32 little-endian blob in place (every target of the
 // engine is little-endian), or copies it into scratch when the driver's
 // bytes are not 4-byte aligned; a blob's odd tail bytes are ignored.

@@ -425,3 +425,46 @@ func TestVerifyChecksStoreVectors(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreVectorBatchPutsInOrder: a batch's vector rows are inserted a
+// few statements at a time, and each op still sees the ops before it: a
+// second put of an item replaces the first one's vectors, a delete takes
+// them, a search ranks them, and a batch of more rows than one statement
+// holds stores them all.
+func TestStoreVectorBatchPutsInOrder(t *testing.T) {
+	db, _ := openRec(t, nil)
+	s := db.Store()
+	ns := []string{"n"}
+	put := func(key string, v ...float32) records.PutOp {
+		return records.PutOp{Namespace: ns, Key: key, Value: map[string]any{}, Vectors: map[string][]float32{"$": v}, TTL: records.NoExpiry}
+	}
+	q := records.SearchOp{Prefix: ns, Query: []float32{1, 0}}
+	res, err := s.Batch(rctx, put("a", 0, 1), put("b", 1, 1), put("a", 1, 0), put("c", 1, 0),
+		records.PutOp{Namespace: ns, Key: "c"}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range res[5].Items {
+		keys = append(keys, it.Key)
+	}
+	if !slices.Equal(keys, []string{"a", "b"}) || *res[5].Items[0].Score != 1 {
+		t.Fatalf("search in the batch: %v", res[5].Items)
+	}
+	if n := countVectors(t, db); n != 2 {
+		t.Fatalf("%d vector rows, want 2 (a's second put, b)", n)
+	}
+	var ops []records.StoreOp
+	for i := range 150 {
+		ops = append(ops, put(fmt.Sprintf("k%03d", i), float32(i), 1))
+	}
+	if _, err := s.Batch(rctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVectors(t, db); n != 152 {
+		t.Fatalf("%d vector rows, want 152", n)
+	}
+	if keys, _ := vsearch(t, s, records.SearchOp{Prefix: ns, Query: []float32{149, 1}, Limit: 1}); !slices.Equal(keys, []string{"k149"}) {
+		t.Fatalf("top of the 150: %v", keys)
+	}
+}
