@@ -167,7 +167,7 @@ type vecRow struct {
 }
 
 const (
-	vecRowsMax  = 64      // rows of one statement (4 arguments each)
+	vecRowsMax  = 16      // rows of one statement: 64 arguments (Durable Objects bind at most 100)
 	vecBytesMax = 1 << 20 // bytes of vectors waiting
 )
 
