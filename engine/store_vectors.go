@@ -644,37 +644,28 @@ func (s Store) searchVectorsThenFilter(c *conn, p *storePlanned, offset int, now
 	if err != nil || items.n == 0 {
 		return nil, err == nil, err
 	}
+	// The filter is checked on at most budget items, best first: only
+	// the best budget items are kept while scanning (an item at its best
+	// vector), not every vector's score.
+	want := offset + p.limit
+	budget := filterTries*want + 64
 	scorer := newVecScorer(p.query, p.dist)
-	ranked := make([]scored, 0, items.n)
+	top := newTopK(budget)
 	err = s.scanVectors(c, p, items, func(item int64, v []float32, norm float64) {
 		if sc, ok := scorer.score(v, norm); ok {
-			ranked = append(ranked, scored{sc, item})
+			top.add(item, sc)
 		}
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	// A heap of every vector's score, best on top, popped as far as needed:
-	// an item's first pop is its best vector, later ones are skipped.
-	h := &maxHeap{ranked}
-	popped := map[int64]bool{}
-	for i := len(ranked)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-	want := offset + p.limit
-	budget := filterTries*want + 64
+	best := top.best()
 	var out []records.Item
 	kept := 0
-	for len(h.s) > 0 && kept < want {
-		if budget == 0 {
-			return nil, false, nil
+	for _, b := range best {
+		if kept == want {
+			break
 		}
-		b := h.pop()
-		if popped[b.item] {
-			continue
-		}
-		popped[b.item] = true
-		budget--
 		it, found, err := readScored(c, b, p.filter)
 		if err != nil {
 			return nil, false, err
@@ -687,39 +678,13 @@ func (s Store) searchVectorsThenFilter(c *conn, p *storePlanned, offset int, now
 		}
 		kept++
 	}
+	if kept < want && len(best) == budget {
+		return nil, false, nil // more items may rank below these: the filter in SQL
+	}
 	if out == nil {
 		out = []records.Item{}
 	}
 	return out, true, nil
-}
-
-// maxHeap pops the best scored first (ties: the earlier item).
-type maxHeap struct{ s []scored }
-
-func (h *maxHeap) down(i int) {
-	for {
-		l, m := 2*i+1, i
-		if l < len(h.s) && h.s[m].worse(h.s[l]) {
-			m = l
-		}
-		if r := l + 1; r < len(h.s) && h.s[m].worse(h.s[r]) {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		h.s[i], h.s[m] = h.s[m], h.s[i]
-		i = m
-	}
-}
-
-func (h *maxHeap) pop() scored {
-	top := h.s[0]
-	last := len(h.s) - 1
-	h.s[0] = h.s[last]
-	h.s = h.s[:last]
-	h.down(0)
-	return top
 }
 
 // readScored reads a ranked item, with its score; found is false when it
