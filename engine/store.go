@@ -104,9 +104,18 @@ func (s Store) Batch(ctx context.Context, ops ...records.StoreOp) ([]records.Sto
 		err := s.db.write(ctx, func(c *conn) error {
 			now := s.db.nowUS()
 			var refresh []storeRef
+			var vw *vecWriter
+			if !onServer(c) {
+				vw = &vecWriter{}
+			}
 			for i := range plan {
 				plan[i].inWrite = true
-				if err := s.run(c, &plan[i], now, &res[i], &refresh); err != nil {
+				if err := s.run(c, &plan[i], now, &res[i], &refresh, vw); err != nil {
+					return err
+				}
+			}
+			if vw != nil {
+				if err := vw.flush(c); err != nil {
 					return err
 				}
 			}
@@ -122,7 +131,7 @@ func (s Store) Batch(ctx context.Context, ops ...records.StoreOp) ([]records.Sto
 	err := s.db.read(ctx, func(c *conn) error {
 		refresh = refresh[:0]
 		for i := range plan {
-			if err := s.run(c, &plan[i], now, &res[i], &refresh); err != nil {
+			if err := s.run(c, &plan[i], now, &res[i], &refresh, nil); err != nil {
 				return err
 			}
 		}
@@ -283,8 +292,14 @@ func (s Store) refresh(r records.TTLRefresh) (bool, error) {
 }
 
 // run executes one planned op on c, collecting TTL refreshes; on a write
-// connection it also applies them at the end of the batch.
-func (s Store) run(c *conn, p *storePlanned, now int64, res *records.StoreResult, refresh *[]storeRef) error {
+// connection it also applies them at the end of the batch. vw, in a write
+// batch on SQLite, holds the puts' vector rows (see vecWriter).
+func (s Store) run(c *conn, p *storePlanned, now int64, res *records.StoreResult, refresh *[]storeRef, vw *vecWriter) error {
+	if o, ok := p.op.(records.PutOp); vw != nil && (!ok || vw.waiting(p.ns, o.Key)) {
+		if err := vw.flush(c); err != nil {
+			return err
+		}
+	}
 	switch o := p.op.(type) {
 	case records.GetOp:
 		var it *records.Item
@@ -315,6 +330,9 @@ func (s Store) run(c *conn, p *storePlanned, now int64, res *records.StoreResult
 		}
 		if err := c.exec(sqlStorePut, p.ns, o.Key, p.value, now, ttl, exp); err != nil {
 			return err
+		}
+		if vw != nil {
+			return vw.add(c, p.ns, o.Key, p.vecs)
 		}
 		return putVectors(c, p.ns, o.Key, p.vecs)
 	case records.SearchOp:

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -71,13 +72,20 @@ func encodeVectors(key string, vs map[string][]float32) ([]storeVec, int, error)
 		if err := checkText("vector field path", path, maxVectorPathLen); err != nil {
 			return nil, 0, err
 		}
-		if err := checkVector("vector of field "+quoteCut(path), v); err != nil {
-			return nil, 0, err
+		if len(v) == 0 || len(v) > maxVectorDims {
+			return nil, 0, checkVector("vector of field "+quoteCut(path), v)
 		}
-		b := make([]byte, 4*len(v))
-		for i, f := range v {
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+		// The check reads the exponent bits (all ones: NaN or infinite);
+		// the blob is the vector's own memory (every target of the engine
+		// is little-endian, as asFloats says), bound before Batch returns.
+		bad := false
+		for _, f := range v {
+			bad = bad || math.Float32bits(f)&0x7f800000 == 0x7f800000
 		}
+		if bad {
+			return nil, 0, checkVector("vector of field "+quoteCut(path), v)
+		}
+		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
 		out = append(out, storeVec{path, b})
 		size += len(b) + len(path)
 	}
@@ -143,6 +151,91 @@ func putVectors(c *conn, ns, key string, vs []storeVec) error {
 	return nil
 }
 
+// vecWriter holds a write batch's vector rows on SQLite and inserts them
+// in a few multi-row statements: on the hosts' SQLite a statement is a call
+// out of WebAssembly (docs/profiles/store-put.md). Rows wait only while the
+// batch goes on putting other items: any other op, or a put of a waiting
+// item, writes them first, so every op sees what the ops before it did.
+type vecWriter struct {
+	rows  []vecRow
+	bytes int
+}
+
+type vecRow struct {
+	ns, key string
+	v       storeVec
+}
+
+const (
+	vecRowsMax  = 16      // rows of one statement: 64 arguments (Durable Objects bind at most 100)
+	vecBytesMax = 1 << 20 // bytes of vectors waiting
+)
+
+// waiting reports whether the item at (ns, key) has rows waiting.
+func (w *vecWriter) waiting(ns, key string) bool {
+	for i := range w.rows {
+		if w.rows[i].key == key && w.rows[i].ns == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// add queues the vectors of the item the put just wrote.
+func (w *vecWriter) add(c *conn, ns, key string, vs []storeVec) error {
+	for _, v := range vs {
+		w.rows = append(w.rows, vecRow{ns, key, v})
+		w.bytes += len(v.vec)
+	}
+	if len(w.rows) >= vecRowsMax || w.bytes >= vecBytesMax {
+		return w.flush(c)
+	}
+	return nil
+}
+
+// flush inserts the waiting rows, in statements of a power of two rows
+// (a few statement texts for the connection's cache).
+func (w *vecWriter) flush(c *conn) error {
+	rows := w.rows
+	for len(rows) > 0 {
+		n := 1
+		for n*2 <= min(len(rows), vecRowsMax) {
+			n *= 2
+		}
+		args := make([]any, 0, 4*n)
+		for _, r := range rows[:n] {
+			args = append(args, r.ns, r.key, r.v.path, r.v.vec)
+		}
+		if err := c.exec(sqlStoreVectorsPutN(n), args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	w.rows, w.bytes = w.rows[:0], 0
+	return nil
+}
+
+var vecPutN sync.Map // rows -> statement text
+
+// sqlStoreVectorsPutN inserts n vector rows (namespace, key, path, vec),
+// each naming its item's rowid.
+func sqlStoreVectorsPutN(n int) string {
+	if q, ok := vecPutN.Load(n); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO store_vectors(item, namespace, key, path, vec) SELECT i.rowid, v.column1, v.column2, v.column3, v.column4 FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?)")
+	}
+	b.WriteString(`) v CROSS JOIN store_items i ON i.namespace = v.column1 AND i.key = v.column2`)
+	vecPutN.Store(n, b.String())
+	return b.String()
+}
+
 // asFloats views a float32 little-endian blob in place (every target of the
 // engine is little-endian), or copies it into scratch when the driver's
 // bytes are not 4-byte aligned; a blob's odd tail bytes are ignored.
@@ -179,18 +272,31 @@ func newVecScorer(q []float32, d vecDistance) vecScorer {
 	return vecScorer{q: q, qnorm: math.Sqrt(n), dist: d}
 }
 
-// score returns v's score, and false when v cannot be compared with the
-// query (another number of dimensions).
-func (s *vecScorer) score(v []float32) (float64, bool) {
+// vecNorm is v's Euclidean norm.
+func vecNorm(v []float32) float64 {
+	var n0, n1, n2, n3 float32
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		n0, n1, n2, n3 = n0+v[i]*v[i], n1+v[i+1]*v[i+1], n2+v[i+2]*v[i+2], n3+v[i+3]*v[i+3]
+	}
+	for ; i < len(v); i++ {
+		n0 += v[i] * v[i]
+	}
+	return math.Sqrt(float64(n0 + n1 + n2 + n3))
+}
+
+// score returns v's score (norm is v's norm, which cosine needs), and
+// false when v cannot be compared with the query (another number of
+// dimensions).
+func (s *vecScorer) score(v []float32, norm float64) (float64, bool) {
 	q := s.q
 	if len(v) != len(q) {
 		return 0, false
 	}
 	v = v[:len(q)]
-	var d0, d1, d2, d3, n0, n1, n2, n3 float32
+	var d0, d1, d2, d3 float32
 	i := 0
-	switch s.dist {
-	case distL2:
+	if s.dist == distL2 {
 		for ; i+4 <= len(q); i += 4 {
 			e0, e1, e2, e3 := v[i]-q[i], v[i+1]-q[i+1], v[i+2]-q[i+2], v[i+3]-q[i+3]
 			d0, d1, d2, d3 = d0+e0*e0, d1+e1*e1, d2+e2*e2, d3+e3*e3
@@ -200,28 +306,22 @@ func (s *vecScorer) score(v []float32) (float64, bool) {
 			d0 += e * e
 		}
 		return -math.Sqrt(float64(d0 + d1 + d2 + d3)), true
-	case distInner:
-		for ; i+4 <= len(q); i += 4 {
-			d0, d1, d2, d3 = d0+v[i]*q[i], d1+v[i+1]*q[i+1], d2+v[i+2]*q[i+2], d3+v[i+3]*q[i+3]
-		}
-		for ; i < len(q); i++ {
-			d0 += v[i] * q[i]
-		}
-		return float64(d0 + d1 + d2 + d3), true
 	}
 	for ; i+4 <= len(q); i += 4 {
 		d0, d1, d2, d3 = d0+v[i]*q[i], d1+v[i+1]*q[i+1], d2+v[i+2]*q[i+2], d3+v[i+3]*q[i+3]
-		n0, n1, n2, n3 = n0+v[i]*v[i], n1+v[i+1]*v[i+1], n2+v[i+2]*v[i+2], n3+v[i+3]*v[i+3]
 	}
 	for ; i < len(q); i++ {
 		d0 += v[i] * q[i]
-		n0 += v[i] * v[i]
 	}
-	norm := math.Sqrt(float64(n0+n1+n2+n3)) * s.qnorm
-	if norm == 0 {
+	dot := float64(d0 + d1 + d2 + d3)
+	if s.dist == distInner {
+		return dot, true
+	}
+	n := norm * s.qnorm
+	if n == 0 {
 		return 0, true // a zero vector is like nothing
 	}
-	return float64(d0+d1+d2+d3) / norm, true
+	return dot / n, true
 }
 
 // topK keeps the k best items seen, an item counted once at its best score.
@@ -328,12 +428,13 @@ type vecCache struct {
 	maxID int64
 	ids   []int64 // ascending
 	items []int64
-	offs  []int // row i is data[offs[i]:offs[i+1]]
+	norms []float64 // each row's Euclidean norm, for cosine
+	offs  []int     // row i is data[offs[i]:offs[i+1]]
 	data  []float32
 }
 
 func (vc *vecCache) reset() {
-	vc.maxID, vc.ids, vc.items, vc.offs, vc.data = 0, nil, nil, []int{0}, nil
+	vc.maxID, vc.ids, vc.items, vc.norms, vc.offs, vc.data = 0, nil, nil, nil, []int{0}, nil
 }
 
 // refresh brings the copy to what c's transaction sees.
@@ -361,6 +462,7 @@ func (vc *vecCache) refresh(c *conn) error {
 				}
 				vc.ids = append(vc.ids, st.Int64(0))
 				vc.items = append(vc.items, st.Int64(1)) // NULL (an import before its link): 0, no item
+				vc.norms = append(vc.norms, vecNorm(v))
 				vc.data = append(vc.data, v...)
 				vc.offs = append(vc.offs, len(vc.data))
 				return nil
@@ -388,52 +490,103 @@ func (vc *vecCache) refresh(c *conn) error {
 	}
 }
 
-func (vc *vecCache) keep(live map[int64]struct{}) {
+func (vc *vecCache) keep(live rowSet) {
 	n, d := 0, 0
 	for i, id := range vc.ids {
-		if _, ok := live[id]; !ok {
+		if !live.has(id) {
 			continue
 		}
 		row := vc.data[vc.offs[i]:vc.offs[i+1]]
 		d += copy(vc.data[d:], row)
-		vc.ids[n], vc.items[n] = id, vc.items[i]
+		vc.ids[n], vc.items[n], vc.norms[n] = id, vc.items[i], vc.norms[i]
 		n++
 		vc.offs[n] = d
 	}
-	vc.ids, vc.items, vc.offs, vc.data = vc.ids[:n], vc.items[:n], vc.offs[:n+1], vc.data[:d]
+	vc.ids, vc.items, vc.norms, vc.offs, vc.data = vc.ids[:n], vc.items[:n], vc.norms[:n], vc.offs[:n+1], vc.data[:d]
+}
+
+// rowSet is a set of row ids: a bitmap while the ids are dense enough
+// (rowids and AUTOINCREMENT ids are), which a scan tests with no hashing;
+// a map when they are not.
+type rowSet struct {
+	bits []uint64
+	m    map[int64]struct{}
+	n    int
+}
+
+func newRowSet(ids []int64) rowSet {
+	var hi int64
+	for _, id := range ids {
+		hi = max(hi, id)
+	}
+	for _, id := range ids {
+		if id < 0 {
+			hi = -1 // not a rowid: the map
+			break
+		}
+	}
+	if hi >= 0 && hi/64 <= int64(len(ids))+1<<16 {
+		bits := make([]uint64, hi/64+1)
+		for _, id := range ids {
+			bits[id/64] |= 1 << (id % 64)
+		}
+		return rowSet{bits: bits, n: len(ids)}
+	}
+	m := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		m[id] = struct{}{}
+	}
+	return rowSet{m: m, n: len(m)}
+}
+
+func (r *rowSet) has(id int64) bool {
+	if r.m != nil {
+		_, ok := r.m[id]
+		return ok
+	}
+	return id >= 0 && id/64 < int64(len(r.bits)) && r.bits[id/64]&(1<<(id%64)) != 0
 }
 
 // idSet runs a query of ids: on SQLite the group_concat form (one row of
 // text), on a server one row per id.
-func idSet(c *conn, list, rows string, args []any) (map[int64]struct{}, error) {
+func idSet(c *conn, list, rows string, args []any) (rowSet, error) {
+	var ids []int64
 	if c.tr != nil {
-		set := map[int64]struct{}{}
 		err := c.query(rows, args, func(st row) error {
-			set[st.Int64(0)] = struct{}{}
+			ids = append(ids, st.Int64(0))
 			return nil
 		})
-		return set, err
+		return newRowSet(ids), err
 	}
-	var text string
+	var text []byte
 	if _, err := c.queryRow(list, args, func(st row) error {
 		if !st.Null(0) {
-			text = st.Text(0)
+			text = append(text, st.Text(0)...)
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return rowSet{}, err
 	}
-	set := make(map[int64]struct{}, strings.Count(text, ",")+1)
+	ids = make([]int64, 0, bytes.Count(text, []byte{','})+1)
 	for len(text) > 0 {
-		field, rest, _ := strings.Cut(text, ",")
-		id, err := strconv.ParseInt(field, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: an id list holds %q", ErrCorrupt, quoteCut(field))
+		// The digits of a rowid, parsed here: strconv costs a string each.
+		var id int64
+		i := 0
+		for ; i < len(text) && text[i] >= '0' && text[i] <= '9' && i < 18; i++ {
+			id = id*10 + int64(text[i]-'0')
 		}
-		set[id] = struct{}{}
-		text = rest
+		if i == 0 || (i < len(text) && text[i] != ',') {
+			field, _, _ := strings.Cut(string(text), ",")
+			n, err := strconv.ParseInt(field, 10, 64)
+			if err != nil {
+				return rowSet{}, fmt.Errorf("%w: an id list holds %q", ErrCorrupt, quoteCut(field))
+			}
+			id, i = n, len(field)
+		}
+		ids = append(ids, id)
+		text = text[min(i+1, len(text)):]
 	}
-	return set, nil
+	return newRowSet(ids), nil
 }
 
 // searchVectors is a search with a query vector (see records.SearchOp).
@@ -459,9 +612,9 @@ func (s Store) searchVectors(c *conn, p *storePlanned, offset int, now int64) ([
 	}
 	scorer := newVecScorer(p.query, p.dist)
 	top := newTopK(want)
-	if len(items) > 0 {
-		err = s.scanVectors(c, p, items, func(item int64, v []float32) {
-			if sc, ok := scorer.score(v); ok {
+	if items.n > 0 {
+		err = s.scanVectors(c, p, items, func(item int64, v []float32, norm float64) {
+			if sc, ok := scorer.score(v, norm); ok {
 				top.add(item, sc)
 			}
 		})
@@ -488,40 +641,31 @@ const filterTries = 8
 
 func (s Store) searchVectorsThenFilter(c *conn, p *storePlanned, offset int, now int64) ([]records.Item, bool, error) {
 	items, err := s.vecItems(c, p, now, nil)
-	if err != nil || len(items) == 0 {
+	if err != nil || items.n == 0 {
 		return nil, err == nil, err
 	}
+	// The filter is checked on at most budget items, best first: only
+	// the best budget items are kept while scanning (an item at its best
+	// vector), not every vector's score.
+	want := offset + p.limit
+	budget := filterTries*want + 64
 	scorer := newVecScorer(p.query, p.dist)
-	ranked := make([]scored, 0, len(items))
-	err = s.scanVectors(c, p, items, func(item int64, v []float32) {
-		if sc, ok := scorer.score(v); ok {
-			ranked = append(ranked, scored{sc, item})
+	top := newTopK(budget)
+	err = s.scanVectors(c, p, items, func(item int64, v []float32, norm float64) {
+		if sc, ok := scorer.score(v, norm); ok {
+			top.add(item, sc)
 		}
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	// A heap of every vector's score, best on top, popped as far as needed:
-	// an item's first pop is its best vector, later ones are skipped.
-	h := &maxHeap{ranked}
-	popped := map[int64]bool{}
-	for i := len(ranked)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-	want := offset + p.limit
-	budget := filterTries*want + 64
+	best := top.best()
 	var out []records.Item
 	kept := 0
-	for len(h.s) > 0 && kept < want {
-		if budget == 0 {
-			return nil, false, nil
+	for _, b := range best {
+		if kept == want {
+			break
 		}
-		b := h.pop()
-		if popped[b.item] {
-			continue
-		}
-		popped[b.item] = true
-		budget--
 		it, found, err := readScored(c, b, p.filter)
 		if err != nil {
 			return nil, false, err
@@ -534,39 +678,13 @@ func (s Store) searchVectorsThenFilter(c *conn, p *storePlanned, offset int, now
 		}
 		kept++
 	}
+	if kept < want && len(best) == budget {
+		return nil, false, nil // more items may rank below these: the filter in SQL
+	}
 	if out == nil {
 		out = []records.Item{}
 	}
 	return out, true, nil
-}
-
-// maxHeap pops the best scored first (ties: the earlier item).
-type maxHeap struct{ s []scored }
-
-func (h *maxHeap) down(i int) {
-	for {
-		l, m := 2*i+1, i
-		if l < len(h.s) && h.s[m].worse(h.s[l]) {
-			m = l
-		}
-		if r := l + 1; r < len(h.s) && h.s[m].worse(h.s[r]) {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		h.s[i], h.s[m] = h.s[m], h.s[i]
-		i = m
-	}
-}
-
-func (h *maxHeap) pop() scored {
-	top := h.s[0]
-	last := len(h.s) - 1
-	h.s[0] = h.s[last]
-	h.s = h.s[:last]
-	h.down(0)
-	return top
 }
 
 // readScored reads a ranked item, with its score; found is false when it
@@ -591,7 +709,7 @@ func readScored(c *conn, b scored, filter *recFilter) (records.Item, bool, error
 }
 
 // vecItems returns the live items under the search's prefix (and filter).
-func (s Store) vecItems(c *conn, p *storePlanned, now int64, filter *recFilter) (map[int64]struct{}, error) {
+func (s Store) vecItems(c *conn, p *storePlanned, now int64, filter *recFilter) (rowSet, error) {
 	args := []any{now, "", "", "", nil}
 	where := storeWhereAll
 	if p.ns != "" {
@@ -610,13 +728,14 @@ func (s Store) vecItems(c *conn, p *storePlanned, now int64, filter *recFilter) 
 }
 
 // scanVectors calls fn with every vector of the given items.
-func (s Store) scanVectors(c *conn, p *storePlanned, items map[int64]struct{}, fn func(item int64, v []float32)) error {
+func (s Store) scanVectors(c *conn, p *storePlanned, items rowSet, fn func(item int64, v []float32, norm float64)) error {
 	if p.inWrite {
 		// A write transaction may yet roll back: read its rows, not the copy.
 		var scratch []float32
 		return c.query(sqlStoreVectorsAfter, []any{0}, func(st row) error {
-			if _, ok := items[st.Int64(1)]; ok {
-				fn(st.Int64(1), asFloats(st.Blob(2), &scratch))
+			if items.has(st.Int64(1)) {
+				v := asFloats(st.Blob(2), &scratch)
+				fn(st.Int64(1), v, vecNorm(v))
 			}
 			return nil
 		})
@@ -624,7 +743,7 @@ func (s Store) scanVectors(c *conn, p *storePlanned, items map[int64]struct{}, f
 	return s.scanCached(c, items, fn)
 }
 
-func (s Store) scanCached(c *conn, items map[int64]struct{}, fn func(item int64, v []float32)) error {
+func (s Store) scanCached(c *conn, items rowSet, fn func(item int64, v []float32, norm float64)) error {
 	vc := &s.db.vecs
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
@@ -633,10 +752,60 @@ func (s Store) scanCached(c *conn, items map[int64]struct{}, fn func(item int64,
 		return err
 	}
 	for i, item := range vc.items {
-		if _, ok := items[item]; !ok {
+		if !items.has(item) {
 			continue
 		}
-		fn(item, vc.data[vc.offs[i]:vc.offs[i+1]])
+		fn(item, vc.data[vc.offs[i]:vc.offs[i+1]], vc.norms[i])
 	}
 	return nil
+}
+
+// sqlStoreVectorsVerify: every vector row beside the item its namespace
+// and key name (NULL when there is none), by item then path.
+const sqlStoreVectorsVerify = `SELECT v.namespace, v.key, v.path, v.item, i.rowid, v.vec FROM store_vectors v
+	LEFT JOIN store_items i ON i.namespace = v.namespace AND i.key = v.key ORDER BY v.namespace, v.key, v.path`
+
+// vectors checks store_vectors against store_items: a row must belong to
+// an item and name that item's rowid (a search ranks by it), hold whole
+// float32 values, 1..maxVectorDims of them, all finite, and an item's
+// vectors must all have the same dimensions (one index embedded them).
+// Which items should have vectors the file does not say (index=False, or
+// an index configured later): that is not checked.
+func (v *verifier) vectors() error {
+	if v.o.ThreadID != "" {
+		return nil
+	}
+	var lastNS, lastKey string
+	lastDims := -1
+	return v.c.query(sqlStoreVectorsVerify, nil, func(st row) error {
+		ns, key, path := st.Text(0), st.Text(1), st.Text(2)
+		bad := func(format string, args ...any) {
+			v.addf("vector", "", "", "", "vector %q of item %q in namespace %q: "+format, append([]any{path, key, ns}, args...)...)
+		}
+		switch {
+		case st.Null(4):
+			bad("its item does not exist")
+		case st.Null(3):
+			bad("is not linked to its item (a search skips it)")
+		case st.Int64(3) != st.Int64(4):
+			bad("names item row %d, its item is row %d (a search would rank the wrong item)", st.Int64(3), st.Int64(4))
+		}
+		b := st.Blob(5)
+		if len(b)%4 != 0 || len(b) == 0 || len(b) > 4*maxVectorDims {
+			bad("%d bytes are not 1..%d float32 values", len(b), maxVectorDims)
+			return nil
+		}
+		for i := 0; i < len(b); i += 4 {
+			if binary.LittleEndian.Uint32(b[i:])&0x7f800000 == 0x7f800000 {
+				bad("value %d is not finite", i/4)
+				break
+			}
+		}
+		dims := len(b) / 4
+		if ns == lastNS && key == lastKey && lastDims >= 0 && dims != lastDims {
+			bad("has %d dimensions, the item's other vectors %d", dims, lastDims)
+		}
+		lastNS, lastKey, lastDims = ns, key, dims
+		return nil
+	})
 }

@@ -165,6 +165,7 @@ func (v *verifier) run(ctx context.Context) error {
 		{"event", v.events, []string{"events", "event_seqs"}},
 		{"thread", v.threadRecords, []string{"threads"}},
 		{"store", v.store, []string{"store_items"}},
+		{"vector", v.vectors, []string{"store_items", "store_vectors"}},
 	} {
 		if !v.reads(check.kind, v.o.ThreadID, check.tables...) {
 			continue

@@ -3,6 +3,7 @@ InMemoryStore on the same items, vectors and queries (issue 41).
 
     python bench/store_search.py                    # 50,000 items x 384 dims
     python bench/store_search.py --items 5000 --queries 5
+    python bench/store_search.py --put-only --put-items 4000
 
 N items of 384 random dimensions (a fixed seed; the "embedder" looks each
 text's vector up, so embedding costs nothing and the stores are compared on
@@ -12,7 +13,7 @@ store and the ratios to AgentStateStore; whether the stores agree on the top
 10; the peak memory a search adds to its process (a child process per store
 opens the file and searches it: the growth of its peak RSS, beside the
 vectors' size); and the cost of a put with an index against a put without
-one (same items, fresh files).
+one (same items, fresh files; --put-only for that alone).
 
 Needs: pip install langgraph-checkpoint-sqlite sqlite-vec numpy (and
 pysqlite3-binary where Python's sqlite3 cannot load extensions).
@@ -132,9 +133,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--put-items", type=int, default=2000)
     ap.add_argument("--child", nargs=2, metavar=("STORE", "PATH"))
+    ap.add_argument("--put-only", action="store_true", help="only the put with an index against one without")
     a = ap.parse_args()
     if a.child:
         child(a.child[0], a.child[1], a.items, a.queries, a.rounds)
+        return
+    if a.put_only:
+        put_ratio(Table(a.put_items, 1), a.put_items, tempfile.mkdtemp(prefix="store-put-"))
         return
 
     table = Table(a.items, a.queries)
@@ -168,22 +173,35 @@ def main() -> None:
               f"  same top 10 as agentstate: {same}/{len(ours['tops'])}  search peak RSS growth {rss}")
     print("  (agentstate's RSS growth is mostly its handle's copy of the vectors, read by the first search)")
 
-    # A put with an index against one without (the embedder is a lookup:
-    # what is measured is storing the vectors).
-    n = min(a.put_items, a.items)
-    with_ix = AgentStateStore(os.path.join(d, "put-ix.db"), index=index(table))
-    without = AgentStateStore(os.path.join(d, "put-plain.db"), index=index(table))
-    t_emb = time.perf_counter()
-    table([f"item-{i}" for i in range(n)])
-    t_emb = time.perf_counter() - t_emb
-    for chunk in (1, 100):
-        t_plain = load(without, n, chunk, indexed=False)
-        t_ix = load(with_ix, n, chunk, indexed=True)
-        print(f"  put x{n} in batches of {chunk}: with index {t_ix:.2f} s, without {t_plain:.2f} s, embedding alone {t_emb:.3f} s:"
-              f" with / (without + embedding) = {t_ix / (t_plain + t_emb):.2f}")
-    with_ix.close()
-    without.close()
+    put_ratio(table, a.put_items, d)
 
+
+def put_ratio(table: Table, n: int, d: str) -> None:
+    """A put with an index against one without (the embedder is a lookup:
+    what is measured is storing the vectors). Paired: each batch goes to
+    both files in turn, and the time is the process's CPU time (the engine
+    and SQLite run in this thread), so a busy machine weighs on both alike.
+    A first round inserts the items, a second replaces them."""
+    n = min(n, len(table.items))
+    t_emb = time.process_time()
+    table([f"item-{i}" for i in range(n)])
+    t_emb = (time.process_time() - t_emb) / n
+    for chunk in (1, 100):
+        with_ix = AgentStateStore(os.path.join(d, f"put-ix-{chunk}.db"), index=index(table))
+        without = AgentStateStore(os.path.join(d, f"put-plain-{chunk}.db"), index=index(table))
+        for rnd in ("insert", "replace"):
+            t = {True: 0.0, False: 0.0}
+            for s in range(0, n, chunk):
+                for store, indexed in ((without, False), (with_ix, True)):
+                    ops = [PutOp(NS, f"k{i:06d}", value(i), None if indexed else False) for i in range(s, min(n, s + chunk))]
+                    t0 = time.process_time()
+                    store.batch(ops)
+                    t[indexed] += time.process_time() - t0
+            w, wo = t[True] / n, t[False] / n
+            print(f"  put x{n} in batches of {chunk} ({rnd}), CPU a put: with index {w * 1e6:.0f} us, without {wo * 1e6:.0f} us,"
+                  f" embedding alone {t_emb * 1e6:.1f} us: with / (without + embedding) = {w / (wo + t_emb):.2f}")
+        with_ix.close()
+        without.close()
 
 if __name__ == "__main__":
     main()
