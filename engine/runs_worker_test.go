@@ -213,8 +213,8 @@ func sortedCopy(s []string) []string {
 }
 
 // OpStatus is DeerFlow's update_status: the status with its error and stop
-// reason in one write, Done false (nothing written) where the lifecycle
-// refuses the move or the run has already ended so.
+// reason in one write, for a run still pending, running or interrupted;
+// Done false (nothing written) for an ended or missing run.
 func TestRunOpStatus(t *testing.T) {
 	db, _ := openRec(t, nil)
 	status := func(id string, to records.RunStatus, errText, reason string) bool {
@@ -241,18 +241,22 @@ func TestRunOpStatus(t *testing.T) {
 	if run.Status != records.RunError || run.Error != "rolled back" || run.StopReason != "user_cancel" {
 		t.Fatalf("after the rollback path: %s %q %q", run.Status, run.Error, run.StopReason)
 	}
-	// An ended run stays as it is, its own status included; so does an
-	// interrupted one asked to succeed, and a running one to be pending again.
+	// As DeerFlow's guard: a running run may go back to pending, an
+	// interrupted one resume or succeed; an ended run stays as it is, its
+	// own status included.
 	mustCreate(t, db, records.NewRun{RunID: "r2", ThreadID: "t2", Status: records.RunRunning})
-	if status("r2", records.RunPending, "", "") {
-		t.Fatal("running -> pending allowed")
+	for _, to := range []records.RunStatus{records.RunPending, records.RunRunning, records.RunInterrupted, records.RunRunning, records.RunInterrupted, records.RunSuccess} {
+		if !status("r2", to, "", "") {
+			t.Fatalf("r2 -> %s refused", to)
+		}
 	}
-	status("r2", records.RunInterrupted, "", "")
+	mustCreate(t, db, records.NewRun{RunID: "r3", ThreadID: "t3", Status: records.RunRunning})
+	status("r3", records.RunTimeout, "", "")
 	before := dumpRecords(t, db)
 	for _, c := range []struct {
 		id string
 		to records.RunStatus
-	}{{"r1", records.RunError}, {"r1", records.RunSuccess}, {"r2", records.RunSuccess}, {"r2", records.RunRunning}, {"missing", records.RunError}} {
+	}{{"r1", records.RunError}, {"r1", records.RunSuccess}, {"r2", records.RunSuccess}, {"r2", records.RunRunning}, {"r3", records.RunRunning}, {"missing", records.RunError}} {
 		if status(c.id, c.to, "late", "late") {
 			t.Errorf("%s -> %s allowed", c.id, c.to)
 		}

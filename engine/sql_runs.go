@@ -49,14 +49,13 @@ const (
 		updated_at=?3, lease_until=NULL
 		WHERE run_id=?4 AND status IN ('pending', 'running') AND (worker_lease IS NULL OR worker_lease < ?5)`
 	// OpStatus: ?1 status, ?2 error and ?3 stop reason (NULL keeps them),
-	// ?4 now, ?5 run, ?6 this handle (its lease renewed to ?7); the moves
-	// allowed() allows, but not to a terminal status the run has already,
-	// except interrupted again.
+	// ?4 now, ?5 run, ?6 this handle (its lease renewed to ?7); only a run
+	// still pending, running or interrupted moves (DeerFlow's guard: an
+	// interrupted run may resume or end; success, error and timeout stay).
 	sqlRunOpStatus = `UPDATE runs SET status=?1, error=coalesce(?2, error), stop_reason=coalesce(?3, stop_reason),
 		updated_at=?4,
 		lease_until=CASE WHEN ?1 NOT IN ('pending', 'running') THEN NULL WHEN owner_id=?6 THEN ?7 ELSE lease_until END
-		WHERE run_id=?5 AND (status = 'pending' OR (status = 'running' AND ?1 != 'pending')
-		OR (status = 'interrupted' AND ?1 IN ('interrupted', 'error')))`
+		WHERE run_id=?5 AND status IN ('pending', 'running', 'interrupted')`
 	// A status change by the owning handle renews its lease; a terminal
 	// status ends it.
 	sqlRunSetStatus = `UPDATE runs SET status=?1, error=?2, updated_at=?3,

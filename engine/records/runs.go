@@ -105,11 +105,9 @@ const (
 	// OpTakeover ends an active run as an error when its worker lease
 	// expired more than GraceSeconds ago, or was never taken.
 	OpTakeover RunOpKind = "takeover"
-	// OpStatus moves a run to Status with Error and StopReason (DeerFlow's
-	// update_status), where the run's lifecycle allows it (Runs.SetStatus)
-	// and the run has not already ended as Status: an active run to any
-	// status but back to pending from running, an interrupted one to error
-	// or to interrupted again (its error and stop reason updated).
+	// OpStatus moves a run that is pending, running or interrupted to
+	// Status with Error and StopReason (DeerFlow's update_status); an
+	// ended run (success, error, timeout) stays as it is.
 	OpStatus RunOpKind = "status"
 )
 

@@ -500,6 +500,13 @@ def test_update_status_records_stop_reason_and_the_rollback_path(db):
         assert (await s.get("r2", user_id=None))["status"] == "error"
         with pytest.raises(InvalidArgumentError):
             await s.update_status("r2", "done")
+        # DeerFlow's guard: a run still pending, running or interrupted
+        # moves anywhere (back to pending, resumed after an interrupt)
+        await s.put("r3", thread_id="t3", user_id=None, status="running")
+        for to in ("pending", "running", "interrupted", "running", "success"):
+            assert await s.update_status("r3", to) is True, to
+        assert await s.update_status("r3", "running") is False
+        assert (await s.get("r3", user_id=None))["status"] == "success"
 
     run(go())
 
