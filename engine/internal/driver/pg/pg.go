@@ -124,6 +124,8 @@ type Conn struct {
 	pending []string // lock keys to take before the next statement
 	locked  map[string]bool
 	queued  []queued // statements to send with the next one
+	// commitAfter: the next statement ends its read transaction (QueryLast).
+	commitAfter bool
 }
 
 // queued is a statement of Queue, bound and waiting for the next round trip.
@@ -133,7 +135,10 @@ type queued struct {
 	fmts []int16
 }
 
-var _ driver.Conn = (*Conn)(nil)
+var (
+	_ driver.Conn        = (*Conn)(nil)
+	_ driver.LastQuerier = (*Conn)(nil)
+)
 
 type txState uint8
 
@@ -259,6 +264,21 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 	return err
 }
 
+// QueryLast implements driver.LastQuerier: in a read transaction the
+// COMMIT goes in the query's round trip.
+func (c *Conn) QueryLast(q string, args []any, fn func(driver.Row) error) error {
+	if c.tx == txNone || c.kind != driver.TxRead || strings.TrimSpace(q) == "" {
+		return c.Query(q, args, fn)
+	}
+	c.commitAfter = true
+	_, err := c.run(q, args, fn)
+	c.commitAfter = false
+	if c.pc != nil && !c.pc.IsClosed() && c.pc.TxStatus() == 'I' {
+		c.endTx() // committed (fn's error too leaves nothing to roll back)
+	}
+	return err
+}
+
 func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, error) {
 	// The first statement of a transaction (sent with its BEGIN) may find
 	// the connection closed by the server since its last use (a restart, a
@@ -304,7 +324,13 @@ func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	if c.tx != txPending && len(c.pending) == 0 && len(c.queued) == 0 {
+	var commit *stmt
+	if c.commitAfter {
+		if commit, err = c.prepare("COMMIT"); err != nil {
+			return 0, err
+		}
+	}
+	if commit == nil && c.tx != txPending && len(c.pending) == 0 && len(c.queued) == 0 {
 		rr := c.pc.ExecStatement(c.ctx, st.sd, vals, fmts, st.resultFormats)
 		n, ferr := readRows(rr, fn)
 		tag, err := rr.Close()
@@ -326,12 +352,15 @@ func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, err
 		return 0, err
 	}
 	b.ExecStatement(st.sd, vals, fmts, st.resultFormats)
+	if commit != nil {
+		b.ExecStatement(commit.sd, nil, nil, nil)
+	}
 	mrr := c.pc.ExecBatch(c.ctx, b)
 	var n int64
 	var ferr, rerr error
 	for i := 0; mrr.NextResult(); i++ {
 		rr := mrr.ResultReader()
-		if i < pre {
+		if i != pre {
 			if _, err := rr.Close(); err != nil && rerr == nil {
 				rerr = err
 			}
