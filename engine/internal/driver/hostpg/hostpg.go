@@ -164,6 +164,8 @@ type Conn struct {
 	queued  []call // statements to send with the next one
 	// commitAfter: the next statement ends its read transaction (QueryLast).
 	commitAfter bool
+	// ended: QueryLast committed; no statement may follow before Commit.
+	ended bool
 }
 
 var (
@@ -560,6 +562,7 @@ func (c *Conn) QueryLast(q string, args []any, fn func(driver.Row) error) error 
 	c.commitAfter = false
 	if c.id >= 0 && c.status == 'I' {
 		c.endTx() // committed (fn's error too leaves nothing to roll back)
+		c.ended = true
 	}
 	return err
 }
@@ -579,6 +582,10 @@ func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, erro
 }
 
 func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, error) {
+	if c.ended {
+		// It would run outside the snapshot the caller thinks it reads.
+		return 0, errors.New("agentstate: internal: a statement after the read transaction's last query")
+	}
 	if strings.TrimSpace(q) == "" {
 		return 0, nil
 	}
@@ -705,12 +712,12 @@ func (c *Conn) Begin(kind driver.TxKind) error {
 	if err := c.ensure(); err != nil {
 		return err
 	}
-	c.tx, c.kind = txPending, kind
+	c.tx, c.kind, c.ended = txPending, kind, false
 	return nil
 }
 
 func (c *Conn) endTx() {
-	c.tx = txNone
+	c.tx, c.ended = txNone, false
 	c.pending = c.pending[:0]
 	c.queued = c.queued[:0]
 	clear(c.locked)

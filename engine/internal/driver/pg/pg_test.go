@@ -352,7 +352,8 @@ func TestQueue(t *testing.T) {
 // the session is idle on the server at once (COMMIT went with the query),
 // and Commit has nothing left to send. A failing last query leaves the
 // transaction to roll back, as Query does; in a write transaction it is
-// Query, and COMMIT stays the caller's.
+// Query, and COMMIT stays the caller's. A statement between QueryLast and
+// Commit is refused: it would run outside the snapshot.
 func TestQueryLastEndsARead(t *testing.T) {
 	d := testSchema(t, Options{BusyTimeout: time.Second})
 	c := dial(t, d)
@@ -382,6 +383,10 @@ func TestQueryLastEndsARead(t *testing.T) {
 		}
 		if c.InTx() || c.Raw().TxStatus() != 'I' {
 			t.Fatalf("the read is still open after QueryLast (server status %c)", c.Raw().TxStatus())
+		}
+		// A statement after it would read outside the snapshot: refused.
+		if _, err := sum(false); err == nil {
+			t.Fatal("a query after QueryLast ran outside its transaction")
 		}
 		if err := c.Commit(); err != nil {
 			t.Fatalf("Commit after QueryLast: %v", err)
