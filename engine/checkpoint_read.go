@@ -26,7 +26,8 @@ func (db *DB) GetTuple(ctx context.Context, cfg Config) (Tuple, error) {
 			q, args = sqlGetByID, append(args, cfg.CheckpointID)
 		}
 		var err error
-		out, err = loadTuples(c, q, args)
+		// The read's last query carries its COMMIT (driver.LastQuerier).
+		out, err = loadTuplesEnd(c, q, args, true, true, true)
 		return err
 	})
 	if err != nil {
@@ -52,6 +53,12 @@ func loadTuples(c *conn, q string, args []any) ([]Tuple, error) {
 // ChannelValues is nil) and pending writes out, for callers that may not
 // need them.
 func loadTuplesWith(c *conn, q string, args []any, values, pending bool) ([]Tuple, error) {
+	return loadTuplesEnd(c, q, args, values, pending, false)
+}
+
+// loadTuplesEnd is loadTuplesWith; with last, a read transaction's last
+// query (the pending writes, when asked for) may end it.
+func loadTuplesEnd(c *conn, q string, args []any, values, pending, last bool) ([]Tuple, error) {
 	var tuples []Tuple
 	err := c.query(q, args, func(st row) error {
 		t, err := scanCheckpoint(st)
@@ -74,7 +81,7 @@ func loadTuplesWith(c *conn, q string, args []any, values, pending bool) ([]Tupl
 		}
 	}
 	if pending {
-		if err := loadPendingWrites(c, tuples); err != nil {
+		if err := loadPendingWrites(c, tuples, last); err != nil {
 			return nil, err
 		}
 	}
@@ -162,7 +169,7 @@ func loadValues(c *conn, tuples []Tuple) error {
 	return nil
 }
 
-func loadPendingWrites(c *conn, tuples []Tuple) error {
+func loadPendingWrites(c *conn, tuples []Tuple, last bool) error {
 	var sql string
 	var args []any
 	if len(tuples) == 1 {
@@ -179,7 +186,11 @@ func loadPendingWrites(c *conn, tuples []Tuple) error {
 		}
 		sql, args = sqlPageWrites, []any{arg}
 	}
-	err := c.query(sql, args, func(st row) error {
+	run := c.query
+	if last {
+		run = c.queryLast
+	}
+	err := run(sql, args, func(st row) error {
 		i := int(st.Int64(0))
 		data, err := loadWrite(st, 4)
 		if err != nil {

@@ -99,6 +99,23 @@ func (c *conn) query(q string, args []any, fn func(r row) error) error {
 	return schemaErr(c.d.Query(q, args, fn))
 }
 
+// queryLast is query for the last statement of a read transaction: a driver
+// with a round trip to save sends the COMMIT with it (driver.LastQuerier).
+func (c *conn) queryLast(q string, args []any, fn func(r row) error) error {
+	lq, ok := c.d.(driver.LastQuerier)
+	if !ok {
+		return c.query(q, args, fn)
+	}
+	plainArgs(args)
+	if c.tr != nil {
+		var err error
+		if q, args, err = c.tr(q, args); err != nil {
+			return err
+		}
+	}
+	return schemaErr(lq.QueryLast(q, args, fn))
+}
+
 // queue runs a statement of the current write transaction whose failure
 // fails the transaction whatever its kind (driver.Conn.Queue): on a server
 // it travels with the next statement, saving a round trip.

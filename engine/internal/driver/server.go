@@ -49,6 +49,15 @@ type Breaker interface {
 	Broken() bool
 }
 
+// LastQuerier is implemented by a Conn that can end a read transaction with
+// its last statement: QueryLast is Query followed by COMMIT in the same round
+// trip (outside a read transaction it is Query). Once it returns without
+// error the transaction is over and Commit has nothing left to do; after an
+// error the caller rolls back as after Query.
+type LastQuerier interface {
+	QueryLast(query string, args []any, fn func(Row) error) error
+}
+
 var servers struct {
 	mu sync.RWMutex
 	m  map[string]OpenServer

@@ -162,11 +162,16 @@ type Conn struct {
 	pending []string // lock keys to take before the next statement
 	locked  map[string]bool
 	queued  []call // statements to send with the next one
+	// commitAfter: the next statement ends its read transaction (QueryLast).
+	commitAfter bool
+	// ended: QueryLast committed; no statement may follow before Commit.
+	ended bool
 }
 
 var (
-	_ driver.Conn    = (*Conn)(nil)
-	_ driver.Breaker = (*Conn)(nil)
+	_ driver.Conn        = (*Conn)(nil)
+	_ driver.Breaker     = (*Conn)(nil)
+	_ driver.LastQuerier = (*Conn)(nil)
 )
 
 type txState uint8
@@ -546,6 +551,22 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 	return err
 }
 
+// QueryLast implements driver.LastQuerier: in a read transaction the
+// COMMIT goes in the query's round trip.
+func (c *Conn) QueryLast(q string, args []any, fn func(driver.Row) error) error {
+	if c.tx == txNone || c.kind != driver.TxRead || strings.TrimSpace(q) == "" {
+		return c.Query(q, args, fn)
+	}
+	c.commitAfter = true
+	_, err := c.run(q, args, fn)
+	c.commitAfter = false
+	if c.id >= 0 && c.status == 'I' {
+		c.endTx() // committed (fn's error too leaves nothing to roll back)
+		c.ended = true
+	}
+	return err
+}
+
 func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, error) {
 	// The first statement of a transaction may find the session ended by
 	// the server since its last use: nothing of the transaction ran, so it
@@ -561,6 +582,10 @@ func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, erro
 }
 
 func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, error) {
+	if c.ended {
+		// It would run outside the snapshot the caller thinks it reads.
+		return 0, errors.New("agentstate: internal: a statement after the read transaction's last query")
+	}
 	if strings.TrimSpace(q) == "" {
 		return 0, nil
 	}
@@ -572,16 +597,26 @@ func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, err
 		return 0, err
 	}
 	k.rows = fn != nil
+	var commit []call
+	if c.commitAfter {
+		ck, err := c.bind("COMMIT", nil)
+		if err != nil {
+			return 0, err
+		}
+		commit = append(commit, ck)
+	}
 	calls, err := c.batch()
 	if err != nil {
 		return 0, err
 	}
 	calls = append(calls, k)
+	last := len(calls) - 1
+	calls = append(calls, commit...)
 	res, err := c.roundTrip(c.ctx, calls, fn)
 	if err != nil {
 		return 0, err
 	}
-	return res[len(res)-1].changed, nil
+	return res[last].changed, nil
 }
 
 // batch is what must precede the next statement: BEGIN, the pending
@@ -677,12 +712,12 @@ func (c *Conn) Begin(kind driver.TxKind) error {
 	if err := c.ensure(); err != nil {
 		return err
 	}
-	c.tx, c.kind = txPending, kind
+	c.tx, c.kind, c.ended = txPending, kind, false
 	return nil
 }
 
 func (c *Conn) endTx() {
-	c.tx = txNone
+	c.tx, c.ended = txNone, false
 	c.pending = c.pending[:0]
 	c.queued = c.queued[:0]
 	clear(c.locked)

@@ -124,6 +124,10 @@ type Conn struct {
 	pending []string // lock keys to take before the next statement
 	locked  map[string]bool
 	queued  []queued // statements to send with the next one
+	// commitAfter: the next statement ends its read transaction (QueryLast).
+	commitAfter bool
+	// ended: QueryLast committed; no statement may follow before Commit.
+	ended bool
 }
 
 // queued is a statement of Queue, bound and waiting for the next round trip.
@@ -133,7 +137,10 @@ type queued struct {
 	fmts []int16
 }
 
-var _ driver.Conn = (*Conn)(nil)
+var (
+	_ driver.Conn        = (*Conn)(nil)
+	_ driver.LastQuerier = (*Conn)(nil)
+)
 
 type txState uint8
 
@@ -259,6 +266,22 @@ func (c *Conn) Query(q string, args []any, fn func(driver.Row) error) error {
 	return err
 }
 
+// QueryLast implements driver.LastQuerier: in a read transaction the
+// COMMIT goes in the query's round trip.
+func (c *Conn) QueryLast(q string, args []any, fn func(driver.Row) error) error {
+	if c.tx == txNone || c.kind != driver.TxRead || strings.TrimSpace(q) == "" {
+		return c.Query(q, args, fn)
+	}
+	c.commitAfter = true
+	_, err := c.run(q, args, fn)
+	c.commitAfter = false
+	if c.pc != nil && !c.pc.IsClosed() && c.pc.TxStatus() == 'I' {
+		c.endTx() // committed (fn's error too leaves nothing to roll back)
+		c.ended = true
+	}
+	return err
+}
+
 func (c *Conn) run(q string, args []any, fn func(driver.Row) error) (int64, error) {
 	// The first statement of a transaction (sent with its BEGIN) may find
 	// the connection closed by the server since its last use (a restart, a
@@ -290,6 +313,10 @@ func connectionLost(err error) bool {
 }
 
 func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, error) {
+	if c.ended {
+		// It would run outside the snapshot the caller thinks it reads.
+		return 0, errors.New("agentstate: internal: a statement after the read transaction's last query")
+	}
 	if strings.TrimSpace(q) == "" {
 		return 0, nil
 	}
@@ -304,7 +331,13 @@ func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	if c.tx != txPending && len(c.pending) == 0 && len(c.queued) == 0 {
+	var commit *stmt
+	if c.commitAfter {
+		if commit, err = c.prepare("COMMIT"); err != nil {
+			return 0, err
+		}
+	}
+	if commit == nil && c.tx != txPending && len(c.pending) == 0 && len(c.queued) == 0 {
 		rr := c.pc.ExecStatement(c.ctx, st.sd, vals, fmts, st.resultFormats)
 		n, ferr := readRows(rr, fn)
 		tag, err := rr.Close()
@@ -326,12 +359,15 @@ func (c *Conn) run1(q string, args []any, fn func(driver.Row) error) (int64, err
 		return 0, err
 	}
 	b.ExecStatement(st.sd, vals, fmts, st.resultFormats)
+	if commit != nil {
+		b.ExecStatement(commit.sd, nil, nil, nil)
+	}
 	mrr := c.pc.ExecBatch(c.ctx, b)
 	var n int64
 	var ferr, rerr error
 	for i := 0; mrr.NextResult(); i++ {
 		rr := mrr.ResultReader()
-		if i < pre {
+		if i != pre {
 			if _, err := rr.Close(); err != nil && rerr == nil {
 				rerr = err
 			}
@@ -481,12 +517,12 @@ func (c *Conn) Begin(kind driver.TxKind) error {
 	if err := c.ensure(); err != nil {
 		return err
 	}
-	c.tx, c.kind = txPending, kind
+	c.tx, c.kind, c.ended = txPending, kind, false
 	return nil
 }
 
 func (c *Conn) endTx() {
-	c.tx = txNone
+	c.tx, c.ended = txNone, false
 	c.pending = c.pending[:0]
 	c.queued = c.queued[:0]
 	clear(c.locked)

@@ -348,6 +348,79 @@ func TestQueue(t *testing.T) {
 	}
 }
 
+// QueryLast ends a read transaction with its query: the rows come back,
+// the session is idle on the server at once (COMMIT went with the query),
+// and Commit has nothing left to send. A failing last query leaves the
+// transaction to roll back, as Query does; in a write transaction it is
+// Query, and COMMIT stays the caller's. A statement between QueryLast and
+// Commit is refused: it would run outside the snapshot.
+func TestQueryLastEndsARead(t *testing.T) {
+	d := testSchema(t, Options{BusyTimeout: time.Second})
+	c := dial(t, d)
+	if _, err := c.Exec(`CREATE TABLE t (n BIGINT)`); err != nil {
+		t.Fatal(err)
+	}
+	c.Exec(`INSERT INTO t VALUES (1), (2)`)
+	sum := func(last bool) (int64, error) {
+		var n int64
+		q := c.Query
+		if last {
+			q = c.QueryLast
+		}
+		err := q(`SELECT sum(n)::bigint FROM t`, nil, func(r driver.Row) error { n = r.Int64(0); return nil })
+		return n, err
+	}
+	for _, first := range []bool{false, true} {
+		c.Begin(driver.TxRead)
+		if first { // BEGIN, the query and COMMIT in one round trip
+			if _, err := sum(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := sum(true)
+		if err != nil || n != 3 {
+			t.Fatalf("QueryLast: %d, %v; want 3", n, err)
+		}
+		if c.InTx() || c.Raw().TxStatus() != 'I' {
+			t.Fatalf("the read is still open after QueryLast (server status %c)", c.Raw().TxStatus())
+		}
+		// A statement after it would read outside the snapshot: refused.
+		if _, err := sum(false); err == nil {
+			t.Fatal("a query after QueryLast ran outside its transaction")
+		}
+		if err := c.Commit(); err != nil {
+			t.Fatalf("Commit after QueryLast: %v", err)
+		}
+	}
+	c.Begin(driver.TxRead)
+	sum(false)
+	err := c.QueryLast(`SELECT 1/(n-n) FROM t`, nil, func(driver.Row) error { return nil })
+	if err == nil {
+		t.Fatal("a failing last query succeeded")
+	}
+	if !c.InTx() {
+		t.Fatal("a failed last query ended the transaction it could not commit")
+	}
+	c.Rollback()
+	if c.InTx() {
+		t.Fatal("still in a transaction after Rollback")
+	}
+	c.Begin(driver.TxWrite)
+	if _, err := c.Exec(`INSERT INTO t VALUES (4)`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sum(true); err != nil || n != 7 {
+		t.Fatalf("QueryLast in a write: %d, %v; want 7", n, err)
+	}
+	if !c.InTx() {
+		t.Fatal("QueryLast committed a write transaction")
+	}
+	c.Rollback()
+	if n, _ := sum(false); n != 3 {
+		t.Fatalf("after the rolled-back write: %d, want 3", n)
+	}
+}
+
 // A connection the server closed between transactions (a restart, a
 // terminated session) is replaced: the next transaction runs on a new one.
 func TestReconnectsBetweenTransactions(t *testing.T) {

@@ -29,16 +29,26 @@ _OP_PREPARE, _OP_RUN, _OP_SIMPLE = 0, 1, 2
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
 _HEAD = struct.Struct("<BBBI")  # op, result format, flags, name length
+_PARAM = struct.Struct("<IB")  # a parameter's length and format
+_U16 = struct.Struct("<H")
+_I64 = struct.Struct("<q")
+_NULL_BYTES = b"\xff\xff\xff\xff"
 _NULL = 0xFFFFFFFF
 _TX = {0: b"I", 1: b"T", 2: b"T", 3: b"E"}
 
 
+_pq = None
+
+
 def pq():
     """psycopg's libpq binding, or ImportError saying what to install."""
-    try:
-        from psycopg import pq as _pq
-    except ImportError as e:
-        raise ImportError(f"agentstate: PostgreSQL URLs need psycopg 3: {INSTALL}") from e
+    global _pq
+    if _pq is None:  # imported once: every round trip asks
+        try:
+            from psycopg import pq as m
+        except ImportError as e:
+            raise ImportError(f"agentstate: PostgreSQL URLs need psycopg 3: {INSTALL}") from e
+        _pq = m
     return _pq
 
 
@@ -331,19 +341,15 @@ class PGHost:
             (sl,) = _U32.unpack_from(req, at)
             sql = req[at + 4 : at + 4 + sl]
             at += 4 + sl
-            (np,) = struct.unpack_from("<H", req, at)
+            (np,) = _U16.unpack_from(req, at)
             at += 2
-            vals, fmts = [], []
-            for _ in range(np):
-                (ln,) = _U32.unpack_from(req, at)
-                f = req[at + 4]
+            vals, fmts = [None] * np, [0] * np
+            for j in range(np):
+                ln, fmts[j] = _PARAM.unpack_from(req, at)
                 at += 5
-                if ln == _NULL:
-                    vals.append(None)
-                else:
-                    vals.append(req[at : at + ln])
+                if ln != _NULL:
+                    vals[j] = req[at : at + ln]
                     at += ln
-                fmts.append(f)
             calls.append((op, fmt, flags, name, sql, (vals, fmts)))
         return calls
 
@@ -418,10 +424,11 @@ class PGHost:
             ct = r.command_tuples
             if ct is not None:
                 n = ct
-        out.append(struct.pack("<q", n))
         nf = r.nfields if r is not None else 0
+        out.append(_I64.pack(n))
         out.append(_U32.pack(nf))
-        out.extend(_U32.pack(r.ftype(i)) for i in range(nf))
+        if nf:
+            out.append(struct.pack(f"<{nf}I", *[r.ftype(i) for i in range(nf)]))
         if op == _OP_PREPARE:
             np = r.nparams
             out.append(_U32.pack(np))
@@ -433,14 +440,15 @@ class PGHost:
         out.append(_U32.pack(nt))
         get = r.get_value
         pack = _U32.pack
+        add = out.append
         for t in range(nt):
             for f in range(nf):
                 v = get(t, f)
                 if v is None:
-                    out.append(b"\xff\xff\xff\xff")
+                    add(_NULL_BYTES)
                 else:
-                    out.append(pack(len(v)))
-                    out.append(v)
+                    add(pack(len(v)))
+                    add(v)
 
 
 def _err(r) -> tuple[bytes, str]:
