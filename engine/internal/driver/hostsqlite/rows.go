@@ -160,7 +160,15 @@ func textToInt(b []byte) int64 {
 
 func textToFloat(b []byte) float64 {
 	s := strings.TrimSpace(string(b))
-	for end := len(s); end > 0; end-- {
+	// Only the leading run of characters a number is written with can be
+	// the number SQLite reads (it takes no "inf" or "nan"): trying every
+	// prefix of a long text was quadratic (a 100 KB blob read as an
+	// integer took gigabytes).
+	n := 0
+	for n < len(s) && strings.IndexByte("0123456789+-.eE", s[n]) >= 0 {
+		n++
+	}
+	for end := n; end > 0; end-- {
 		if f, err := strconv.ParseFloat(s[:end], 64); err == nil {
 			return f
 		}
