@@ -96,6 +96,30 @@ func allowed(from, to records.RunStatus) bool {
 // on read-only handles, which cannot create runs.
 func (r Runs) Owner() string { return r.db.records().ownerID }
 
+// existingRun finds the run a Create returns instead of making one: the
+// run of that id (on the same thread, or ErrConflict), or the run holding
+// its idempotency key on any thread (taking the key's lock first, so a
+// create with the same key on another thread waits for this one).
+func existingRun(c *conn, nr records.NewRun, out *records.Run) (found bool, err error) {
+	scan := func(st row) error {
+		*out, err = scanRun(st)
+		return err
+	}
+	if found, err = c.queryRow(sqlRunGet, []any{nr.RunID}, scan); err != nil || found {
+		if err == nil && out.ThreadID != nr.ThreadID {
+			err = fmt.Errorf("%w: run id %q belongs to another thread", ErrConflict, nr.RunID)
+		}
+		return found, err
+	}
+	if nr.IdempotencyKey == "" {
+		return false, nil
+	}
+	if err := c.lock(idempotencyLock + nr.IdempotencyKey); err != nil {
+		return false, err
+	}
+	return c.queryRow(sqlRunByKey, []any{nr.IdempotencyKey}, scan)
+}
+
 // Create inserts a run, or returns the one of the same run id or idempotency
 // key (keys span threads). A thread's active run fails StrategyReject with an
 // *ActiveRunError; StrategyInterrupt and StrategyRollback interrupt it in the
@@ -141,32 +165,8 @@ func (r Runs) Create(ctx context.Context, nr records.NewRun) (records.Created, e
 		if err := c.lock(nr.ThreadID); err != nil {
 			return err
 		}
-		found, err := c.queryRow(sqlRunGet, []any{nr.RunID}, func(st row) error {
-			out.Run, err = scanRun(st)
+		if found, err := existingRun(c, nr, &out.Run); err != nil || found {
 			return err
-		})
-		if err != nil {
-			return err
-		}
-		if found {
-			if out.Run.ThreadID != nr.ThreadID {
-				return fmt.Errorf("%w: run id %q belongs to another thread", ErrConflict, nr.RunID)
-			}
-			return nil
-		}
-		if key != nil {
-			// Keys span threads: a create with the same key on another
-			// thread waits for this one.
-			if err := c.lock(idempotencyLock + nr.IdempotencyKey); err != nil {
-				return err
-			}
-			found, err := c.queryRow(sqlRunByKey, []any{key}, func(st row) error {
-				out.Run, err = scanRun(st)
-				return err
-			})
-			if err != nil || found {
-				return err
-			}
 		}
 		now := r.db.nowUS()
 		var a activeRow

@@ -281,7 +281,7 @@ func (c *Conn) hostErr(b []byte) error {
 	case kindUnavailable:
 		return fmt.Errorf("%w: %s", ErrUnavailable, e.Message)
 	default:
-		k = classify(code)
+		k = pgwire.Kind(code)
 		if k == nil {
 			return e
 		}
@@ -301,34 +301,6 @@ func (e *Error) Error() string {
 		return e.Message + " (SQLSTATE " + e.Code + ")"
 	}
 	return e.Message
-}
-
-// classify maps a SQLSTATE to the driver's kind of error, nil for none
-// (as the native driver does).
-func classify(code string) error {
-	switch {
-	case code == "40001", code == "40P01", code == "55P03":
-		return driver.ErrBusy
-	case code == "23505":
-		return driver.ErrUnique
-	case strings.HasPrefix(code, "23"):
-		return driver.ErrConstraint
-	case code == "57014":
-		return driver.ErrInterrupted
-	case code == "42P01", code == "42703", code == "42883", code == "3F000":
-		return driver.ErrSchema
-	case code == "53100":
-		return driver.ErrFull
-	case code == "25006":
-		return driver.ErrReadOnly
-	case code == "XX001", code == "XX002":
-		return driver.ErrCorrupt
-	case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03":
-		return driver.ErrConnLost
-	case strings.HasPrefix(code, "22"), code == "54000":
-		return driver.ErrValue
-	}
-	return nil
 }
 
 var le = binary.LittleEndian
